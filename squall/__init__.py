@@ -1,0 +1,70 @@
+"""squall: JStorm's real-time computation model in Python, on Apache Spark.
+
+Importing ``squall`` is cheap: names load on first use, and pyspark is imported only by
+``squall.spark``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Spout": "squall.api.components",
+    "Bolt": "squall.api.components",
+    "BasicBolt": "squall.api.components",
+    "CustomStreamGrouping": "squall.api.components",
+    "OutputFieldsDeclarer": "squall.api.components",
+    "TopologyBuilder": "squall.api.builder",
+    "Fields": "squall.api.fields",
+    "Tuple": "squall.api.tuple",
+    "Config": "squall.api.config",
+    "TopologyContext": "squall.api.context",
+    "FailedException": "squall.api.errors",
+    "ReportedFailedException": "squall.api.errors",
+    "InvalidTopologyError": "squall.api.errors",
+    "TopologyStartError": "squall.api.errors",
+    "NotAliveError": "squall.api.errors",
+    "AlreadyAliveError": "squall.api.errors",
+    "LocalCluster": "squall.local.cluster",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from squall.api.builder import TopologyBuilder
+    from squall.api.components import (
+        BasicBolt,
+        Bolt,
+        CustomStreamGrouping,
+        OutputFieldsDeclarer,
+        Spout,
+    )
+    from squall.api.config import Config
+    from squall.api.context import TopologyContext
+    from squall.api.errors import (
+        AlreadyAliveError,
+        FailedException,
+        InvalidTopologyError,
+        NotAliveError,
+        ReportedFailedException,
+        TopologyStartError,
+    )
+    from squall.api.fields import Fields
+    from squall.api.tuple import Tuple
+    from squall.local.cluster import LocalCluster
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'squall' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

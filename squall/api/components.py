@@ -1,0 +1,118 @@
+"""Spouts and bolts: the classes users subclass.
+
+Threading contract (as Storm's ``ISpout``/``IBolt``): every method of one task is called
+from one thread, never concurrently. ``close``/``cleanup`` are called on a graceful stop
+only; a process killed with SIGKILL calls neither.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from squall.api.fields import Fields
+from squall.api.tuple import DEFAULT_STREAM, Tuple
+
+if TYPE_CHECKING:
+    from squall.api.context import TopologyContext, WorkerTopologyContext
+
+
+@dataclass(frozen=True)
+class StreamDef:
+    """A declared output stream."""
+
+    fields: Fields
+    direct: bool = False
+
+
+class OutputFieldsDeclarer:
+    """Collects the streams a component declares in ``declare_output_fields``."""
+
+    def __init__(self) -> None:
+        self.streams: dict[str, StreamDef] = {}
+
+    def declare(self, fields: Fields, stream: str = DEFAULT_STREAM, direct: bool = False) -> None:
+        """Declare ``stream`` with ``fields``; ``direct=True`` for emit_direct only."""
+        if not isinstance(fields, Fields):
+            fields = Fields(*fields)
+        if stream in self.streams:
+            raise ValueError(f"stream {stream!r} is declared twice")
+        self.streams[stream] = StreamDef(fields, direct)
+
+
+class Component:
+    """What spouts and bolts share."""
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """Declare the output streams; the default declares none."""
+
+    def get_component_configuration(self) -> dict | None:
+        """Configuration for this component only (for example its tick frequency)."""
+        return None
+
+
+class Spout(Component):
+    """A source of tuples. ``next_tuple`` is called in a loop and should return quickly."""
+
+    def open(self, conf: dict, context: TopologyContext, collector: Any) -> None:
+        """Called once per task in its worker, before any other call."""
+
+    def close(self) -> None:
+        """Called on a graceful stop."""
+
+    def activate(self) -> None:
+        """The topology became active: ``next_tuple`` calls will follow."""
+
+    def deactivate(self) -> None:
+        """The topology became inactive: no ``next_tuple`` until ``activate``."""
+
+    def next_tuple(self) -> None:
+        """Emit zero or more tuples and return."""
+
+    def ack(self, msg_id: Any) -> None:
+        """The tuple tree rooted at ``msg_id`` completed."""
+
+    def fail(self, msg_id: Any) -> None:
+        """The tree failed or timed out; replaying it is the spout's decision."""
+
+
+class Bolt(Component):
+    """Processes tuples; ``execute`` must ack or fail every input tuple."""
+
+    def prepare(self, conf: dict, context: TopologyContext, collector: Any) -> None:
+        """Called once per task in its worker, before any tuple."""
+
+    def execute(self, tup: Tuple) -> None:
+        """Process one tuple."""
+        raise NotImplementedError(f"{type(self).__name__} must implement execute(tup)")
+
+    def cleanup(self) -> None:
+        """Called on a graceful stop."""
+
+
+class BasicBolt(Component):
+    """A bolt whose emits are anchored to the input and whose input is acked after execute.
+
+    Raise ``FailedException`` from ``execute`` to fail the input instead.
+    """
+
+    def prepare(self, conf: dict, context: TopologyContext) -> None:
+        """Called once per task in its worker, before any tuple."""
+
+    def execute(self, tup: Tuple, collector: Any) -> None:
+        """Process one tuple; emit through ``collector``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement execute(tup, collector)")
+
+    def cleanup(self) -> None:
+        """Called on a graceful stop."""
+
+
+class CustomStreamGrouping:
+    """User-defined routing: ``choose_tasks`` returns the target task ids for each tuple."""
+
+    def prepare(self, context: WorkerTopologyContext, stream: str, target_tasks: list[int]) -> None:
+        """Called once per emitting task with the target component's task ids."""
+
+    def choose_tasks(self, task_id: int, values: list) -> list[int]:
+        """Target task ids for ``values`` emitted by ``task_id``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement choose_tasks")

@@ -1,0 +1,76 @@
+"""What a task knows about the topology it runs in."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from squall.api.fields import Fields
+from squall.api.tuple import DEFAULT_STREAM
+
+if TYPE_CHECKING:
+    from squall.runtime.plan import TaskPlan
+
+
+class WorkerTopologyContext:
+    """The topology as seen by one worker: tasks, components, streams."""
+
+    def __init__(self, topology_name: str, plan: TaskPlan, worker_tasks: list[int],
+                 worker_index: int = 0) -> None:
+        self.topology_name = topology_name
+        self._plan = plan
+        self.worker_tasks: list[int] = list(worker_tasks)
+        self.worker_index = worker_index
+
+    def get_component_tasks(self, component: str) -> list[int]:
+        """Sorted task ids of ``component`` (empty if unknown)."""
+        return list(self._plan.component_tasks.get(component, []))
+
+    def get_component_id(self, task_id: int) -> str:
+        """The component of ``task_id``."""
+        return self._plan.task_component[task_id]
+
+    def get_component_ids(self) -> list[str]:
+        """Every component id, system ones included."""
+        return sorted(self._plan.component_tasks)
+
+    def get_component_streams(self, component: str) -> list[str]:
+        """Streams declared by ``component``."""
+        return sorted(self._plan.streams.get(component, {}))
+
+    def get_component_output_fields(self, component: str, stream: str = DEFAULT_STREAM) -> Fields:
+        """Fields of ``component``'s ``stream``; ``KeyError`` naming both if undeclared."""
+        try:
+            return self._plan.streams[component][stream].fields
+        except KeyError:
+            raise KeyError(f"component {component!r} declares no stream {stream!r}") from None
+
+
+class TopologyContext(WorkerTopologyContext):
+    """The context handed to ``open``/``prepare``: the worker's view plus this task's ids."""
+
+    def __init__(self, topology_name: str, plan: TaskPlan, worker_tasks: list[int],
+                 task_id: int, worker_index: int = 0) -> None:
+        super().__init__(topology_name, plan, worker_tasks, worker_index)
+        self.task_id = task_id
+        self.component_id = plan.task_component[task_id]
+        self._task_data: dict[str, Any] = {}
+
+    def get_this_component_tasks(self) -> list[int]:
+        """Sorted task ids of this task's component."""
+        return self.get_component_tasks(self.component_id)
+
+    def get_this_task_index(self) -> int:
+        """Position of this task among its component's tasks (0-based)."""
+        return self.get_this_component_tasks().index(self.task_id)
+
+    def get_this_output_fields(self, stream: str = DEFAULT_STREAM) -> Fields:
+        """Fields of this component's ``stream``."""
+        return self.get_component_output_fields(self.component_id, stream)
+
+    def set_task_data(self, name: str, value: Any) -> None:
+        """Keep a value for this task (Storm's ``setTaskData``)."""
+        self._task_data[name] = value
+
+    def get_task_data(self, name: str) -> Any:
+        """A value kept with ``set_task_data``."""
+        return self._task_data.get(name)

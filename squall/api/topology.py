@@ -1,0 +1,77 @@
+"""The built topology: plain frozen data that the runtimes read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from squall.api.components import CustomStreamGrouping, StreamDef
+from squall.api.fields import Fields
+
+GroupingKind = Literal[
+    "shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle", "custom"
+]
+GROUPING_KINDS: tuple[str, ...] = (
+    "shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle", "custom"
+)
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """How one subscribed stream is split among the subscriber's tasks."""
+
+    kind: GroupingKind
+    fields: Fields | None = None
+    custom: CustomStreamGrouping | None = None
+
+
+@dataclass(frozen=True)
+class Input:
+    """A subscription: ``component``'s ``stream`` routed by ``grouping``."""
+
+    component: str
+    stream: str
+    grouping: Grouping
+
+
+@dataclass(frozen=True)
+class ComponentSpec:
+    """One spout or bolt of a topology, with its pickled instance."""
+
+    id: str
+    kind: Literal["spout", "bolt"]
+    class_name: str
+    payload: bytes  # cloudpickle of the instance; unpickled once per task in its worker
+    parallelism: int
+    num_tasks: int
+    inputs: tuple[Input, ...]
+    streams: dict[str, StreamDef]
+    conf: dict[str, Any] = field(default_factory=dict)
+    memory_load_mb: float | None = None
+    cpu_load_percent: float | None = None
+
+
+@dataclass(frozen=True)
+class StormTopology:
+    """A validated topology: its components by id."""
+
+    components: dict[str, ComponentSpec]
+
+    @property
+    def spouts(self) -> list[ComponentSpec]:
+        """The spouts, sorted by id."""
+        return [c for _, c in sorted(self.components.items()) if c.kind == "spout"]
+
+    @property
+    def bolts(self) -> list[ComponentSpec]:
+        """The bolts, sorted by id."""
+        return [c for _, c in sorted(self.components.items()) if c.kind == "bolt"]
+
+    def subscribers(self, component: str, stream: str) -> list[tuple[str, Grouping]]:
+        """(subscriber id, grouping) for every component reading ``component``'s ``stream``."""
+        out = []
+        for cid in sorted(self.components):
+            for inp in self.components[cid].inputs:
+                if inp.component == component and inp.stream == stream:
+                    out.append((cid, inp.grouping))
+        return out

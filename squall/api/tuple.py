@@ -1,0 +1,97 @@
+"""The tuple a bolt receives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from squall.api.fields import Fields
+
+SYSTEM_COMPONENT = "__system"
+TICK_STREAM = "__tick"
+DEFAULT_STREAM = "default"
+
+
+class MessageId:
+    """Which tuple trees a tuple belongs to: root id -> this tuple's edge value."""
+
+    __slots__ = ("anchors_to_ids",)
+
+    def __init__(self, anchors_to_ids: dict[int, int] | None) -> None:
+        self.anchors_to_ids: dict[int, int] = anchors_to_ids or {}
+
+    def roots(self) -> list[int]:
+        """Root ids of the spout tuples this tuple descends from."""
+        return list(self.anchors_to_ids)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MessageId) and other.anchors_to_ids == self.anchors_to_ids
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.anchors_to_ids.items())))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{r:x}:{v:x}" for r, v in self.anchors_to_ids.items())
+        return "MessageId{" + inner + "}"
+
+
+class Tuple:
+    """A received tuple: values with their stream's fields and where they came from.
+
+    Values are read by position (``tup[0]``) or by field name (``tup["word"]``).
+    """
+
+    __slots__ = ("values", "fields", "component", "stream", "task", "_ids", "_ack_val", "_done", "_t0")
+
+    def __init__(
+        self,
+        values: list,
+        fields: Fields,
+        component: str,
+        stream: str,
+        task: int,
+        ids: dict[int, int] | None = None,
+    ) -> None:
+        self.values = values
+        self.fields = fields
+        self.component = component
+        self.stream = stream
+        self.task = task
+        self._ids = ids
+        # XOR of the edge ids of tuples anchored to this one; sent to the acker on ack.
+        self._ack_val = 0
+        self._done = False
+        self._t0 = 0.0
+
+    @property
+    def id(self) -> MessageId:
+        """The tuple's message id (its roots and edge values; empty when untracked)."""
+        return MessageId(self._ids)
+
+    def is_tick(self) -> bool:
+        """True for the system's tick tuples."""
+        return self.stream == TICK_STREAM and self.component == SYSTEM_COMPONENT
+
+    def get_value_by_field(self, name: str) -> Any:
+        """The value of field ``name``."""
+        return self.values[self.fields.index(name)]
+
+    def select(self, fields: Fields) -> list:
+        """The values of ``fields``, in that order."""
+        return self.fields.select(fields, self.values)
+
+    def __getitem__(self, key: int | str) -> Any:
+        if isinstance(key, str):
+            return self.values[self.fields.index(key)]
+        return self.values[key]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.values)
+
+    def __repr__(self) -> str:
+        return (
+            f"Tuple(component={self.component!r}, stream={self.stream!r}, task={self.task}, "
+            f"values={self.values!r})"
+        )

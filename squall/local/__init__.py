@@ -1,0 +1,5 @@
+"""The in-process cluster."""
+
+from squall.local.cluster import LocalCluster
+
+__all__ = ["LocalCluster"]

@@ -1,0 +1,1 @@
+"""The engine-agnostic worker runtime: tasks, routing, acking, timeouts, transfer."""

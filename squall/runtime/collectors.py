@@ -1,0 +1,256 @@
+"""Output collectors: emit, anchor, ack and fail, as Storm's.
+
+A collector belongs to one task and is called from that task's thread only.
+"""
+
+from __future__ import annotations
+
+from random import getrandbits
+from typing import TYPE_CHECKING, Any
+
+from squall.api.errors import FailedException
+from squall.api.tuple import DEFAULT_STREAM, Tuple
+from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
+from squall.runtime.routing import DirectOnly, Router
+
+if TYPE_CHECKING:
+    from squall.runtime.tasks import BoltTask, SpoutTask, Task
+
+
+class StreamRoute:
+    """How one task emits on one stream: arity check and routers (or direct targets)."""
+
+    __slots__ = ("stream", "arity", "routers", "direct")
+
+    def __init__(self, stream: str, arity: int, routers: list[Router],
+                 direct: DirectOnly | None) -> None:
+        self.stream = stream
+        self.arity = arity
+        self.routers = routers
+        self.direct = direct
+
+
+class _Emitter:
+    """Routing shared by the spout and bolt collectors."""
+
+    def __init__(self, task: Task, routes: dict[str, StreamRoute]) -> None:
+        self._task = task
+        self._routes = routes
+        self._worker = task.worker
+        self._metrics = task.metrics
+        self._component = task.component
+
+    def _route(self, stream: str, values: Any) -> tuple[StreamRoute, list, list[int]]:
+        route = self._routes.get(stream)
+        if route is None:
+            raise ValueError(
+                f"component {self._component!r} emitted to stream {stream!r}, which it does not "
+                f"declare; declare it in declare_output_fields"
+            )
+        if not isinstance(values, (list, tuple)):
+            raise TypeError(
+                f"component {self._component!r} emitted {type(values).__name__} on stream "
+                f"{stream!r}; emit a list of values"
+            )
+        values = list(values)  # a copy: the caller may reuse its list after emit
+        if len(values) != route.arity:
+            raise ValueError(
+                f"component {self._component!r} emitted {len(values)} values on stream "
+                f"{stream!r}, which declares {route.arity} fields"
+            )
+        if route.direct is not None:
+            raise ValueError(
+                f"component {self._component!r} used emit on direct stream {stream!r}; "
+                f"use emit_direct(task, values)"
+            )
+        routers = route.routers
+        if len(routers) == 1:
+            return route, values, routers[0](values)
+        targets: list[int] = []
+        for r in routers:
+            targets.extend(r(values))
+        return route, values, targets
+
+    def _direct(self, task: int, stream: str, values: list) -> StreamRoute:
+        route = self._routes.get(stream)
+        if route is None or route.direct is None:
+            what = "does not declare" if route is None else "declares as not direct"
+            raise ValueError(
+                f"component {self._component!r} used emit_direct on stream {stream!r}, which "
+                f"it {what}; declare it with direct=True"
+            )
+        if len(values) != route.arity:
+            raise ValueError(
+                f"component {self._component!r} emitted {len(values)} values on stream "
+                f"{stream!r}, which declares {route.arity} fields"
+            )
+        if task not in route.direct.targets:
+            raise ValueError(
+                f"component {self._component!r} emit_direct to task {task!r} on stream "
+                f"{stream!r}: that task does not subscribe to it "
+                f"(subscribers: {sorted(route.direct.targets)})"
+            )
+        return route
+
+    def report_error(self, error: BaseException) -> None:
+        """Report ``error`` as an error of this component (log, UI, topology info)."""
+        self._worker.report_error(self._task, error)
+
+
+class SpoutOutputCollector(_Emitter):
+    """Emits spout tuples; a ``msg_id`` makes the tuple tracked by the ackers."""
+
+    def __init__(self, task: SpoutTask, routes: dict[str, StreamRoute]) -> None:
+        super().__init__(task, routes)
+        self._spout_task = task
+
+    def emit(self, values: list, stream: str = DEFAULT_STREAM, msg_id: Any = None) -> list[int]:
+        """Emit ``values`` on ``stream``; returns the target task ids."""
+        route, values, targets = self._route(stream, values)
+        self._send(route.stream, values, targets, msg_id)
+        return list(targets)  # routers reuse their lists; the caller gets its own
+
+    def emit_direct(self, task: int, values: list, stream: str = DEFAULT_STREAM,
+                    msg_id: Any = None) -> None:
+        """Emit ``values`` on direct ``stream`` to ``task`` only."""
+        self._direct(task, stream, values)
+        self._send(stream, list(values), [task], msg_id)
+
+    def _send(self, stream: str, values: list, targets: list[int], msg_id: Any) -> None:
+        task = self._spout_task
+        deliver = self._worker.deliver
+        self._metrics.emitted += 1
+        self._metrics.transferred += len(targets)
+        if self._worker.tap is not None:
+            self._worker.tap(task.component, stream, values)
+        if msg_id is None:
+            for t in targets:
+                deliver(t, task, stream, values, None)
+            return
+        if not task.acking or not targets:
+            for t in targets:
+                deliver(t, task, stream, values, None)
+            task.ack_soon(msg_id)
+            return
+        root = getrandbits(64)
+        ack_val = 0
+        for t in targets:
+            edge = getrandbits(64)
+            ack_val ^= edge
+            deliver(t, task, stream, values, {root: edge})
+        task.track(root, msg_id)
+        deliver(task.acker_for(root), task, ACK_INIT, [root, ack_val, task.task_id], None)
+
+
+class OutputCollector(_Emitter):
+    """Emits bolt tuples anchored to inputs, and acks or fails inputs."""
+
+    def __init__(self, task: BoltTask, routes: dict[str, StreamRoute]) -> None:
+        super().__init__(task, routes)
+        self._bolt_task = task
+
+    def emit(self, values: list, anchors: Tuple | list[Tuple] | None = None,
+             stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit ``values`` on ``stream`` anchored to ``anchors``; returns target task ids."""
+        route, values, targets = self._route(stream, values)
+        self._send(route.stream, values, targets, anchors)
+        return list(targets)
+
+    def emit_direct(self, task: int, values: list, anchors: Tuple | list[Tuple] | None = None,
+                    stream: str = DEFAULT_STREAM) -> None:
+        """Emit on direct ``stream`` to ``task`` only."""
+        self._direct(task, stream, values)
+        self._send(stream, list(values), [task], anchors)
+
+    def _send(self, stream: str, values: list, targets: list[int],
+              anchors: Tuple | list[Tuple] | None) -> None:
+        task = self._bolt_task
+        deliver = self._worker.deliver
+        self._metrics.emitted += 1
+        self._metrics.transferred += len(targets)
+        if self._worker.tap is not None:
+            self._worker.tap(task.component, stream, values)
+        if anchors is None or not task.acking:
+            for t in targets:
+                deliver(t, task, stream, values, None)
+            return
+        if isinstance(anchors, Tuple):
+            anchors = [anchors]
+        else:
+            # anchoring twice to one input must not cancel the edge (A4)
+            anchors = list({id(a): a for a in anchors}.values())
+        tracked = [a for a in anchors if a._ids]
+        if not tracked:
+            for t in targets:
+                deliver(t, task, stream, values, None)
+            return
+        for t in targets:
+            edge = getrandbits(64)
+            ids: dict[int, int] = {}
+            for a in tracked:
+                a._ack_val ^= edge
+                for root in a._ids:  # type: ignore[union-attr]
+                    ids[root] = ids.get(root, 0) ^ edge
+            deliver(t, task, stream, values, ids)
+
+    def ack(self, tup: Tuple) -> None:
+        """The input ``tup`` is done; its tree completes when all its tuples are."""
+        if tup._done:
+            return
+        tup._done = True
+        task = self._bolt_task
+        ids = tup._ids
+        if ids and task.acking:
+            deliver = self._worker.deliver
+            extra = tup._ack_val
+            for root, value in ids.items():
+                deliver(task.acker_for(root), task, ACK_ACK, [root, value ^ extra], None)
+        if not tup.stream.startswith("__"):
+            m = self._metrics
+            m.acked += 1
+            if tup._t0:
+                m.process_ms += (self._worker.clock() - tup._t0) * 1000.0
+                m.process_samples += 1
+
+    def fail(self, tup: Tuple) -> None:
+        """``tup`` failed: its whole tree fails at once and the spout may replay it."""
+        if tup._done:
+            return
+        tup._done = True
+        task = self._bolt_task
+        if tup._ids and task.acking:
+            for root in tup._ids:
+                self._worker.deliver(task.acker_for(root), task, ACK_FAIL, [root], None)
+        if not tup.stream.startswith("__"):
+            self._metrics.failed += 1
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Restart the message timeout of ``tup``'s trees (for tuples held a long time)."""
+        task = self._bolt_task
+        if tup._ids and task.acking and not tup._done:
+            for root in tup._ids:
+                self._worker.deliver(task.acker_for(root), task, ACK_RESET, [root], None)
+
+
+class BasicOutputCollector:
+    """The collector a ``BasicBolt`` gets: emits are anchored to the current input."""
+
+    def __init__(self, collector: OutputCollector) -> None:
+        self._collector = collector
+        self.input: Tuple | None = None
+
+    def emit(self, values: list, stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit anchored to the input being executed."""
+        return self._collector.emit(values, self.input, stream)
+
+    def emit_direct(self, task: int, values: list, stream: str = DEFAULT_STREAM) -> None:
+        """Emit to ``task`` on a direct stream, anchored to the input."""
+        self._collector.emit_direct(task, values, self.input, stream)
+
+    def report_error(self, error: BaseException) -> None:
+        """Report ``error`` as an error of this component."""
+        self._collector.report_error(error)
+
+    def fail(self) -> None:
+        """Fail the current input (same as raising ``FailedException``)."""
+        raise FailedException("failed by the bolt")

@@ -1,0 +1,64 @@
+"""A hash of tuple values that is the same in every process and run.
+
+Python's ``hash()`` of ``str`` is salted per process (``PYTHONHASHSEED``), so it cannot
+route fields groupings across workers. Equal values hash equally, including ``1 == 1.0``.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import struct
+from typing import Any
+from zlib import crc32
+
+_MASK = 0xFFFFFFFF
+_pack_double = struct.Struct("<d").pack
+_NAN = crc32(b"nan")
+
+
+def stable_hash(value: Any) -> int:
+    """A 32-bit hash of ``value``, stable across processes, runs and platforms."""
+    t = type(value)
+    if t is str:
+        return crc32(value.encode("utf-8", "surrogatepass"))
+    if t is int:
+        return _hash_int(value)
+    if t is bytes:
+        return crc32(value) ^ 0x5BD1E995
+    if value is None:
+        return 0x9E3779B9
+    if t is bool:
+        return _hash_int(int(value))
+    if t is float:
+        if math.isnan(value):
+            return _NAN
+        if value.is_integer():
+            return _hash_int(int(value))
+        return crc32(_pack_double(value))
+    if t is tuple or t is list:
+        return hash_values(value)
+    if t is dict:
+        acc = 0x2545F491
+        for k, v in value.items():
+            # order-independent, as dict equality is
+            acc ^= (stable_hash(k) * 31 + stable_hash(v)) & _MASK
+        return acc
+    for base in (str, int, float, bytes):  # subclasses (IntEnum, str enums) hash as their base
+        if isinstance(value, base):
+            return stable_hash(base(value))
+    return crc32(pickle.dumps(value, protocol=4))
+
+
+def _hash_int(n: int) -> int:
+    if -(1 << 63) <= n < (1 << 64):
+        return crc32((n & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")) ^ 0x27D4EB2F
+    return crc32(str(n).encode())
+
+
+def hash_values(values: Any) -> int:
+    """Combined hash of a sequence of values (the selected grouping fields)."""
+    h = 17
+    for v in values:
+        h = (h * 31 + stable_hash(v)) & _MASK
+    return h

@@ -1,0 +1,42 @@
+"""``get_topology_info``: figures per component and worker, from the workers' tasks."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import defaultdict
+
+from squall.runtime.metrics import TaskMetrics, aggregate
+from squall.runtime.plan import SYSTEM, TaskPlan
+
+
+def topology_info(name: str, status: str, plan: TaskPlan, metrics: list[TaskMetrics],
+                  errors: list[dict], uptime_secs: float,
+                  workers: list[dict] | None = None) -> dict:
+    """The info dict of API.md: name, status, components, workers, errors."""
+    by_component: dict[str, list[TaskMetrics]] = defaultdict(list)
+    for m in metrics:
+        by_component[m.component].append(m)
+    components = {}
+    for comp, tasks in plan.component_tasks.items():
+        if comp == SYSTEM:
+            continue
+        figures = aggregate(by_component.get(comp, []))
+        figures["tasks"] = list(tasks)
+        figures["errors"] = sum(1 for e in errors if e["component"] == comp)
+        components[comp] = figures
+    if workers is None:  # every worker in this process
+        host = socket.gethostname()
+        workers = [
+            {"worker": w, "host": host, "pid": os.getpid(), "tasks": plan.worker_tasks(w)}
+            for w in range(plan.num_workers)
+        ]
+    return {
+        "name": name,
+        "status": status,
+        "uptime_secs": round(uptime_secs, 3),
+        "num_workers": plan.num_workers,
+        "components": components,
+        "workers": workers,
+        "errors": errors,
+    }

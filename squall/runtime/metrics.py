@@ -1,0 +1,88 @@
+"""Per-task counters and latencies, written by the task's thread, read by anyone."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+
+@dataclass
+class TaskMetrics:
+    """Counters of one task. Plain ints: reads from other threads may lag, never tear."""
+
+    component: str
+    task: int
+    emitted: int = 0
+    transferred: int = 0
+    acked: int = 0
+    failed: int = 0
+    executed: int = 0
+    exec_sampled_ms: float = 0.0
+    exec_samples: int = 0
+    process_ms: float = 0.0
+    process_samples: int = 0
+    complete_ms: float = 0.0
+    complete_samples: int = 0
+    complete_recent: deque[float] = field(default_factory=lambda: deque(maxlen=20000))
+    capacity: float = 0.0
+    _window_executed: int = 0
+
+    def record_complete(self, ms: float) -> None:
+        """A spout tuple tree completed ``ms`` after its emit."""
+        self.complete_ms += ms
+        self.complete_samples += 1
+        self.complete_recent.append(ms)
+
+    @property
+    def execute_latency_ms(self) -> float:
+        """Mean execute latency of the sampled executes."""
+        return self.exec_sampled_ms / self.exec_samples if self.exec_samples else 0.0
+
+    @property
+    def process_latency_ms(self) -> float:
+        """Mean time from a tuple's execute to its ack (sampled)."""
+        return self.process_ms / self.process_samples if self.process_samples else 0.0
+
+    @property
+    def complete_latency_ms(self) -> float:
+        """Mean time from a spout emit to its tree's ack."""
+        return self.complete_ms / self.complete_samples if self.complete_samples else 0.0
+
+    def roll_window(self, window_secs: float) -> None:
+        """Close a metrics window: capacity = share of the window spent in execute."""
+        done = self.executed - self._window_executed
+        self._window_executed = self.executed
+        if window_secs > 0:
+            self.capacity = min(1.0, done * self.execute_latency_ms / (window_secs * 1000.0))
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """The ``q``-quantile (0..1) of ``samples`` by nearest rank; 0.0 when empty."""
+    if not samples:
+        return 0.0
+    ordered = sorted(samples)
+    k = min(len(ordered) - 1, max(0, int(round(q * len(ordered) + 0.5)) - 1))
+    return ordered[k]
+
+
+def aggregate(metrics: list[TaskMetrics]) -> dict:
+    """Component-level figures from its tasks' metrics."""
+    def weighted(total: str, count: str) -> float:
+        n = sum(getattr(m, count) for m in metrics)
+        return sum(getattr(m, total) for m in metrics) / n if n else 0.0
+
+    recent = [x for m in metrics for x in list(m.complete_recent)]
+    return {
+        "tasks": sorted(m.task for m in metrics),
+        "emitted": sum(m.emitted for m in metrics),
+        "transferred": sum(m.transferred for m in metrics),
+        "acked": sum(m.acked for m in metrics),
+        "failed": sum(m.failed for m in metrics),
+        "executed": sum(m.executed for m in metrics),
+        "execute_latency_ms": weighted("exec_sampled_ms", "exec_samples"),
+        "process_latency_ms": weighted("process_ms", "process_samples"),
+        "complete_latency_ms": weighted("complete_ms", "complete_samples"),
+        "complete_latency_p50_ms": percentile(recent, 0.50),
+        "complete_latency_p99_ms": percentile(recent, 0.99),
+        "capacity": max((m.capacity for m in metrics), default=0.0),
+    }

@@ -1,0 +1,121 @@
+"""Task plan: task ids, executors and their placement on workers (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from squall.api.components import StreamDef
+from squall.api.config import TOPOLOGY_ACKER_EXECUTORS, TOPOLOGY_WORKERS
+from squall.api.errors import InvalidTopologyError
+from squall.api.fields import Fields
+from squall.api.topology import StormTopology
+
+ACKER = "__acker"
+SYSTEM = "__system"
+
+# Streams between tasks and ackers (reserved names, never declared by users).
+ACK_INIT = "__ack_init"
+ACK_ACK = "__ack_ack"
+ACK_FAIL = "__ack_fail"
+ACK_RESET = "__ack_reset_timeout"
+SYSTEM_STREAM_FIELDS = {
+    ACK_INIT: Fields("root", "value", "task"),
+    ACK_ACK: Fields("root", "value"),
+    ACK_FAIL: Fields("root"),
+    ACK_RESET: Fields("root"),
+}
+
+
+@dataclass(frozen=True)
+class Executor:
+    """An executor: one component's contiguous run of task ids."""
+
+    component: str
+    tasks: tuple[int, ...]
+
+
+@dataclass
+class TaskPlan:
+    """Which task ids exist, which executor and worker holds each."""
+
+    num_workers: int
+    component_tasks: dict[str, list[int]]
+    task_component: dict[int, str]
+    executors: list[Executor]
+    worker_executors: list[list[Executor]]
+    streams: dict[str, dict[str, StreamDef]] = field(default_factory=dict)
+
+    def worker_tasks(self, worker: int) -> list[int]:
+        """Task ids hosted by ``worker``."""
+        return sorted(t for ex in self.worker_executors[worker] for t in ex.tasks)
+
+    def task_worker(self) -> dict[int, int]:
+        """Task id -> worker index."""
+        return {t: w for w, exs in enumerate(self.worker_executors) for ex in exs for t in ex.tasks}
+
+    @property
+    def acker_tasks(self) -> list[int]:
+        """The acker task ids (empty when acking is off)."""
+        return self.component_tasks.get(ACKER, [])
+
+
+def split_tasks(first: int, num_tasks: int, executors: int) -> list[tuple[int, ...]]:
+    """``num_tasks`` contiguous ids from ``first`` spread over ``executors`` (sizes differ by <= 1)."""
+    base, extra = divmod(num_tasks, executors)
+    out, t = [], first
+    for i in range(executors):
+        n = base + (1 if i < extra else 0)
+        out.append(tuple(range(t, t + n)))
+        t += n
+    return out
+
+
+def num_ackers(conf: dict) -> int:
+    """Acker tasks for ``conf``: ``topology.acker.executors``, default one per worker."""
+    n = conf.get(TOPOLOGY_ACKER_EXECUTORS)
+    workers = conf.get(TOPOLOGY_WORKERS) or 1
+    if n is None:
+        return int(workers)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise InvalidTopologyError(
+            f"{TOPOLOGY_ACKER_EXECUTORS} must be an integer >= 0 (0 turns acking off), got {n!r}"
+        )
+    return n
+
+
+def make_plan(topology: StormTopology, conf: dict) -> TaskPlan:
+    """Plan tasks: user components sorted by id from task 1, system components last.
+
+    Executors are dealt to workers round robin, user executors first, so that each
+    component is spread as evenly as the worker count allows.
+    """
+    workers = conf.get(TOPOLOGY_WORKERS, 1)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidTopologyError(f"{TOPOLOGY_WORKERS} must be a positive integer, got {workers!r}")
+    component_tasks: dict[str, list[int]] = {}
+    executors: list[Executor] = []
+    next_id = 1
+    for spec in sorted(topology.components.values(), key=lambda c: c.id):
+        for run in split_tasks(next_id, spec.num_tasks, spec.parallelism):
+            executors.append(Executor(spec.id, run))
+        component_tasks[spec.id] = list(range(next_id, next_id + spec.num_tasks))
+        next_id += spec.num_tasks
+    ackers = num_ackers(conf)
+    system: list[Executor] = []
+    if ackers:
+        for run in split_tasks(next_id, ackers, ackers):
+            system.append(Executor(ACKER, run))
+        component_tasks[ACKER] = list(range(next_id, next_id + ackers))
+        next_id += ackers
+    component_tasks[SYSTEM] = list(range(next_id, next_id + workers))
+    worker_executors: list[list[Executor]] = [[] for _ in range(workers)]
+    for i, ex in enumerate(executors + system):
+        worker_executors[i % workers].append(ex)
+    for w in range(workers):
+        ex = Executor(SYSTEM, (next_id + w,))
+        worker_executors[w].append(ex)
+        system.append(ex)
+    streams = {cid: dict(spec.streams) for cid, spec in topology.components.items()}
+    task_component = {t: c for c, ts in component_tasks.items() for t in ts}
+    return TaskPlan(workers, component_tasks, task_component, executors + system,
+                    worker_executors, streams)

@@ -1,0 +1,61 @@
+"""Checks made when a topology is submitted, shared by every cluster."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from squall.api.config import effective_conf
+from squall.api.errors import InvalidTopologyError
+from squall.api.topology import StormTopology
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def check_name(name: object) -> str:
+    """A topology name: letters, digits, ``_.-``, at most 128 characters."""
+    if not isinstance(name, str) or not NAME.match(name):
+        raise InvalidTopologyError(
+            f"topology name {name!r} is invalid; use letters, digits, '_', '.', '-' "
+            f"(at most 128, starting with a letter or digit)"
+        )
+    return name
+
+
+def _positive(conf: dict, key: str, *, allow_none: bool, integer: bool) -> None:
+    value = conf.get(key)
+    if value is None and allow_none:
+        return
+    ok_type = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, ok_type) or value <= 0:
+        kind = "a positive integer" if integer else "a positive number"
+        extra = " or None" if allow_none else ""
+        raise InvalidTopologyError(f"config {key} must be {kind}{extra}, got {value!r}")
+
+
+def prepare_conf(conf: Any, topology: Any) -> dict:
+    """Validate ``conf`` and ``topology``; returns the effective configuration."""
+    if not isinstance(topology, StormTopology):
+        raise InvalidTopologyError(
+            f"expected a topology from TopologyBuilder.create_topology(), got "
+            f"{type(topology).__name__}"
+        )
+    if conf is None:
+        conf = {}
+    if not isinstance(conf, dict):
+        raise InvalidTopologyError(f"topology config must be a dict (or Config), got {type(conf).__name__}")
+    merged = effective_conf(conf)
+    _positive(merged, "topology.workers", allow_none=False, integer=True)
+    _positive(merged, "topology.message.timeout.secs", allow_none=False, integer=False)
+    _positive(merged, "topology.max.spout.pending", allow_none=True, integer=True)
+    _positive(merged, "topology.tick.tuple.freq.secs", allow_none=True, integer=False)
+    _positive(merged, "topology.executor.receive.buffer.size", allow_none=False, integer=True)
+    _positive(merged, "squall.transfer.batch.size", allow_none=False, integer=True)
+    for comp in topology.components.values():
+        freq = comp.conf.get("topology.tick.tuple.freq.secs")
+        if freq is not None and (isinstance(freq, bool) or not isinstance(freq, (int, float)) or freq <= 0):
+            raise InvalidTopologyError(
+                f"component {comp.id!r}: topology.tick.tuple.freq.secs must be a positive "
+                f"number, got {freq!r}"
+            )
+    return merged

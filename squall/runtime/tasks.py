@@ -1,0 +1,282 @@
+"""Task runners: one spout, bolt or acker instance and the calls the worker makes on it.
+
+Every method here runs on the worker's loop thread; user code is never called
+concurrently for one task.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from squall.api.components import BasicBolt, Bolt, Spout
+from squall.api.context import TopologyContext
+from squall.api.errors import FailedException, ReportedFailedException
+from squall.api.fields import Fields
+from squall.api.tuple import Tuple
+from squall.runtime.acker import AckerLedger, Outcome
+from squall.runtime.collectors import (
+    BasicOutputCollector,
+    OutputCollector,
+    SpoutOutputCollector,
+    StreamRoute,
+)
+from squall.runtime.metrics import TaskMetrics
+from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
+from squall.runtime.rotating import RotatingMap
+
+if TYPE_CHECKING:
+    from squall.runtime.worker import Worker
+
+log = logging.getLogger("squall.task")
+PENDING_BUCKETS = 3
+
+
+class Task:
+    """What every task has: its ids, inbox, metrics and acker routing."""
+
+    kind = "task"
+
+    def __init__(self, worker: Worker, task_id: int, component: str, context: TopologyContext,
+                 conf: dict) -> None:
+        self.worker = worker
+        self.task_id = task_id
+        self.component = component
+        self.context = context
+        self.conf = conf
+        self.inbox: deque[Tuple] = deque()
+        self.out_fields: dict[str, Fields] = {}  # stream -> fields, set by the worker
+        self.metrics = TaskMetrics(component, task_id)
+        ackers = worker.plan.acker_tasks
+        self._ackers = ackers
+        self._num_ackers = len(ackers)
+        self.acking = bool(ackers)
+
+    def acker_for(self, root: int) -> int:
+        """The acker task that keeps ``root``'s ledger (fields grouping on the root id)."""
+        return self._ackers[root % self._num_ackers]
+
+    def start(self) -> None:
+        """Open or prepare the user component."""
+
+    def stop(self) -> None:
+        """Close or clean up the user component (graceful stop only)."""
+
+    def process(self, budget: int) -> int:
+        """Handle up to ``budget`` queued tuples; returns how many were handled."""
+        inbox = self.inbox
+        n = 0
+        while inbox and n < budget:
+            self.handle(inbox.popleft())
+            n += 1
+        return n
+
+    def handle(self, tup: Tuple) -> None:
+        """Handle one tuple from the inbox."""
+        raise NotImplementedError
+
+
+class SpoutTask(Task):
+    """Runs a spout: ``next_tuple`` when allowed, ack/fail callbacks, timeouts."""
+
+    kind = "spout"
+
+    def __init__(self, worker: Worker, task_id: int, component: str, context: TopologyContext,
+                 conf: dict, spout: Spout, routes: dict[str, StreamRoute]) -> None:
+        super().__init__(worker, task_id, component, context, conf)
+        self.spout = spout
+        self.collector = SpoutOutputCollector(self, routes)
+        # root id -> (msg_id, emit time); timed out by rotation, never by a scan
+        self.pending: RotatingMap[int, tuple[Any, float]] = RotatingMap(PENDING_BUCKETS)
+        max_pending = conf.get("topology.max.spout.pending")
+        self.max_pending: int | None = int(max_pending) if max_pending else None
+        self._ack_soon: list[Any] = []
+        self.active = False
+
+    def start(self) -> None:
+        """Open the spout."""
+        self.spout.open(self.conf, self.context, self.collector)
+
+    def stop(self) -> None:
+        """Close the spout."""
+        self._call(self.spout.close)
+
+    def activate(self) -> None:
+        """Called when the topology becomes active."""
+        if not self.active:
+            self.active = True
+            self._call(self.spout.activate)
+
+    def deactivate(self) -> None:
+        """Called when the topology becomes inactive."""
+        if self.active:
+            self.active = False
+            self._call(self.spout.deactivate)
+
+    def can_emit(self) -> bool:
+        """True when ``next_tuple`` may be called (active, below max pending)."""
+        return self.active and (self.max_pending is None or len(self.pending) < self.max_pending)
+
+    def next_tuple(self) -> int:
+        """Call ``next_tuple`` once; returns how many tuples it emitted."""
+        before = self.metrics.emitted
+        try:
+            self.spout.next_tuple()
+        except Exception as e:  # noqa: BLE001 - user code: report, carry on
+            self.worker.report_error(self, e)
+        if self._ack_soon:
+            self._run_acks_soon()
+        return self.metrics.emitted - before
+
+    def track(self, root: int, msg_id: Any) -> None:
+        """Remember a tracked emit until its tree is acked, failed or timed out."""
+        self.pending.put_new(root, (msg_id, self.worker.clock()))
+
+    def ack_soon(self, msg_id: Any) -> None:
+        """Ack ``msg_id`` once ``next_tuple`` returns (acking off, or no subscriber)."""
+        self._ack_soon.append(msg_id)
+
+    def _run_acks_soon(self) -> None:
+        pending, self._ack_soon = self._ack_soon, []
+        for msg_id in pending:
+            self.metrics.acked += 1
+            self._call(self.spout.ack, msg_id)
+
+    def handle(self, tup: Tuple) -> None:
+        """An acker's verdict on one of this task's roots."""
+        stream = tup.stream
+        root = tup.values[0]
+        if stream == ACK_RESET:
+            self.pending.touch(root)
+            return
+        entry = self.pending.pop(root)
+        if entry is None:
+            log.debug("task %d: %s for unknown or timed-out root %x", self.task_id, stream, root)
+            return
+        msg_id, emitted_at = entry
+        if stream == ACK_ACK:
+            self.metrics.acked += 1
+            self.metrics.record_complete((self.worker.clock() - emitted_at) * 1000.0)
+            self._call(self.spout.ack, msg_id)
+        elif stream == ACK_FAIL:
+            self.metrics.failed += 1
+            self._call(self.spout.fail, msg_id)
+
+    def expire(self) -> int:
+        """Rotate the pending buckets; fail what timed out. Returns how many."""
+        expired = self.pending.rotate()
+        for msg_id, _ in expired.values():
+            self.metrics.failed += 1
+            self._call(self.spout.fail, msg_id)
+        return len(expired)
+
+    def _call(self, fn: Any, *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as e:  # noqa: BLE001 - user code: report, carry on
+            self.worker.report_error(self, e)
+
+
+class BoltTask(Task):
+    """Runs a bolt: ``execute`` per tuple, errors reported and the input failed."""
+
+    kind = "bolt"
+
+    def __init__(self, worker: Worker, task_id: int, component: str, context: TopologyContext,
+                 conf: dict, bolt: Bolt | BasicBolt, routes: dict[str, StreamRoute]) -> None:
+        super().__init__(worker, task_id, component, context, conf)
+        self.bolt = bolt
+        self.collector = OutputCollector(self, routes)
+        self._basic = BasicOutputCollector(self.collector) if isinstance(bolt, BasicBolt) else None
+        rate = float(conf.get("topology.stats.sample.rate") or 0.05)
+        self._sample_every = max(1, int(round(1.0 / rate))) if rate > 0 else 0
+        self._count = 0
+
+    def start(self) -> None:
+        """Prepare the bolt."""
+        if self._basic is not None:
+            self.bolt.prepare(self.conf, self.context)  # type: ignore[call-arg]
+        else:
+            self.bolt.prepare(self.conf, self.context, self.collector)  # type: ignore[call-arg]
+
+    def stop(self) -> None:
+        """Clean up the bolt."""
+        try:
+            self.bolt.cleanup()
+        except Exception as e:  # noqa: BLE001
+            self.worker.report_error(self, e)
+
+    def handle(self, tup: Tuple) -> None:
+        """Execute one tuple, timing a sample of executes."""
+        self._count += 1
+        sample = self._sample_every and self._count % self._sample_every == 0
+        if sample:
+            t0 = tup._t0 = self.worker.clock()
+        if self._basic is not None:
+            self._execute_basic(tup)
+        else:
+            try:
+                self.bolt.execute(tup)  # type: ignore[call-arg]
+            except Exception as e:  # noqa: BLE001 - user code: report, fail the input
+                self.worker.report_error(self, e)
+                self.collector.fail(tup)
+        m = self.metrics
+        m.executed += 1
+        if sample:
+            m.exec_sampled_ms += (self.worker.clock() - t0) * 1000.0
+            m.exec_samples += 1
+
+    def _execute_basic(self, tup: Tuple) -> None:
+        basic = self._basic
+        assert basic is not None
+        basic.input = tup
+        try:
+            self.bolt.execute(tup, basic)  # type: ignore[call-arg]
+        except FailedException as e:
+            if isinstance(e, ReportedFailedException):
+                self.worker.report_error(self, e)
+            self.collector.fail(tup)
+        except Exception as e:  # noqa: BLE001 - user code: report, fail the input
+            self.worker.report_error(self, e)
+            self.collector.fail(tup)
+        else:
+            self.collector.ack(tup)
+        finally:
+            basic.input = None
+
+
+class AckerTask(Task):
+    """The ``__acker`` system bolt: keeps the XOR ledger and tells spouts the outcome."""
+
+    kind = "acker"
+
+    def __init__(self, worker: Worker, task_id: int, component: str, context: TopologyContext,
+                 conf: dict) -> None:
+        super().__init__(worker, task_id, component, context, conf)
+        self.ledger = AckerLedger(PENDING_BUCKETS)
+
+    def handle(self, tup: Tuple) -> None:
+        """Apply one ledger message and forward any verdict to its spout task."""
+        v = tup.values
+        stream = tup.stream
+        outcome: Outcome | None
+        if stream == ACK_ACK:
+            outcome = self.ledger.ack(v[0], v[1])
+        elif stream == ACK_INIT:
+            outcome = self.ledger.init(v[0], v[1], v[2])
+        elif stream == ACK_FAIL:
+            outcome = self.ledger.fail(v[0])
+        elif stream == ACK_RESET:
+            outcome = self.ledger.reset_timeout(v[0])
+        else:
+            log.warning("acker %d ignores tuple on stream %r", self.task_id, stream)
+            return
+        self.metrics.executed += 1
+        if outcome is not None:
+            out = {"ack": ACK_ACK, "fail": ACK_FAIL, "reset": ACK_RESET}[outcome.kind]
+            self.worker.deliver(outcome.spout_task, self, out, [outcome.root], None)
+
+    def expire(self) -> int:
+        """Drop roots older than the message timeout (their spouts fail them)."""
+        return self.ledger.rotate()

@@ -1,0 +1,87 @@
+"""How workers hand frames to each other: the interface, and the in-process hub."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Protocol
+
+
+class Transport(Protocol):
+    """One worker's link to its peers. ``send`` never blocks: False means the peer is full."""
+
+    def send(self, peer: int, frame: bytes) -> bool:
+        """Queue ``frame`` for worker ``peer``; False when it cannot take more now."""
+        ...
+
+    def poll(self, max_frames: int) -> list[bytes]:
+        """Frames received for this worker, at most ``max_frames``."""
+        ...
+
+    def wait(self, timeout: float) -> None:
+        """Block until a frame arrives, ``wake`` is called, or ``timeout`` seconds pass."""
+        ...
+
+    def wake(self) -> None:
+        """Make a ``wait`` in progress return now."""
+        ...
+
+    def close(self) -> None:
+        """Release the link."""
+        ...
+
+
+class InProcessHub:
+    """Bounded frame queues between the workers of one process (LocalCluster).
+
+    Frames are real serialized bytes, so what fails to serialize between workers on a
+    cluster fails the same way here.
+    """
+
+    def __init__(self, workers: int, capacity_frames: int = 64) -> None:
+        self.capacity = max(1, capacity_frames)
+        self.queues: list[deque[bytes]] = [deque() for _ in range(workers)]
+        self.events = [threading.Event() for _ in range(workers)]
+
+    def endpoint(self, worker: int) -> InProcessTransport:
+        """The transport of worker ``worker``."""
+        return InProcessTransport(self, worker)
+
+
+class InProcessTransport:
+    """A worker's end of an ``InProcessHub``."""
+
+    def __init__(self, hub: InProcessHub, worker: int) -> None:
+        self._hub = hub
+        self._queue = hub.queues[worker]
+        self._event = hub.events[worker]
+
+    def send(self, peer: int, frame: bytes) -> bool:
+        """Queue ``frame`` for ``peer`` unless its queue is full."""
+        q = self._hub.queues[peer]
+        if len(q) >= self._hub.capacity:
+            return False
+        q.append(frame)
+        self._hub.events[peer].set()
+        return True
+
+    def poll(self, max_frames: int) -> list[bytes]:
+        """Take up to ``max_frames`` received frames."""
+        q = self._queue
+        out = []
+        while q and len(out) < max_frames:
+            out.append(q.popleft())
+        return out
+
+    def wait(self, timeout: float) -> None:
+        """Sleep until a frame or a wake-up arrives, at most ``timeout`` seconds."""
+        if not self._queue:
+            self._event.wait(timeout)
+        self._event.clear()
+
+    def wake(self) -> None:
+        """Interrupt ``wait``."""
+        self._event.set()
+
+    def close(self) -> None:
+        """Nothing to release in process."""

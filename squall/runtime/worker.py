@@ -1,0 +1,420 @@
+"""A worker: hosts a set of tasks and runs them from one loop thread.
+
+The loop is the worker's only thread for user code. Each round it takes frames from its
+peers, lets every bolt and acker task handle a batch of queued tuples, lets each spout emit
+while backpressure and ``topology.max.spout.pending`` allow, fires due timers (ticks,
+timeouts, metrics) and sends the round's output to peers in one frame per peer. Under
+load rounds grow and so do batches; when idle, a tuple waits for at most one round.
+
+Backpressure: when a task's queue passes the high water mark or a peer cannot take more
+frames, the spouts stop until every queue is below the low water mark and the peers have
+taken what was waiting. Bolts never stop, so queues drain and nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+from squall.api.components import BasicBolt, Bolt, Spout
+from squall.api.context import TopologyContext, WorkerTopologyContext
+from squall.api.errors import TopologyStartError
+from squall.api.fields import Fields
+from squall.api.topology import StormTopology
+from squall.api.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
+from squall.runtime.collectors import StreamRoute
+from squall.runtime.errors import ErrorLog
+from squall.runtime.plan import ACKER, SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
+from squall.runtime.routing import DirectOnly, make_router
+from squall.runtime.serialization import CorruptFrameError, Encoder, SerializationError, frame, unframe
+from squall.runtime.tasks import PENDING_BUCKETS, AckerTask, BoltTask, SpoutTask, Task
+from squall.runtime.transport import Transport
+
+log = logging.getLogger("squall.worker")
+EMPTY = Fields()
+BOLT_BATCH = 256
+SPOUT_BATCH = 64
+FRAMES_PER_ROUND = 64
+IDLE_WAIT = 0.001  # a spout that emitted nothing is asked again after 1 ms, as Storm's
+
+
+class Timer:
+    """A periodic action of the loop."""
+
+    __slots__ = ("due", "interval", "action")
+
+    def __init__(self, due: float, interval: float, action: Callable[[], Any]) -> None:
+        self.due = due
+        self.interval = interval
+        self.action = action
+
+
+class Worker:
+    """Hosts the tasks the plan gives worker ``index``; knows nothing of Spark."""
+
+    def __init__(
+        self,
+        *,
+        topology_name: str,
+        topology: StormTopology,
+        conf: dict,
+        plan: TaskPlan,
+        index: int,
+        transport: Transport,
+        errors: ErrorLog | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        tap: Callable[[str, str, list], None] | None = None,
+        active: bool = True,
+    ) -> None:
+        self.topology_name = topology_name
+        self.topology = topology
+        self.conf = conf
+        self.plan = plan
+        self.index = index
+        self.transport = transport
+        self.errors = errors or ErrorLog()
+        self.clock = clock
+        self.tap = tap
+        self.active = active
+        self.tasks: dict[int, Task] = {}
+        self.spouts: list[SpoutTask] = []
+        self.processors: list[Task] = []
+        self._task_worker = plan.task_worker()
+        self._encoder = Encoder()
+        self._out: dict[int, list[bytes]] = {}
+        self._unsent: dict[int, deque[bytes]] = {}
+        self._batch = int(conf.get("squall.transfer.batch.size") or 512)
+        self._capacity = int(conf.get("topology.executor.receive.buffer.size") or 32768)
+        self._high = int(self._capacity * float(conf.get("topology.backpressure.water.mark.high", 0.8)))
+        self._low = int(self._capacity * float(conf.get("topology.backpressure.water.mark.low", 0.2)))
+        self.throttled = False
+        self._fields: dict[tuple[str, str], Fields] = {}
+        self._timers: list[Timer] = []
+        self._commands: deque[Callable[[], None]] = deque()
+        self._running = False
+        self._graceful = True
+        self._thread: threading.Thread | None = None
+        self.started = threading.Event()
+        self.stopped = threading.Event()
+        self.start_error: BaseException | None = None
+        self.corrupt_frames = 0
+        self.misrouted = 0
+        self.rounds = 0
+        self.idle_rounds = 0
+
+    # ---- building --------------------------------------------------------------------
+
+    def build(self) -> None:
+        """Unpickle and wire this worker's tasks (does not open or prepare them)."""
+        plan = self.plan
+        for comp, streams in plan.streams.items():
+            for stream, sdef in streams.items():
+                self._fields[(comp, stream)] = sdef.fields
+        for comp in (ACKER, SYSTEM, *plan.streams):
+            for stream, fields in SYSTEM_STREAM_FIELDS.items():
+                self._fields[(comp, stream)] = fields
+        worker_tasks = plan.worker_tasks(self.index)
+        local = set(worker_tasks)
+        for ex in plan.worker_executors[self.index]:
+            for task_id in ex.tasks:
+                task = self._make_task(ex.component, task_id, worker_tasks, local)
+                if task is not None:
+                    task.out_fields = {s: f for (c, s), f in self._fields.items()
+                                       if c == ex.component}
+                    self.tasks[task_id] = task
+        self.spouts = [t for t in self.tasks.values() if isinstance(t, SpoutTask)]
+        self.processors = [t for t in self.tasks.values() if not isinstance(t, SpoutTask)]
+        for peer in range(plan.num_workers):
+            if peer != self.index:
+                self._out[peer] = []
+                self._unsent[peer] = deque()
+
+    def _make_task(self, comp: str, task_id: int, worker_tasks: list[int],
+                   local: set[int]) -> Task | None:
+        ctx = TopologyContext(self.topology_name, self.plan, worker_tasks, task_id, self.index)
+        if comp == SYSTEM:
+            return None  # the system task only names the source of ticks
+        if comp == ACKER:
+            return AckerTask(self, task_id, comp, ctx, self.conf)
+        spec = self.topology.components[comp]
+        conf = {**self.conf, **spec.conf}
+        try:
+            obj = cloudpickle.loads(spec.payload)
+        except Exception as e:  # noqa: BLE001 - any unpickling failure stops the start
+            raise TopologyStartError(
+                f"component {comp!r} ({spec.class_name}) cannot be unpickled in worker "
+                f"{self.index}: {type(e).__name__}: {e}"
+            ) from e
+        routes = self._routes(comp, task_id, ctx, local)
+        if isinstance(obj, Spout):
+            task: Task = SpoutTask(self, task_id, comp, ctx, conf, obj, routes)
+        elif isinstance(obj, (Bolt, BasicBolt)):
+            task = BoltTask(self, task_id, comp, ctx, conf, obj, routes)
+        else:
+            raise TopologyStartError(f"component {comp!r} is neither a spout nor a bolt")
+        return task
+
+    def _routes(self, comp: str, task_id: int, ctx: WorkerTopologyContext,
+                local: set[int]) -> dict[str, StreamRoute]:
+        routes = {}
+        for stream, sdef in self.topology.components[comp].streams.items():
+            routers = []
+            direct = None
+            for sub, grouping in self.topology.subscribers(comp, stream):
+                if grouping.kind == "custom":
+                    grouping = copy.deepcopy(grouping)  # each emitting task prepares its own
+                router = make_router(
+                    grouping, task=task_id, targets=self.plan.component_tasks[sub],
+                    local_tasks=local, stream=stream, stream_fields=sdef.fields,
+                    context=ctx, component=sub,
+                )
+                if isinstance(router, DirectOnly):
+                    direct = DirectOnly(sorted(set(direct.targets if direct else ()) | router.targets))
+                else:
+                    routers.append(router)
+            if sdef.direct:
+                direct = direct or DirectOnly([])
+            routes[stream] = StreamRoute(stream, len(sdef.fields), routers, direct)
+        return routes
+
+    # ---- the data path (hot) -----------------------------------------------------------
+
+    def deliver(self, target: int, src: Task, stream: str, values: list,
+                ids: dict[int, int] | None) -> None:
+        """Hand one tuple to task ``target``: its queue here, or a batch to its worker."""
+        task = self.tasks.get(target)
+        if task is not None:
+            task.inbox.append(
+                Tuple(values, src.out_fields[stream], src.component, stream, src.task_id, ids)
+            )
+            return
+        peer = self._task_worker[target]
+        try:
+            data = self._encoder.pack([target, src.task_id, stream, values, ids])
+        except SerializationError as e:
+            raise SerializationError(
+                f"component {src.component!r} cannot send a tuple on stream {stream!r} to "
+                f"another worker: {e}"
+            ) from None
+        buf = self._out[peer]
+        buf.append(data)
+        if len(buf) >= self._batch:
+            self._flush(peer)
+
+    def _flush(self, peer: int) -> None:
+        buf = self._out[peer]
+        if not buf:
+            return
+        self._out[peer] = []
+        data = frame(buf)
+        unsent = self._unsent[peer]
+        if unsent or not self.transport.send(peer, data):
+            unsent.append(data)  # behind what is already waiting, so order holds
+
+    def _flush_all(self) -> bool:
+        """Send the round's batches; returns True while some peer is full."""
+        blocked = False
+        for peer, buf in self._out.items():
+            if buf:
+                self._flush(peer)
+        for peer, unsent in self._unsent.items():
+            while unsent and self.transport.send(peer, unsent[0]):
+                unsent.popleft()
+            blocked = blocked or bool(unsent)
+        return blocked
+
+    def _receive(self) -> int:
+        n = 0
+        tasks = self.tasks
+        fields = self._fields
+        component_of = self.plan.task_component
+        for data in self.transport.poll(FRAMES_PER_ROUND):
+            try:
+                messages = list(unframe(data))
+            except CorruptFrameError as e:
+                self.corrupt_frames += 1
+                log.warning("worker %d dropped a frame: %s (its tuples will be replayed)",
+                            self.index, e)
+                continue
+            for target, src, stream, values, ids in messages:
+                task = tasks.get(target)
+                if task is None:
+                    self.misrouted += 1
+                    continue
+                comp = component_of[src]
+                task.inbox.append(Tuple(values, fields[(comp, stream)], comp, stream, src, ids))
+                n += 1
+        return n
+
+    # ---- the loop ----------------------------------------------------------------------
+
+    def run_once(self) -> int:
+        """One round of the loop; returns the amount of work done (0 when idle)."""
+        work = 0
+        while self._commands:
+            self._commands.popleft()()
+            work += 1
+        now = self.clock()
+        for timer in self._timers:
+            if now >= timer.due:
+                timer.due = now + timer.interval
+                timer.action()
+                work += 1
+        fullest = max((len(t.inbox) for t in self.tasks.values()), default=0)
+        if fullest < self._capacity:
+            work += self._receive()
+        for task in self.processors:
+            if task.inbox:
+                work += task.process(BOLT_BATCH)
+        for spout in self.spouts:
+            if spout.inbox:
+                work += spout.process(BOLT_BATCH)
+        blocked = self._flush_all()
+        fullest = max((len(t.inbox) for t in self.tasks.values()), default=0)
+        if self.throttled:
+            self.throttled = blocked or fullest > self._low
+        else:
+            self.throttled = blocked or fullest >= self._high
+        if not self.throttled and self.active:
+            work += self._run_spouts()
+            self._flush_all()
+        self.rounds += 1
+        return work
+
+    def _run_spouts(self) -> int:
+        emitted = 0
+        for spout in self.spouts:
+            for _ in range(SPOUT_BATCH):
+                if not spout.can_emit():
+                    break
+                n = spout.next_tuple()
+                if n == 0:
+                    break
+                emitted += n
+        return emitted
+
+    def _wait_time(self) -> float:
+        now = self.clock()
+        wait = 0.05
+        if self.active and any(s.can_emit() for s in self.spouts):
+            wait = IDLE_WAIT
+        for timer in self._timers:
+            wait = min(wait, max(0.0, timer.due - now))
+        return wait
+
+    def loop(self) -> None:
+        """Run rounds until stopped."""
+        while self._running:
+            if self.run_once() == 0:
+                self.idle_rounds += 1
+                self.transport.wait(self._wait_time())
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    def open_tasks(self) -> None:
+        """Build, then open spouts and prepare bolts; raises ``TopologyStartError``."""
+        self.build()
+        for task in self.tasks.values():
+            try:
+                task.start()
+            except Exception as e:  # noqa: BLE001 - user code: report and stop the start
+                self.errors.report(task.component, task.task_id, e)
+                raise TopologyStartError(
+                    f"component {task.component!r} task {task.task_id} failed to "
+                    f"{'open' if task.kind == 'spout' else 'prepare'}: {type(e).__name__}: {e}"
+                ) from e
+        self._install_timers()
+        if self.active:
+            for spout in self.spouts:
+                spout.activate()
+
+    def _install_timers(self) -> None:
+        now = self.clock()
+        conf = self.conf
+        if self.plan.acker_tasks and conf.get("topology.enable.message.timeouts", True):
+            timeout = float(conf.get("topology.message.timeout.secs") or 30)
+            every = timeout / (PENDING_BUCKETS - 1)
+            expirable = [t for t in self.tasks.values() if isinstance(t, (SpoutTask, AckerTask))]
+            if expirable:
+                self._timers.append(Timer(now + every, every, lambda: [t.expire() for t in expirable]))  # type: ignore[func-returns-value]
+        system_task = self.plan.component_tasks[SYSTEM][self.index]
+        for task in self.tasks.values():
+            if isinstance(task, BoltTask):
+                freq = task.conf.get("topology.tick.tuple.freq.secs")
+                if freq:
+                    self._timers.append(Timer(now + float(freq), float(freq),
+                                              self._ticker(task, system_task)))
+        window = float(conf.get("squall.metrics.window.secs") or 10)
+        self._timers.append(Timer(now + window, window, lambda: self._roll_metrics(window)))
+
+    @staticmethod
+    def _ticker(task: Task, system_task: int) -> Callable[[], None]:
+        def tick() -> None:
+            task.inbox.append(Tuple([], EMPTY, SYSTEM_COMPONENT, TICK_STREAM, system_task, None))
+        return tick
+
+    def _roll_metrics(self, window: float) -> None:
+        for task in self.tasks.values():
+            task.metrics.roll_window(window)
+
+    def start(self) -> None:
+        """Open the tasks and run the loop on a thread of its own."""
+        self._running = True
+        self._thread = threading.Thread(target=self._main, name=f"squall-worker-{self.index}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        try:
+            self.open_tasks()
+        except BaseException as e:  # noqa: BLE001 - handed to whoever waits for the start
+            self.start_error = e
+            self._running = False
+            self.started.set()
+            self.stopped.set()
+            return
+        self.started.set()
+        try:
+            self.loop()
+        finally:
+            if self._graceful:
+                for task in self.tasks.values():
+                    task.stop()
+            self.transport.close()
+            self.stopped.set()
+
+    def call(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the loop thread at the start of the next round."""
+        self._commands.append(fn)
+        self.transport.wake()
+
+    def set_active(self, active: bool) -> None:
+        """Activate or deactivate the spouts (on the loop thread)."""
+        def apply() -> None:
+            self.active = active
+            for spout in self.spouts:
+                spout.activate() if active else spout.deactivate()
+        self.call(apply)
+
+    def stop(self, graceful: bool = True) -> None:
+        """Stop the loop; on a graceful stop spouts are closed and bolts cleaned up."""
+        def halt() -> None:
+            self._graceful = graceful
+            self._running = False
+        self.call(halt)
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the loop thread to end; True if it did."""
+        return self.stopped.wait(timeout)
+
+    def is_idle(self) -> bool:
+        """True when no task has queued tuples and nothing waits to be sent."""
+        return (not any(t.inbox for t in self.tasks.values())
+                and not any(self._out.values()) and not any(self._unsent.values()))
