@@ -312,9 +312,18 @@ class Worker:
     def loop(self) -> None:
         """Run rounds until stopped."""
         while self._running:
-            if self.run_once() == 0:
+            try:
+                work = self.run_once()
+            except Exception as e:  # noqa: BLE001 - a runtime fault must not end the worker silently
+                self.errors.report(SYSTEM, self.plan.component_tasks[SYSTEM][self.index], e)
+                work = 0
+            if work == 0:
                 self.idle_rounds += 1
                 self.transport.wait(self._wait_time())
+
+    def report_error(self, task: Task, error: BaseException) -> None:
+        """Record an error raised by ``task``'s user code (log + topology info)."""
+        self.errors.report(task.component, task.task_id, error)
 
     # ---- lifecycle ---------------------------------------------------------------------
 

@@ -1,0 +1,143 @@
+"""Starting the SparkContext that hosts a topology's workers, and counting its task slots."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+import urllib.request
+from typing import TYPE_CHECKING, Any
+
+from squall.spark.errors import SparkSetupError
+from squall.spark.setup import (
+    check_java,
+    check_master_reachable,
+    master_endpoint,
+    prepare_environment,
+    write_log4j_config,
+)
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+log = logging.getLogger("squall.spark")
+DEFAULT_MASTER = "local[*]"
+LOCAL = re.compile(r"^local(?:\[(\*|\d+)(?:,\s*\d+)?\])?$")
+
+# Defaults for every squall application; the user's spark.* settings override them.
+SPARK_DEFAULTS = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.enabled": "false",
+    "spark.scheduler.mode": "FAIR",
+    # a worker is one long-lived task: a fresh Python process per launch keeps a
+    # relaunched worker free of what the dead one left behind (modules, threads)
+    "spark.python.worker.reuse": "false",
+}
+
+
+def spark_settings(master: str, spark_conf: dict[str, Any] | None, log_dir: str) -> dict[str, str]:
+    """The SparkConf entries squall starts its SparkContext with."""
+    config, _ = write_log4j_config(log_dir)
+    java_opt = f"-Dlog4j2.configurationFile=file:{config}"
+    settings = dict(SPARK_DEFAULTS)
+    settings["spark.master"] = master
+    settings["spark.app.name"] = "squall"
+    settings["spark.driver.extraJavaOptions"] = java_opt
+    settings["spark.executor.extraJavaOptions"] = java_opt
+    for key, value in (spark_conf or {}).items():
+        if key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+            value = f"{java_opt} {value}"
+        settings[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    return settings
+
+
+def start_spark_context(master: str, spark_conf: dict[str, Any] | None = None,
+                        log_dir: str | None = None, connect_timeout: float = 5.0) -> SparkContext:
+    """Check Java and the master, then start (or join) this process's SparkContext.
+
+    Raises ``SparkSetupError`` for no Java, an unreachable master, or a SparkContext of
+    another master already running in this process (Spark allows one per process).
+    """
+    check_java()
+    check_master_reachable(master, timeout=connect_timeout)
+    prepare_environment()
+    from pyspark import SparkConf, SparkContext
+
+    active = SparkContext._active_spark_context
+    if active is not None:
+        if active.master != master:
+            raise SparkSetupError(
+                f"this process already runs a SparkContext for {active.master}; squall cannot "
+                f"start another for {master} (Spark allows one per process)"
+            )
+        return active
+    log_dir = log_dir or os.environ.get("SQUALL_LOG_DIR", "logs")
+    conf = SparkConf(loadDefaults=False).setAll(list(spark_settings(master, spark_conf, log_dir).items()))
+    started = time.monotonic()
+    sc = SparkContext(conf=conf)
+    log.info("SparkContext for %s started in %.1fs (Spark logs in %s)", master,
+             time.monotonic() - started, os.path.abspath(log_dir))
+    return sc
+
+
+def local_slots(master: str) -> int | None:
+    """Task slots of a ``local[...]`` master; None for cluster masters."""
+    m = LOCAL.match(master.strip())
+    if not m:
+        return None
+    n = m.group(1)
+    if n is None:
+        return 1
+    return os.cpu_count() or 1 if n == "*" else int(n)
+
+
+def cluster_slots(sc: SparkContext, master: str, wait_secs: float = 30.0,
+                  ui_url: str | None = None) -> int:
+    """Task slots the application can hold at once (cores / spark.task.cpus).
+
+    ``local[N]`` has N. A standalone master is asked for its alive workers' cores
+    (``ui_url``, by default ``http://host:8080/json``); failing that, the cores of the
+    executors registered within ``wait_secs`` are counted.
+    """
+    slots = local_slots(master)
+    if slots is not None:
+        return slots
+    task_cpus = int(sc.getConf().get("spark.task.cpus", "1"))
+    endpoint = master_endpoint(master)
+    if endpoint is not None:
+        url = ui_url or f"http://{endpoint[0]}:8080/json"
+        cores = _standalone_cores(url)
+        if cores is not None:
+            max_cores = sc.getConf().get("spark.cores.max")
+            if max_cores:
+                cores = min(cores, int(max_cores))
+            return cores // task_cpus
+    return _executor_cores(sc, wait_secs) // task_cpus
+
+
+def _standalone_cores(url: str) -> int | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2.0) as resp:  # noqa: S310 - our own master
+            state = json.load(resp)
+    except (OSError, ValueError):
+        return None
+    return sum(int(w.get("cores", 0)) for w in state.get("workers", []) if w.get("state") == "ALIVE")
+
+
+def _executor_cores(sc: SparkContext, wait_secs: float) -> int:
+    """Total cores of registered executors, waiting up to ``wait_secs`` for the first."""
+    deadline = time.monotonic() + wait_secs
+    tracker = sc._jsc.sc().statusTracker()
+    while True:
+        executors = [e for e in tracker.getExecutorInfos() if e.host() and e.port() > 0]
+        # the driver is listed too; in cluster modes executors are the other entries
+        if len(executors) > 1 or time.monotonic() >= deadline:
+            break
+        time.sleep(0.25)
+    if len(executors) <= 1:
+        raise SparkSetupError(f"no Spark executor registered with {sc.master} within {wait_secs:.0f}s; "
+                              f"does the cluster have free cores and memory for this application?")
+    return int(sc.defaultParallelism)

@@ -1,0 +1,143 @@
+"""``ZmqTransport``: the worker-to-worker ``Transport`` over ZeroMQ.
+
+Each worker binds one PULL socket on a random port of the bind host and keeps one PUSH
+socket per peer. Frames are the worker's already-batched frames, sent with NOBLOCK:
+``send`` returns False when the peer's queue (SNDHWM frames) is full or the peer is not
+connected, and the worker keeps the frame and throttles its spouts. Frames queued to a
+peer that dies are dropped when its new address arrives; the ackers' timeouts replay
+their tuples.
+
+Threading: ``send``, ``poll``, ``wait`` and ``close`` belong to the worker's loop thread
+(ZeroMQ sockets are not thread-safe). ``wake`` and ``set_peers`` may be called from any
+thread: the new address map is applied by the loop thread on its next call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+
+import zmq
+
+_wake_ids = itertools.count()
+
+
+class ZmqTransport:
+    """One worker's ZeroMQ link to its peers; implements ``squall.runtime.transport.Transport``."""
+
+    def __init__(self, context: zmq.Context, bind_host: str = "127.0.0.1", hwm: int = 64) -> None:
+        self._ctx = context
+        self._hwm = max(1, hwm)
+        self._pull = context.socket(zmq.PULL)
+        self._pull.setsockopt(zmq.RCVHWM, self._hwm)
+        self._pull.setsockopt(zmq.LINGER, 0)
+        port = self._pull.bind_to_random_port(f"tcp://{bind_host}")
+        self.address = f"tcp://{bind_host}:{port}"
+        # wait() sleeps in a Poller; wake() pokes it through an inproc pair so it returns
+        # at once rather than after its timeout
+        name = f"inproc://squall-wake-{os.getpid()}-{next(_wake_ids)}"
+        self._wake_rx = context.socket(zmq.PAIR)
+        self._wake_rx.bind(name)
+        self._wake_tx = context.socket(zmq.PAIR)
+        self._wake_tx.setsockopt(zmq.LINGER, 0)
+        self._wake_tx.connect(name)
+        self._wake_lock = threading.Lock()
+        self._poller = zmq.Poller()
+        self._poller.register(self._pull, zmq.POLLIN)
+        self._poller.register(self._wake_rx, zmq.POLLIN)
+        self._peers: dict[int, tuple[str, zmq.Socket]] = {}
+        self._pending: dict[int, str] | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self.reconnects = 0
+
+    # ---- any thread ------------------------------------------------------------------
+
+    def set_peers(self, addresses: dict[int, str]) -> None:
+        """Hand over the peers' addresses (worker index -> ``tcp://host:port``)."""
+        with self._lock:
+            self._pending = dict(addresses)
+        self.wake()
+
+    def wake(self) -> None:
+        """Make a ``wait`` in progress return now."""
+        with self._wake_lock:
+            if self._closed:
+                return
+            try:
+                self._wake_tx.send(b"", zmq.NOBLOCK)
+            except zmq.Again:
+                pass  # wake-ups already queued: wait() returns anyway
+
+    # ---- the loop thread -------------------------------------------------------------
+
+    def _apply_peers(self) -> None:
+        with self._lock:
+            addresses, self._pending = self._pending, None
+        if addresses is None:
+            return
+        for peer, address in addresses.items():
+            if address == self.address:
+                continue
+            old = self._peers.get(peer)
+            if old is not None and old[0] == address:
+                continue
+            if old is not None:
+                old[1].close(linger=0)  # frames for the dead process go; acker timeouts replay
+                self.reconnects += 1
+            sock = self._ctx.socket(zmq.PUSH)
+            sock.setsockopt(zmq.SNDHWM, self._hwm)
+            sock.setsockopt(zmq.LINGER, 0)
+            # queue nothing for a peer that is not connected: the frame stays with the
+            # worker, which delivers it to the peer's next process if it comes back
+            sock.setsockopt(zmq.IMMEDIATE, 1)
+            sock.connect(address)
+            self._peers[peer] = (address, sock)
+
+    def send(self, peer: int, frame: bytes) -> bool:
+        """Queue ``frame`` for ``peer`` without blocking; False when it cannot take it now."""
+        if self._pending is not None:
+            self._apply_peers()
+        entry = self._peers.get(peer)
+        if entry is None:
+            return False
+        try:
+            entry[1].send(frame, zmq.NOBLOCK, copy=len(frame) < 65536)
+        except zmq.Again:
+            return False
+        return True
+
+    def poll(self, max_frames: int) -> list[bytes]:
+        """Take up to ``max_frames`` received frames."""
+        if self._pending is not None:
+            self._apply_peers()
+        out: list[bytes] = []
+        pull = self._pull
+        while len(out) < max_frames:
+            try:
+                out.append(pull.recv(zmq.NOBLOCK))
+            except zmq.Again:
+                break
+        return out
+
+    def wait(self, timeout: float) -> None:
+        """Block until a frame or a wake-up arrives, at most ``timeout`` seconds."""
+        events = dict(self._poller.poll(max(0, int(timeout * 1000))))
+        if self._wake_rx in events:
+            try:
+                while True:
+                    self._wake_rx.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                pass
+
+    def close(self) -> None:
+        """Close every socket (without lingering: unsent frames are replayed by timeouts)."""
+        with self._wake_lock:
+            self._closed = True
+            self._wake_tx.close(linger=0)
+        for _, sock in self._peers.values():
+            sock.close(linger=0)
+        self._peers.clear()
+        self._pull.close(linger=0)
+        self._wake_rx.close(linger=0)

@@ -1,0 +1,10 @@
+import pytest
+
+from tests.integration import components
+
+
+@pytest.fixture(autouse=True)
+def clean_record():
+    components.reset()
+    yield
+    components.reset()

@@ -1,0 +1,223 @@
+"""Acks, fails, timeouts and max pending reaching the spout task that emitted."""
+
+import time
+
+from squall import Bolt, Config, Fields, LocalCluster, TopologyBuilder
+from tests.integration.components import (
+    RECORD,
+    FailBolt,
+    ForwardBolt,
+    ListSpout,
+    NeverAckBolt,
+    SlowBolt,
+)
+
+
+def wait_for(predicate, timeout=10.0, step=0.01):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+def conf(workers=2, **extra):
+    c = Config()
+    c.set_num_workers(workers)
+    c.update(extra)
+    return c
+
+
+def test_ack_reaches_the_emitting_spout_task_once_per_message():
+    items = [[i] for i in range(100)]
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout(items), 2)
+    b.set_bolt("a", ForwardBolt(), 2).shuffle_grouping("spout")
+    b.set_bolt("b", ForwardBolt(), 2).shuffle_grouping("a")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(), b.create_topology())
+        assert wait_for(lambda: len(RECORD["spout.acked"]) >= 100)
+        time.sleep(0.1)
+    acked = RECORD["spout.acked"]
+    assert sorted(m for _, m in acked) == list(range(100))
+    # ids by sorted component: a=1,2 b=3,4 spout=5,6; task 5 emitted the even msg ids
+    assert all(task == 5 + m % 2 for task, m in acked)
+    assert RECORD["spout.failed"] == []
+
+
+def test_fail_from_a_bolt_reaches_the_spout_well_before_the_timeout():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([[1], [2]], replay=False), 1)
+    b.set_bolt("fail", FailBolt(), 1).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        start = time.monotonic()
+        cluster.submit_topology("t", conf(**{"topology.message.timeout.secs": 30}), b.create_topology())
+        assert wait_for(lambda: len(RECORD["spout.failed"]) == 2, timeout=5)
+        assert time.monotonic() - start < 5
+        info = cluster.get_topology_info("t")
+    assert sorted(m for _, m, _ in RECORD["spout.failed"]) == [0, 1]
+    assert info["components"]["spout"]["failed"] == 2
+    assert info["components"]["fail"]["failed"] == 2
+
+
+def test_unacked_tuples_time_out_after_about_the_message_timeout():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([[1]], replay=False), 1)
+    b.set_bolt("hold", NeverAckBolt(), 1).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        start = time.monotonic()
+        cluster.submit_topology("t", conf(1, **{"topology.message.timeout.secs": 1}), b.create_topology())
+        assert wait_for(lambda: RECORD["never.got"], timeout=5)
+        assert wait_for(lambda: RECORD["spout.failed"], timeout=5)
+    failed_at = RECORD["spout.failed"][0][2] - start
+    # rotating buckets: expiry between T and 1.5 T (3 buckets), plus scheduling slack
+    assert 1.0 <= failed_at < 2.5
+
+
+def test_timeouts_disabled_never_fail():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([[1]], replay=False), 1)
+    b.set_bolt("hold", NeverAckBolt(), 1).shuffle_grouping("spout")
+    c = conf(1, **{"topology.message.timeout.secs": 0.2, "topology.enable.message.timeouts": False})
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", c, b.create_topology())
+        assert wait_for(lambda: RECORD["never.got"], timeout=5)
+        time.sleep(1.0)
+    assert RECORD["spout.failed"] == []
+
+
+def test_max_spout_pending_is_never_exceeded():
+    items = [[i] for i in range(60)]
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout(items), 2)
+    b.set_bolt("slow", SlowBolt(0.002), 1).shuffle_grouping("spout")
+    c = conf(2)
+    c.set_max_spout_pending(3)
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", c, b.create_topology())
+        assert wait_for(lambda: len(RECORD["spout.acked"]) == 60, timeout=20)
+    assert max(RECORD["spout.max_in_flight"]) == 3
+
+
+def test_no_ackers_acks_at_emit_and_tracks_nothing():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([[i] for i in range(10)]), 1)
+    b.set_bolt("hold", NeverAckBolt(), 1).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(1, **{"topology.acker.executors": 0}), b.create_topology())
+        assert wait_for(lambda: len(RECORD["spout.acked"]) == 10, timeout=5)
+        info = cluster.get_topology_info("t")
+    assert "__acker" not in info["components"]
+    assert RECORD["spout.failed"] == []
+
+
+class HoldThenAck(Bolt):
+    """Holds every tuple, resetting its timeout, then acks after ``hold`` seconds."""
+
+    def __init__(self, hold):
+        self.hold = hold
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+        self.held = []
+
+    def execute(self, tup):
+        if tup.is_tick():
+            now = time.monotonic()
+            for t, since in list(self.held):
+                if now - since >= self.hold:
+                    self.collector.ack(t)
+                    self.held.remove((t, since))
+                else:
+                    self.collector.reset_timeout(t)
+        else:
+            self.held.append((tup, time.monotonic()))
+
+    def get_component_configuration(self):
+        return {"topology.tick.tuple.freq.secs": 0.1}
+
+
+def test_reset_timeout_keeps_a_held_tuple_alive_beyond_twice_the_timeout():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([[1]], replay=False), 1)
+    b.set_bolt("hold", HoldThenAck(hold=2.5), 1).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(2, **{"topology.message.timeout.secs": 1}), b.create_topology())
+        assert wait_for(lambda: RECORD["spout.acked"], timeout=6)
+    assert RECORD["spout.failed"] == []
+
+
+class JoinBolt(Bolt):
+    """Anchors one output to the last two inputs (multi-anchoring), then acks both."""
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+        self.buffer = []
+
+    def execute(self, tup):
+        self.buffer.append(tup)
+        if len(self.buffer) == 2:
+            self.collector.emit([sum(t[0] for t in self.buffer)], anchors=self.buffer)
+            for t in self.buffer:
+                self.collector.ack(t)
+            self.buffer = []
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("value"))
+
+
+def test_failure_downstream_of_a_multi_anchored_tuple_fails_every_root():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([[1], [2]], replay=False), 1)
+    b.set_bolt("join", JoinBolt(), 1).global_grouping("spout")
+    b.set_bolt("fail", FailBolt(), 1).shuffle_grouping("join")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(2), b.create_topology())
+        assert wait_for(lambda: len(RECORD["spout.failed"]) == 2, timeout=5)
+    assert RECORD["spout.acked"] == []
+
+
+class UnanchoredForward(Bolt):
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    def execute(self, tup):
+        self.collector.emit(tup.values)  # not anchored
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("value"))
+
+
+def test_failure_downstream_of_an_unanchored_emit_does_not_fail_the_root():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([[1], [2]], replay=False), 1)
+    b.set_bolt("fwd", UnanchoredForward(), 1).shuffle_grouping("spout")
+    b.set_bolt("fail", FailBolt(), 1).shuffle_grouping("fwd")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(2), b.create_topology())
+        assert wait_for(lambda: len(RECORD["spout.acked"]) == 2, timeout=5)
+        time.sleep(0.2)
+    assert RECORD["spout.failed"] == []
+
+
+class AckEveryOther(Bolt):
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    def execute(self, tup):
+        if tup[0] % 2:
+            self.collector.ack(tup)
+
+
+def test_spout_replays_failed_tuples_until_all_are_acked():
+    # the bolt never acks even values: they time out and are replayed until the test ends
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([[i] for i in range(6)]), 1)
+    b.set_bolt("b", AckEveryOther(), 1).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(1, **{"topology.message.timeout.secs": 0.4}), b.create_topology())
+        assert wait_for(lambda: len(RECORD["spout.failed"]) >= 6, timeout=5)
+    assert sorted(m for _, m in RECORD["spout.acked"]) == [1, 3, 5]
+    assert {m for _, m, _ in RECORD["spout.failed"]} == {0, 2, 4}

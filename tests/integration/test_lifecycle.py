@@ -1,0 +1,248 @@
+"""Activate, deactivate, kill, rebalance, ticks and errors on LocalCluster."""
+
+import time
+
+import pytest
+
+from squall import (
+    AlreadyAliveError,
+    Bolt,
+    Config,
+    Fields,
+    LocalCluster,
+    NotAliveError,
+    Spout,
+    TopologyBuilder,
+    TopologyStartError,
+)
+from tests.integration.components import (
+    RECORD,
+    CountBolt,
+    ListSpout,
+    RaiseOnBolt,
+    SplitBolt,
+    TickBolt,
+    TypeRecorder,
+    record,
+)
+from tests.integration.test_acking import conf, wait_for
+
+
+class CountingSpout(Spout):
+    """Counts next_tuple calls; emits nothing."""
+
+    def open(self, conf, context, collector):
+        pass
+
+    def next_tuple(self):
+        record("calls", time.monotonic())
+        time.sleep(0.001)
+
+    def activate(self):
+        record("activate", time.monotonic())
+
+    def deactivate(self):
+        record("deactivate", time.monotonic())
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("x"))
+
+
+def counting_topology():
+    b = TopologyBuilder()
+    b.set_spout("spout", CountingSpout())
+    return b.create_topology()
+
+
+def test_deactivate_stops_next_tuple_and_activate_resumes_it():
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(1), counting_topology())
+        assert wait_for(lambda: len(RECORD["calls"]) > 5)
+        cluster.deactivate("t")
+        assert wait_for(lambda: RECORD["deactivate"])
+        time.sleep(0.05)
+        frozen = len(RECORD["calls"])
+        time.sleep(0.2)
+        assert len(RECORD["calls"]) == frozen
+        assert cluster.get_topology_info("t")["status"] == "INACTIVE"
+        cluster.activate("t")
+        assert wait_for(lambda: len(RECORD["calls"]) > frozen + 5)
+        assert cluster.get_topology_info("t")["status"] == "ACTIVE"
+    assert len(RECORD["activate"]) == 2
+
+
+def test_submitted_inactive_calls_no_next_tuple_until_activated():
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(1, **{"squall.topology.start.inactive": True}),
+                                counting_topology())
+        time.sleep(0.2)
+        assert RECORD["calls"] == [] and RECORD["activate"] == []
+        cluster.activate("t")
+        assert wait_for(lambda: RECORD["calls"])
+
+
+def test_kill_deactivates_then_closes_spouts_and_cleans_up_bolts():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([["a b"], ["b c"]]), 2)
+    b.set_bolt("split", SplitBolt(), 1).shuffle_grouping("spout")
+    b.set_bolt("count", CountBolt(), 2).fields_grouping("split", Fields("word"))
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(2), b.create_topology())
+        assert wait_for(lambda: len(RECORD["spout.acked"]) == 2)
+        cluster.kill_topology("t", wait_secs=0.1)
+        assert cluster.list_topologies() == []
+        with pytest.raises(NotAliveError):
+            cluster.get_topology_info("t")
+    assert sorted(RECORD["spout.deactivate"]) == sorted(RECORD["spout.close"])
+    assert len(RECORD["spout.close"]) == 2
+    counts = {}
+    for _task, c in RECORD["count.cleanup"]:
+        counts.update(c)
+    assert counts == {"a": 1, "b": 2, "c": 1}
+
+
+def test_a_name_cannot_be_submitted_twice():
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(1), counting_topology())
+        with pytest.raises(AlreadyAliveError, match="'t' is already running"):
+            cluster.submit_topology("t", conf(1), counting_topology())
+
+
+def test_ticks_arrive_at_the_configured_rate():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([]), 1)
+    b.set_bolt("tick", TickBolt(freq=0.1), 1).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(1), b.create_topology())
+        assert wait_for(lambda: len(RECORD["tick.at"]) >= 10, timeout=5)
+    ticks = RECORD["tick.at"]
+    first = ticks[0] - RECORD["tick.prepared"][0]
+    assert first >= 0.1  # the first tick comes one period after prepare
+    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    assert 0.08 <= sum(gaps) / len(gaps) <= 0.2
+
+
+def test_topology_tick_frequency_applies_to_every_bolt():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([]), 1)
+    b.set_bolt("tick", TickBolt(), 1).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(1, **{"topology.tick.tuple.freq.secs": 0.05}), b.create_topology())
+        assert wait_for(lambda: len(RECORD["tick.at"]) >= 5, timeout=5)
+
+
+def test_a_raising_bolt_is_reported_its_tuple_failed_and_the_task_carries_on():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([[1], [2], [3]], replay=False), 1)
+    b.set_bolt("picky", RaiseOnBolt(bad=2), 1).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(2), b.create_topology())
+        assert wait_for(lambda: len(RECORD["spout.acked"]) == 2 and RECORD["spout.failed"])
+        info = cluster.get_topology_info("t")
+    assert sorted(RECORD["raise.ok"]) == [1, 3]
+    assert [m for _, m, _ in RECORD["spout.failed"]] == [1]
+    (error,) = info["errors"]
+    assert error["component"] == "picky"
+    assert error["message"] == "RuntimeError: cannot handle 2"
+    assert "raise RuntimeError" in error["traceback"]
+    assert info["components"]["picky"]["errors"] == 1
+
+
+class BrokenPrepare(Bolt):
+    def prepare(self, conf, context, collector):
+        raise OSError("database unreachable")
+
+    def execute(self, tup):
+        pass
+
+
+def test_a_bolt_that_cannot_prepare_stops_the_submission_with_its_cause():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([[1]]), 1)
+    b.set_bolt("db", BrokenPrepare(), 1).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        with pytest.raises(TopologyStartError, match=r"component 'db' task 1 failed to prepare: "
+                                                     r"OSError: database unreachable"):
+            cluster.submit_topology("t", conf(2), b.create_topology())
+        assert cluster.list_topologies() == []
+
+
+class RaisingSpout(Spout):
+    def open(self, conf, context, collector):
+        self.collector = collector
+        self.n = 0
+
+    def next_tuple(self):
+        self.n += 1
+        if self.n == 1:
+            raise ValueError("bad record")
+        if self.n < 4:
+            self.collector.emit([self.n], msg_id=self.n)
+
+    def ack(self, msg_id):
+        record("raising.acked", msg_id)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("n"))
+
+
+def test_a_raising_spout_is_reported_and_keeps_emitting():
+    b = TopologyBuilder()
+    b.set_spout("spout", RaisingSpout(), 1)
+    b.set_bolt("sink", TypeRecorder(), 1).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(1), b.create_topology())
+        assert wait_for(lambda: sorted(RECORD["raising.acked"]) == [2, 3])
+        errors = cluster.get_topology_info("t")["errors"]
+    assert len(errors) == 1
+    assert errors[0]["component"] == "spout"
+    assert errors[0]["message"] == "ValueError: bad record"
+
+
+def test_rebalance_changes_workers_and_parallelism_and_keeps_running():
+    b = TopologyBuilder()
+    b.set_spout("spout", CountingSpout(), 1)
+    b.set_bolt("tick", TickBolt(), 2).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(1), b.create_topology())
+        cluster.rebalance("t", num_workers=2, parallelism={"tick": 3})
+        info = cluster.get_topology_info("t")
+        assert info["status"] == "ACTIVE"
+        assert info["num_workers"] == 2
+        assert len(info["components"]["tick"]["tasks"]) == 3
+        before = len(RECORD["calls"])
+        assert wait_for(lambda: len(RECORD["calls"]) > before + 5)
+        with pytest.raises(Exception, match="unknown component 'nope'"):
+            cluster.rebalance("t", parallelism={"nope": 2})
+
+
+def test_leaving_the_with_block_kills_everything():
+    cluster = LocalCluster()
+    with cluster:
+        cluster.submit_topology("a", conf(1), counting_topology())
+        cluster.submit_topology("b", conf(2), counting_topology())
+        assert {t["name"] for t in cluster.list_topologies()} == {"a", "b"}
+    assert cluster.list_topologies() == []
+    calls = len(RECORD["calls"])
+    time.sleep(0.1)
+    assert len(RECORD["calls"]) == calls
+
+
+def test_info_reports_components_workers_and_metrics():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([["a b c"]] * 50), 2)
+    b.set_bolt("split", SplitBolt(), 2).shuffle_grouping("spout")
+    b.set_bolt("count", CountBolt(), 2).fields_grouping("split", Fields("word"))
+    c = conf(2, **{"topology.stats.sample.rate": 1.0})
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", c, b.create_topology())
+        assert wait_for(lambda: len(RECORD["spout.acked"]) == 50)
+        info = cluster.get_topology_info("t")
+    comps = info["components"]
+    assert comps["spout"]["emitted"] == 50 and comps["spout"]["acked"] == 50
+    assert comps["spout"]["complete_latency_ms"] > 0
+    assert comps["split"]["emitted"] == 150 and comps["split"]["acked"] == 50
+    assert comps["count"]["acked"] == 150 and comps["count"]["execute_latency_ms"] > 0
+    assert comps["spout"]["tasks"] == [5, 6] and comps["count"]["tasks"] == [1, 2]
+    assert sorted(t for w in info["workers"] for t in w["tasks"]) == list(range(1, 11))
+    assert {"worker", "host", "pid", "tasks"} <= set(info["workers"][0])
