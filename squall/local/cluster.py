@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 from squall.api.errors import (
     AlreadyAliveError,
@@ -77,7 +78,8 @@ class LocalCluster:
 
     def _start_workers(self, running: _Running, active: bool) -> None:
         plan, conf = running.plan, running.conf
-        capacity = max(4, int(conf["topology.executor.send.buffer.size"]) // int(conf["squall.transfer.batch.size"]))
+        send_buffer = int(conf["topology.executor.send.buffer.size"])
+        capacity = max(4, send_buffer // int(conf["squall.transfer.batch.size"]))
         hub = InProcessHub(plan.num_workers, capacity)
         workers = [
             Worker(topology_name=running.name, topology=running.topology, conf=conf, plan=plan,
@@ -204,7 +206,9 @@ def _with_parallelism(topology: StormTopology, parallelism: dict[str, int]) -> S
                 f"rebalance names unknown component {cid!r}; known: {', '.join(sorted(components))}"
             )
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise InvalidTopologyError(f"rebalance: parallelism of {cid!r} must be a positive integer, got {n!r}")
+            raise InvalidTopologyError(
+                f"rebalance: parallelism of {cid!r} must be a positive integer, got {n!r}"
+            )
         tasks = n if spec.num_tasks == spec.parallelism else max(spec.num_tasks, n)
         components[cid] = replace(spec, parallelism=n, num_tasks=tasks)
     return StormTopology(components)

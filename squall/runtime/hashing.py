@@ -46,7 +46,7 @@ def stable_hash(value: Any) -> int:
         return acc
     for base in (str, int, float, bytes):  # subclasses (IntEnum, str enums) hash as their base
         if isinstance(value, base):
-            return stable_hash(base(value))
+            return stable_hash(base(value))  # type: ignore[arg-type]
     return crc32(pickle.dumps(value, protocol=4))
 
 

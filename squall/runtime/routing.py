@@ -27,6 +27,7 @@ class ShuffleRouter:
         self._pos = 0
 
     def __call__(self, values: list) -> list[int]:
+        """Target task ids for ``values``."""
         pos = self._pos
         if pos == len(self._order):
             self._rng.shuffle(self._order)
@@ -46,6 +47,7 @@ class FieldsRouter:
         self._n = len(targets)
 
     def __call__(self, values: list) -> list[int]:
+        """Target task ids for ``values``."""
         if len(self._indexes) == 1:
             h = stable_hash(values[self._indexes[0]])
         else:
@@ -62,6 +64,7 @@ class ConstantRouter:
         self._targets = targets
 
     def __call__(self, values: list) -> list[int]:
+        """Target task ids for ``values``."""
         return self._targets
 
 
@@ -78,6 +81,7 @@ class CustomRouter:
         self._component = component
 
     def __call__(self, values: list) -> list[int]:
+        """Target task ids for ``values``."""
         chosen = self._grouping.choose_tasks(self._task, values)
         chosen = list(chosen)
         for t in chosen:

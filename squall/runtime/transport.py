@@ -68,7 +68,7 @@ class InProcessTransport:
     def poll(self, max_frames: int) -> list[bytes]:
         """Take up to ``max_frames`` received frames."""
         q = self._queue
-        out = []
+        out: list[bytes] = []
         while q and len(out) < max_frames:
             out.append(q.popleft())
         return out

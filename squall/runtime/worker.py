@@ -191,6 +191,9 @@ class Worker:
         """Hand one tuple to task ``target``: its queue here, or a batch to its worker."""
         task = self.tasks.get(target)
         if task is not None:
+            if task.inline:
+                task.apply(stream, values)  # type: ignore[attr-defined]
+                return
             task.inbox.append(
                 Tuple(values, src.out_fields[stream], src.component, stream, src.task_id, ids)
             )
@@ -247,6 +250,10 @@ class Worker:
                 task = tasks.get(target)
                 if task is None:
                     self.misrouted += 1
+                    continue
+                if task.inline:
+                    task.apply(stream, values)  # type: ignore[attr-defined]
+                    n += 1
                     continue
                 comp = component_of[src]
                 task.inbox.append(Tuple(values, fields[(comp, stream)], comp, stream, src, ids))

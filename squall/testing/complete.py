@@ -142,7 +142,9 @@ def _mock(topology: StormTopology, sources: dict[str, list[list]], run_id: int) 
         spec = components.get(cid)
         if spec is None or spec.kind != "spout":
             spouts = ", ".join(s.id for s in topology.spouts)
-            raise InvalidTopologyError(f"mocked source {cid!r} is not a spout of the topology (spouts: {spouts})")
+            raise InvalidTopologyError(
+                f"mocked source {cid!r} is not a spout of the topology (spouts: {spouts})"
+            )
         stream = DEFAULT_STREAM if DEFAULT_STREAM in spec.streams else next(iter(spec.streams), None)
         if stream is None:
             raise InvalidTopologyError(f"mocked spout {cid!r} declares no stream to emit the tuples on")
@@ -173,5 +175,7 @@ def _wait(cluster: LocalCluster, name: str, run: _Run, sources: dict[str, list[l
             quiet = 0
         if time.monotonic() > deadline:
             pending = {c: len(t) - len(run.acked[c]) - len(run.failed[c]) for c, t in sources.items()}
-            raise TimeoutError(f"complete_topology: tuples still pending after {limit:.0f}s: {pending}")
+            raise TimeoutError(
+                f"complete_topology: tuples still pending after {limit:.0f}s: {pending}"
+            )
         time.sleep(0.01)

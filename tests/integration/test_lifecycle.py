@@ -7,7 +7,6 @@ import pytest
 from squall import (
     AlreadyAliveError,
     Bolt,
-    Config,
     Fields,
     LocalCluster,
     NotAliveError,
@@ -118,7 +117,7 @@ def test_ticks_arrive_at_the_configured_rate():
     ticks = RECORD["tick.at"]
     first = ticks[0] - RECORD["tick.prepared"][0]
     assert first >= 0.1  # the first tick comes one period after prepare
-    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
     assert 0.08 <= sum(gaps) / len(gaps) <= 0.2
 
 

@@ -1,0 +1,199 @@
+"""``SparkCluster``: ``LocalCluster``'s methods, with the workers running on Spark.
+
+The topology master of each topology runs in this process, the Spark driver; workers
+run as long-lived Spark tasks on the executors of ``squall.spark.master`` (``local[*]``
+by default; ``spark://host:port``, ``yarn`` or ``k8s://...`` for a real cluster). Spark
+allows one SparkContext per process, so every topology of a ``SparkCluster`` shares
+one Spark application.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from squall.api.config import SQUALL_SPARK_MASTER
+from squall.api.errors import AlreadyAliveError, NotAliveError
+from squall.api.topology import StormTopology
+from squall.local.cluster import _with_parallelism
+from squall.runtime.plan import make_plan
+from squall.runtime.submission import check_name, prepare_conf
+from squall.spark.context import DEFAULT_MASTER, cluster_slots, start_spark_context
+from squall.spark.errors import InsufficientSlotsError, SparkSetupError
+from squall.spark.master import TopologyMaster
+from squall.spark.shipping import ship_user_modules
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+log = logging.getLogger("squall.spark")
+
+
+class SparkCluster:
+    """Runs topologies on Spark; a context manager that kills them (and its Spark) on exit.
+
+    ``master`` overrides the topologies' ``squall.spark.master``; ``spark_conf`` adds
+    ``spark.*`` settings; ``log_dir`` receives Spark's own log (default ``logs/``, or
+    ``$SQUALL_LOG_DIR``). A SparkContext already running in this process for the same
+    master is joined rather than started, and then left running on exit.
+    """
+
+    def __init__(self, master: str | None = None, spark_conf: dict[str, Any] | None = None,
+                 log_dir: str | None = None) -> None:
+        self.master = master
+        self.spark_conf = dict(spark_conf or {})
+        self.log_dir = log_dir
+        self._sc: SparkContext | None = None
+        self._owns_sc = False
+        self._topologies: dict[str, TopologyMaster] = {}
+        self._lock = threading.RLock()
+        self._work_dir = Path(tempfile.mkdtemp(prefix="squall-spark-"))
+        self._shipped: set[str] = set()
+
+    def __enter__(self) -> SparkCluster:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+
+    @property
+    def spark_context(self) -> SparkContext | None:
+        """The SparkContext hosting the workers (None until the first submit)."""
+        return self._sc
+
+    def start(self, conf: dict | None = None) -> SparkContext:
+        """Start (or join) the SparkContext now rather than at the first submit."""
+        with self._lock:
+            master = self.master or (conf or {}).get(SQUALL_SPARK_MASTER) or DEFAULT_MASTER
+            if self._sc is not None:
+                if self._sc.master != master:
+                    raise SparkSetupError(f"this SparkCluster runs on {self._sc.master}; a topology "
+                                          f"cannot ask for {master}")
+                return self._sc
+            from pyspark import SparkContext
+
+            existed = SparkContext._active_spark_context is not None
+            spark_conf = {k: v for k, v in (conf or {}).items() if k.startswith("spark.")}
+            spark_conf.update(self.spark_conf)
+            self._sc = start_spark_context(master, spark_conf, self.log_dir)
+            self._owns_sc = not existed
+            return self._sc
+
+    def shutdown(self) -> None:
+        """Kill every topology still running, then stop the SparkContext if it started it."""
+        with self._lock:
+            for name in list(self._topologies):
+                self.kill_topology(name, wait_secs=0)
+            if self._sc is not None and self._owns_sc:
+                self._sc.stop()
+            self._sc = None
+
+    # ---- submission ------------------------------------------------------------------
+
+    def submit_topology(self, name: str, conf: dict | None, topology: StormTopology) -> None:
+        """Start ``topology`` as ``name``; returns once every task is opened or prepared.
+
+        Raises ``InsufficientSlotsError`` when the cluster lacks the task slots for its
+        workers, ``SparkSetupError`` when Spark cannot start, ``TopologyStartError`` when
+        a component cannot be unpickled, opened or prepared on its executor.
+        """
+        check_name(name)
+        merged = prepare_conf(conf, topology)
+        with self._lock:
+            if name in self._topologies:
+                raise AlreadyAliveError(f"topology {name!r} is already running; kill it first")
+            sc = self.start(merged)
+            merged[SQUALL_SPARK_MASTER] = sc.master
+            plan = make_plan(topology, merged)
+            self._check_slots(sc, name, plan.num_workers, merged)
+            ship_user_modules(sc, self._work_dir, self._shipped)
+            master = TopologyMaster(name, topology, merged, plan, sc,
+                                    active=not merged.get("squall.topology.start.inactive"))
+            master.start()
+            self._topologies[name] = master
+
+    def _check_slots(self, sc: SparkContext, name: str, workers: int, conf: dict,
+                     exclude: str | None = None) -> None:
+        slots = cluster_slots(sc, sc.master, float(conf.get("squall.spark.executor.wait.secs", 30)),
+                              conf.get("squall.spark.master.ui.url"))
+        used = sum(m.plan.num_workers for n, m in self._topologies.items() if n != exclude)
+        if workers + used > slots:
+            taken = f", {used} of them taken by running topologies" if used else ""
+            raise InsufficientSlotsError(
+                f"topology {name!r} asks for {workers} workers but the Spark cluster ({sc.master}) "
+                f"has {slots} task slots{taken}; each worker holds one slot for its lifetime: "
+                f"lower topology.workers or give the cluster more cores"
+            )
+
+    def _get(self, name: str) -> TopologyMaster:
+        master = self._topologies.get(name)
+        if master is None:
+            raise NotAliveError(f"no topology named {name!r} is running")
+        return master
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
+        """Deactivate the spouts, wait ``wait_secs`` (default: the message timeout), stop it."""
+        with self._lock:
+            master = self._get(name)
+            if wait_secs is None:
+                wait_secs = float(master.conf.get("topology.message.timeout.secs") or 30)
+            master.status = "KILLED"
+            master.stop(wait_secs=wait_secs)
+            del self._topologies[name]
+
+    def activate(self, name: str) -> None:
+        """Call the spouts' ``activate`` and resume ``next_tuple``."""
+        with self._lock:
+            self._get(name).set_active(True)
+
+    def deactivate(self, name: str) -> None:
+        """Call the spouts' ``deactivate``; no ``next_tuple`` until activated. Bolts drain."""
+        with self._lock:
+            self._get(name).set_active(False)
+
+    def rebalance(self, name: str, num_workers: int | None = None,
+                  parallelism: dict[str, int] | None = None, wait_secs: float = 0) -> None:
+        """Restart ``name`` with a new worker count and/or component parallelism.
+
+        As on ``LocalCluster``: spouts are deactivated, bolts drain for ``wait_secs``,
+        every worker stops and the topology starts again under the new plan.
+        """
+        with self._lock:
+            old = self._get(name)
+            topology = _with_parallelism(old.topology, parallelism or {})
+            conf = dict(old.conf)
+            if num_workers is not None:
+                conf["topology.workers"] = num_workers
+            conf = prepare_conf(conf, topology)
+            plan = make_plan(topology, conf)
+            assert self._sc is not None
+            self._check_slots(self._sc, name, plan.num_workers, conf, exclude=name)
+            was_active = old.status != "INACTIVE"
+            old.status = "REBALANCING"
+            old.stop(wait_secs=wait_secs)
+            del self._topologies[name]
+            master = TopologyMaster(name, topology, conf, plan, self._sc, active=was_active)
+            master.start()
+            self._topologies[name] = master
+
+    # ---- information -----------------------------------------------------------------
+
+    def get_topology_info(self, name: str) -> dict:
+        """Status, per-component figures, workers (host, pid, restarts) and errors of ``name``."""
+        return self._get(name).info()
+
+    def list_topologies(self) -> list[dict]:
+        """A summary of each running topology."""
+        now = time.monotonic()
+        return [
+            {"name": m.name, "status": m.status, "workers": m.plan.num_workers,
+             "tasks": sum(len(ts) for ts in m.plan.component_tasks.values()),
+             "uptime_secs": round(now - m.started_at, 3)}
+            for m in self._topologies.values()
+        ]

@@ -1,0 +1,362 @@
+"""The topology master: on the Spark driver, it launches, watches and relaunches workers.
+
+One ``TopologyMaster`` per running topology. It plans nothing itself (the plan is given),
+launches each worker as a single-partition Spark job in a driver thread of its own (job
+group ``squall/<topology>/<worker>/<launch>``, FAIR pool ``squall-<topology>``), and runs
+the coordination endpoint, a ZeroMQ ROUTER socket: registrations, the address map,
+heartbeats with metrics and errors, and the control commands.
+
+Threads: one loop thread owns the ROUTER socket and the ``WorkerRegistry``; every change
+of state happens there (API calls and job threads post closures to it). Each launch has
+a job thread blocked in ``collect()`` until its worker ends.
+
+Failure handling: a worker whose job ends (its process died beyond Spark's own task
+retries) or that stays silent past the heartbeat timeout is declared dead: its job group
+is cancelled and the worker is launched again after a backoff (0.5 s doubling to 10 s).
+Tuples it held are replayed by the spouts' message timeouts.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+import zmq
+
+from squall.api.errors import TopologyStartError
+from squall.api.topology import StormTopology
+from squall.runtime.info import topology_info
+from squall.runtime.metrics import TaskMetrics
+from squall.runtime.plan import TaskPlan
+from squall.spark import coordination as co
+from squall.spark.registry import WorkerRegistry
+from squall.spark.worker_main import WorkerSpec, spark_task
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+log = logging.getLogger("squall.spark.master")
+LOOP_POLL_MS = 20
+START_FAILURES = 3  # job failures of one worker during submit before giving up
+STOP_TIMEOUT = 30.0
+
+
+def _job_error(e: BaseException) -> str:
+    """The useful line of a Spark job failure (Py4J errors carry pages of JVM trace)."""
+    text = str(e)
+    for marker in ("Python worker exited unexpectedly", "RuntimeError: squall", "TopologyStartError",
+                   "ModuleNotFoundError", "Exception:", "Error:"):
+        for line in text.splitlines():
+            if marker in line:
+                return line.strip()[:500]
+    return (text.splitlines() or [type(e).__name__])[0][:500]
+
+
+class TopologyMaster:
+    """Runs one topology's workers on Spark; see the module docstring."""
+
+    def __init__(self, name: str, topology: StormTopology, conf: dict, plan: TaskPlan,
+                 sc: SparkContext, *, active: bool = True) -> None:
+        self.name = name
+        self.topology = topology
+        self.conf = conf
+        self.plan = plan
+        self.sc = sc
+        self.active = active
+        self.status = "ACTIVE" if active else "INACTIVE"
+        self.errors: deque[dict] = deque(maxlen=1000)
+        self.started_at = time.monotonic()
+        self.registry = WorkerRegistry(
+            plan.num_workers,
+            heartbeat_timeout=float(conf.get("squall.spark.worker.heartbeat.timeout.secs", 10)),
+            start_timeout=float(conf.get("squall.spark.worker.start.timeout.secs", 120)),
+        )
+        self._heartbeat = float(conf.get("squall.spark.worker.heartbeat.secs", 1.0))
+        self._ctx = zmq.Context()
+        self._router = self._ctx.socket(zmq.ROUTER)
+        self._router.setsockopt(zmq.LINGER, 0)
+        host = conf.get("squall.spark.master.bind.host", "127.0.0.1")
+        self.address = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{host}')}"
+        self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._jobs: dict[tuple[int, int], threading.Thread] = {}
+        self._jobs_lock = threading.Lock()
+        self._running = True
+        self._stopping = False
+        self._starting = True
+        self._start_done = threading.Event()
+        self._start_error: str | None = None
+        self._thread = threading.Thread(target=self._loop, name=f"squall-master-{name}", daemon=True)
+
+    # ---- API (any thread) ------------------------------------------------------------
+
+    def start(self, timeout: float | None = None) -> None:
+        """Launch every worker; return once all have opened their tasks, else raise."""
+        timeout = timeout or float(self.conf.get("squall.spark.worker.start.timeout.secs", 120))
+        self._thread.start()
+        for i in range(self.plan.num_workers):
+            self._post(lambda i=i: self._launch(i))
+        if not self._start_done.wait(timeout):
+            self._start_error = f"workers did not start within {timeout:.0f}s: {self._start_state()}"
+        if self._start_error is not None:
+            self.stop(wait_secs=0)
+            raise TopologyStartError(f"topology {self.name!r} failed to start on Spark: {self._start_error}")
+        self.started_at = time.monotonic()
+        log.info("topology %r: %d workers running on %s", self.name, self.plan.num_workers, self.sc.master)
+
+    def set_active(self, active: bool) -> None:
+        """Activate or deactivate the spouts of every worker (and of later relaunches)."""
+        def apply() -> None:
+            self.active = active
+            for inc in self.registry.current():
+                self._send(inc.identity, co.ACTIVATE if active else co.DEACTIVATE)
+        self._call(apply)
+        self.status = "ACTIVE" if active else "INACTIVE"
+
+    def stop(self, wait_secs: float = 0) -> None:
+        """Deactivate, wait ``wait_secs``, stop every worker and end their Spark jobs."""
+        if not self._thread.is_alive():
+            self._close()
+            return
+        self._call(lambda: self._broadcast(co.DEACTIVATE))
+        if wait_secs > 0:
+            time.sleep(wait_secs)
+        self._call(self._stop_all)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for (index, launch), thread in self._job_threads():
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                log.warning("worker %d of %r did not stop; cancelling its Spark job", index, self.name)
+                self.sc.cancelJobGroup(self._group(index, launch))
+                thread.join(10.0)
+        self._running = False
+        self._thread.join(5.0)
+        self._close()
+
+    def info(self) -> dict:
+        """``get_topology_info`` for this topology."""
+        return self._call(self._info)
+
+    # ---- loop thread -----------------------------------------------------------------
+
+    def _post(self, fn: Callable[[], Any]) -> Future:
+        future: Future = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(fn())
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                future.set_exception(e)
+        self._commands.put(run)
+        return future
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        if not self._thread.is_alive():
+            return fn()
+        return self._post(fn).result(timeout=60)
+
+    def _loop(self) -> None:
+        router = self._router
+        while self._running:
+            try:
+                if router.poll(LOOP_POLL_MS):
+                    while True:
+                        try:
+                            ident, data = router.recv_multipart(zmq.NOBLOCK)
+                        except zmq.Again:
+                            break
+                        self._handle(ident, data)
+                while True:
+                    try:
+                        self._commands.get_nowait()()
+                    except queue.Empty:
+                        break
+                self._supervise()
+            except Exception:  # noqa: BLE001 - the master must outlive any one bad event
+                log.exception("topology master %r: error in its loop", self.name)
+
+    def _supervise(self) -> None:
+        if self._stopping:
+            return
+        for index in self.registry.dead():
+            slot = self.registry.slots[index]
+            timeout = self.registry.heartbeat_timeout
+            reason = f"no heartbeat for {timeout:.0f}s" if slot.current else "never registered"
+            self.sc.cancelJobGroup(self._group(index, slot.launch))
+            self._worker_failed(index, f"declared dead: {reason}")
+        for index in self.registry.due():
+            self._launch(index)
+
+    def _launch(self, index: int) -> None:
+        if self._stopping:
+            return
+        launch = self.registry.launched(index)
+        spec = WorkerSpec(
+            topology_name=self.name, topology=self.topology, conf=self.conf, plan=self.plan,
+            index=index, launch=launch, master_address=self.address,
+            bind_host=self.conf.get("squall.spark.worker.bind.host", "127.0.0.1"),
+            heartbeat_secs=self._heartbeat,
+            master_timeout_secs=float(self.conf.get("squall.spark.master.timeout.secs", 30)),
+        )
+        thread = threading.Thread(target=self._run_job, args=(spec,), daemon=True,
+                                  name=f"squall-job-{self.name}-{index}-{launch}")
+        with self._jobs_lock:
+            self._jobs = {k: t for k, t in self._jobs.items() if t.is_alive()}
+            self._jobs[(index, launch)] = thread
+        thread.start()
+
+    def _group(self, index: int, launch: int) -> str:
+        return f"squall/{self.name}/{index}/{launch}"
+
+    def _run_job(self, spec: WorkerSpec) -> None:
+        """A job thread: run worker ``spec.index``'s Spark job until it ends."""
+        sc = self.sc
+        sc.setJobGroup(self._group(spec.index, spec.launch),
+                       f"squall topology {self.name} worker {spec.index}", interruptOnCancel=True)
+        sc.setLocalProperty("spark.scheduler.pool", f"squall-{self.name}")
+        result, error = None, None
+        try:
+            result = sc.parallelize([spec.index], 1).mapPartitions(spark_task(spec)).collect()
+        except Exception as e:  # noqa: BLE001 - any job failure means the worker is gone
+            error = _job_error(e)
+        self._post(lambda: self._job_ended(spec.index, spec.launch, result, error))
+
+    def _job_ended(self, index: int, launch: int, result: Any, error: str | None) -> None:
+        if self._stopping or launch != self.registry.slots[index].launch:
+            return  # a worker we stopped, or one already declared dead and relaunched
+        status = result[0]["status"] if result else "failed"
+        if status == "start_failed" and self._starting:
+            return  # reported by its "started" message; the submit fails
+        self._worker_failed(index, error or f"its Spark job ended ({status})")
+
+    def _worker_failed(self, index: int, reason: str) -> None:
+        delay = self.registry.failed(index, reason)
+        slot = self.registry.slots[index]
+        log.warning("topology %r worker %d (launch %d) failed: %s; relaunching in %.1fs",
+                    self.name, index, slot.launch, reason, delay)
+        if self._starting and slot.failures >= START_FAILURES:
+            self._fail_start(f"worker {index} failed {slot.failures} times: {reason}")
+        self._broadcast_addresses()
+
+    def _fail_start(self, reason: str) -> None:
+        if self._start_error is None:
+            self._start_error = reason
+        self._start_done.set()
+
+    def _start_state(self) -> str:
+        parts = []
+        for slot in self.registry.slots:
+            state = "started" if slot.current and slot.current.started else (
+                "registered" if slot.current else "not registered")
+            error = f" ({slot.last_error})" if slot.last_error else ""
+            parts.append(f"worker {slot.index} {state}{error}")
+        return "; ".join(parts)
+
+    def _handle(self, ident: bytes, data: bytes) -> None:
+        try:
+            msg = co.decode(data)
+        except ValueError:
+            log.warning("topology master %r dropped a malformed message", self.name)
+            return
+        t = msg["t"]
+        if t == co.REGISTER:
+            self._register(ident, msg)
+            return
+        inc = self.registry.seen(ident)
+        if inc is None:
+            self._send(ident, co.STOP, graceful=False)  # a process of an older launch
+            return
+        if t == co.HEARTBEAT:
+            inc.metrics = msg["metrics"]
+            self.errors.extend(msg["errors"])
+            self._send(ident, co.ACK)
+        elif t == co.STARTED:
+            self.errors.extend(msg.get("errors", []))
+            if msg["error"] is not None:
+                inc.start_error = msg["error"]
+                if self._starting:
+                    self._fail_start(msg["error"])
+                return
+            inc.started = True
+            if self._starting and all(s.current and s.current.started for s in self.registry.slots):
+                self._starting = False
+                self._start_done.set()
+
+    def _register(self, ident: bytes, msg: dict) -> None:
+        if self._stopping:
+            self._send(ident, co.STOP, graceful=False)
+            return
+        accepted, replaced = self.registry.register(msg, ident)
+        if not accepted:
+            self._send(ident, co.REJECT, reason="a newer launch of this worker exists")
+            return
+        if replaced is not None:
+            self._send(replaced.identity, co.STOP, graceful=False)
+        log.info("topology %r worker %d registered: pid %d at %s (launch %d, attempt %d)", self.name,
+                 msg["worker"], msg["pid"], msg["address"], msg["launch"], msg["attempt"])
+        self._send(ident, co.WELCOME, addresses=self.registry.addresses(), active=self.active)
+        self._broadcast_addresses(skip=ident)
+
+    def _broadcast_addresses(self, skip: bytes | None = None) -> None:
+        addresses = self.registry.addresses()
+        for inc in self.registry.current():
+            if inc.identity != skip:
+                self._send(inc.identity, co.ADDRESSES, addresses=addresses)
+
+    def _broadcast(self, t: str, **fields: Any) -> None:
+        for inc in self.registry.current():
+            self._send(inc.identity, t, **fields)
+
+    def _stop_all(self) -> None:
+        self._stopping = True
+        self._broadcast(co.STOP, graceful=True)
+
+    def _send(self, ident: bytes, t: str, **fields: Any) -> None:
+        try:
+            self._router.send_multipart([ident, co.encode(t, **fields)], zmq.NOBLOCK)
+        except zmq.Again:
+            log.warning("topology master %r could not send %s to %r", self.name, t, ident)
+
+    def _job_threads(self) -> list[tuple[tuple[int, int], threading.Thread]]:
+        with self._jobs_lock:
+            return list(self._jobs.items())
+
+    def _info(self) -> dict:
+        registry = self.registry
+        metrics: list[TaskMetrics] = []
+        seen = set()
+        for inc in registry.current():
+            for d in inc.metrics:
+                metrics.append(co.metrics_from_dict(d, registry.carried.get(d["task"])))
+                seen.add(d["task"])
+        for task, counters in registry.carried.items():
+            if task not in seen:
+                metrics.append(co.metrics_from_dict(
+                    {"component": self.plan.task_component[task], "task": task}, counters))
+        now = time.monotonic()
+        workers = []
+        for slot in registry.slots:
+            inc = slot.current
+            workers.append({
+                "worker": slot.index, "tasks": self.plan.worker_tasks(slot.index),
+                "host": inc.host if inc else None, "pid": inc.pid if inc else None,
+                "address": inc.address if inc else None, "launch": slot.launch,
+                "attempt": inc.attempt if inc else None, "restarts": slot.restarts,
+                "state": "RUNNING" if inc and inc.started else ("STARTING" if inc else "RESTARTING"),
+                "uptime_secs": round(now - inc.registered_at, 3) if inc else 0.0,
+                "last_error": slot.last_error,
+            })
+        return topology_info(self.name, self.status, self.plan, metrics, list(self.errors),
+                             now - self.started_at, workers=workers)
+
+    def _close(self) -> None:
+        self._running = False
+        if self._router.closed:
+            return
+        self._router.close(linger=0)
+        self._ctx.term()

@@ -1,0 +1,96 @@
+"""Shipping the user's own modules to the executors.
+
+Components are cloudpickled at ``create_topology``. A class defined in ``__main__`` is
+pickled by value, but one defined in an importable module of the user's (a topology
+module next to the script, a test file) is pickled by reference, and executors that do
+not have that module on ``sys.path`` cannot unpickle it. So, at submit, every module
+loaded from outside the Python installation and the installed packages (and outside
+squall itself) is zipped under its import path and added with ``sc.addPyFile``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import site
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+
+def _system_roots() -> list[Path]:
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    roots.update(p for p in sysconfig.get_paths().values() if p)
+    roots.update(site.getsitepackages())
+    roots.add(site.getusersitepackages())
+    roots.add(str(Path(__file__).resolve().parents[1]))  # squall itself is installed
+    return [Path(r).resolve() for r in roots if r]
+
+
+def _archive_name(module: ModuleType) -> str | None:
+    file = getattr(module, "__file__", None)
+    name = getattr(module, "__name__", "")
+    if not file or not file.endswith(".py") or name == "__main__" or name.startswith("__mp_"):
+        return None
+    path = name.replace(".", "/")
+    return f"{path}/__init__.py" if Path(file).name == "__init__.py" else f"{path}.py"
+
+
+def user_modules() -> dict[str, Path]:
+    """Archive path -> source file of every loaded user module (see the module docstring)."""
+    roots = _system_roots()
+    out: dict[str, Path] = {}
+    for module in list(sys.modules.values()):
+        arcname = _archive_name(module) if module is not None else None
+        if arcname is None:
+            continue
+        file = Path(module.__file__).resolve()  # type: ignore[arg-type]
+        if any(file.is_relative_to(r) for r in roots) or not file.is_file():
+            continue
+        out[arcname] = file
+    # a package's modules need its __init__ in the zip even if it has none on disk
+    for arcname in list(out):
+        parts = arcname.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            init = "/".join(parts[:i]) + "/__init__.py"
+            out.setdefault(init, Path())
+    return out
+
+
+def build_zip(modules: dict[str, Path]) -> bytes:
+    """A zip of ``modules`` (an empty ``Path()`` stands for an empty ``__init__.py``)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for arcname in sorted(modules):
+            src = modules[arcname]
+            data = src.read_bytes() if src != Path() else b""
+            info = zipfile.ZipInfo(arcname, date_time=(1980, 1, 1, 0, 0, 0))
+            zf.writestr(info, data)
+    return buf.getvalue()
+
+
+def ship_user_modules(sc: SparkContext, work_dir: Path, shipped: set[str]) -> str | None:
+    """Add a zip of the user's modules to ``sc`` unless this content was shipped already.
+
+    Returns the zip's path, or None when there is nothing new to ship. The name carries
+    the content hash: Spark refuses a second file of the same name with other content.
+    """
+    modules = user_modules()
+    if not modules:
+        return None
+    data = build_zip(modules)
+    digest = hashlib.sha1(data).hexdigest()[:16]
+    if digest in shipped:
+        return None
+    work_dir.mkdir(parents=True, exist_ok=True)
+    path = work_dir / f"squall-user-{digest}.zip"
+    path.write_bytes(data)
+    sc.addPyFile(str(path))
+    shipped.add(digest)
+    return str(path)

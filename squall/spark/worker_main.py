@@ -1,0 +1,190 @@
+"""What runs inside a worker's Spark task: one squall ``Worker`` plus its link to the master.
+
+The topology master launches each worker as a single-partition Spark job whose only task
+calls ``run_worker``. The task lives as long as the worker: it binds the worker's
+receive socket, registers with the master, opens the tasks, then heartbeats and obeys
+control messages until told to stop. If the process dies, Spark (or the master) runs
+the task again and the new process registers under the same worker index.
+
+Two threads: the Spark task's thread (this module: coordination with the master) and
+the worker's loop thread (all user code and the data path).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import zmq
+
+from squall.api.errors import TopologyStartError
+from squall.api.topology import StormTopology
+from squall.runtime.errors import ErrorLog
+from squall.runtime.plan import TaskPlan
+from squall.runtime.worker import Worker
+from squall.spark import coordination as co
+from squall.spark.transport import ZmqTransport
+
+log = logging.getLogger("squall.spark.worker")
+STOP_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker's Spark task needs, shipped in its closure."""
+
+    topology_name: str
+    topology: StormTopology
+    conf: dict
+    plan: TaskPlan
+    index: int
+    launch: int
+    master_address: str
+    bind_host: str = "127.0.0.1"
+    heartbeat_secs: float = 1.0
+    master_timeout_secs: float = 30.0
+
+
+def spark_task(spec: WorkerSpec) -> Any:
+    """The ``mapPartitions`` function of worker ``spec.index``'s Spark job."""
+    def run(_partition: Any) -> Any:
+        yield run_worker(spec)
+    return run
+
+
+def _attempt() -> int:
+    try:
+        from pyspark import TaskContext
+    except ImportError:  # run outside Spark (tests of this module)
+        return 0
+    tc = TaskContext.get()
+    return tc.attemptNumber() if tc is not None else 0
+
+
+def _setup_logging() -> None:
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(level=logging.INFO,
+                            format=f"%(asctime)s squall worker pid {os.getpid()} %(levelname)s "
+                                   f"%(name)s: %(message)s")
+
+
+def run_worker(spec: WorkerSpec) -> dict:
+    """Host worker ``spec.index`` until the master stops it; returns how it ended.
+
+    Raises when the worker cannot register or its loop dies, so that Spark retries the
+    task (and, past Spark's retries, the master relaunches the job).
+    """
+    _setup_logging()
+    ctx = zmq.Context()
+    hwm = max(4, int(spec.conf["topology.executor.send.buffer.size"])
+              // int(spec.conf["squall.transfer.batch.size"]))
+    transport = ZmqTransport(ctx, spec.bind_host, hwm)
+    link = _MasterLink(ctx, spec, _attempt(), transport.address)
+    try:
+        welcome = link.register()
+        if welcome is None:
+            return {"worker": spec.index, "status": "rejected"}
+        transport.set_peers(welcome["addresses"])
+        errors = ErrorLog()
+        worker = Worker(topology_name=spec.topology_name, topology=spec.topology, conf=spec.conf,
+                        plan=spec.plan, index=spec.index, transport=transport, errors=errors,
+                        active=bool(welcome["active"]))
+        worker.start()
+        worker.started.wait()
+        if worker.start_error is not None:
+            e = worker.start_error
+            reason = str(e) if isinstance(e, TopologyStartError) else f"{type(e).__name__}: {e}"
+            link.send(co.STARTED, error=reason, errors=errors.list())
+            return {"worker": spec.index, "status": "start_failed"}
+        link.send(co.STARTED, error=None, errors=[])
+        return link.serve(worker, transport, errors)
+    finally:
+        link.close()
+        ctx.destroy(linger=0)
+
+
+class _MasterLink:
+    """The worker's DEALER socket to the topology master."""
+
+    def __init__(self, ctx: zmq.Context, spec: WorkerSpec, attempt: int, address: str) -> None:
+        self.spec = spec
+        self.attempt = attempt
+        self.address = address
+        self.sock = ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.IDENTITY, co.identity(spec.topology_name, spec.index, spec.launch,
+                                                       attempt, os.getpid()))
+        self.sock.setsockopt(zmq.LINGER, 2000)  # let the last message reach the master
+        self.sock.connect(spec.master_address)
+        self.last_heard = time.monotonic()
+
+    def send(self, t: str, **fields: Any) -> None:
+        fields.update(worker=self.spec.index, launch=self.spec.launch)
+        self.sock.send(co.encode(t, **fields), zmq.NOBLOCK)
+
+    def recv(self, timeout: float) -> dict | None:
+        if not self.sock.poll(max(0, int(timeout * 1000))):
+            return None
+        self.last_heard = time.monotonic()
+        return co.decode(self.sock.recv())
+
+    def register(self) -> dict | None:
+        """Register; the welcome message, or None if the master refused this process."""
+        self.send(co.REGISTER, attempt=self.attempt, pid=os.getpid(), host=socket.gethostname(),
+                  address=self.address)
+        deadline = time.monotonic() + self.spec.master_timeout_secs
+        while time.monotonic() < deadline:
+            msg = self.recv(deadline - time.monotonic())
+            if msg is None:
+                break
+            if msg["t"] == co.WELCOME:
+                return msg
+            if msg["t"] in (co.REJECT, co.STOP):
+                log.warning("worker %d launch %d: master refused registration: %s", self.spec.index,
+                            self.spec.launch, msg.get("reason", "stop"))
+                return None
+        raise RuntimeError(f"squall worker {self.spec.index}: topology master at "
+                           f"{self.spec.master_address} did not answer within "
+                           f"{self.spec.master_timeout_secs:.0f}s")
+
+    def serve(self, worker: Worker, transport: ZmqTransport, errors: ErrorLog) -> dict:
+        """Heartbeat and obey the master until told to stop."""
+        spec = self.spec
+        sent_errors = 0
+        next_beat = 0.0
+        while True:
+            now = time.monotonic()
+            if now >= next_beat:
+                new = errors.total - sent_errors
+                sent_errors = errors.total
+                metrics = [co.metrics_to_dict(t.metrics) for t in list(worker.tasks.values())]
+                self.send(co.HEARTBEAT, metrics=metrics, errors=errors.list()[-new:] if new else [])
+                next_beat = now + spec.heartbeat_secs
+            msg = self.recv(max(0.0, next_beat - time.monotonic()))
+            if msg is not None:
+                t = msg["t"]
+                if t == co.ADDRESSES:
+                    transport.set_peers(msg["addresses"])
+                elif t in (co.ACTIVATE, co.DEACTIVATE):
+                    worker.set_active(t == co.ACTIVATE)
+                elif t in (co.STOP, co.REJECT):
+                    worker.stop(graceful=bool(msg.get("graceful", True)))
+                    if not worker.join(STOP_TIMEOUT):
+                        log.error("worker %d did not stop within %.0fs", spec.index, STOP_TIMEOUT)
+                    return {"worker": spec.index, "status": "stopped"}
+            if worker.stopped.is_set():
+                raise RuntimeError(f"squall worker {spec.index}: its loop thread ended unexpectedly")
+            if time.monotonic() - self.last_heard > spec.master_timeout_secs:
+                # the master is gone (driver died): do not run on as an orphan
+                log.error("worker %d: no word from the topology master for %.0fs; stopping",
+                          spec.index, spec.master_timeout_secs)
+                worker.stop(graceful=False)
+                worker.join(STOP_TIMEOUT)
+                return {"worker": spec.index, "status": "orphaned"}
+
+    def close(self) -> None:
+        self.sock.close()
