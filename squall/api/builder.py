@@ -179,7 +179,7 @@ class TopologyBuilder:
                 id=cid,
                 kind=d.kind,  # type: ignore[arg-type]
                 class_name=f"{type(d.component).__module__}.{type(d.component).__qualname__}",
-                payload=_pickle_component(cid, d.component),
+                payload=_pickle(f"component {cid!r}", d.component),
                 parallelism=parallelism,
                 num_tasks=num_tasks,
                 inputs=tuple(d.inputs),
@@ -284,19 +284,21 @@ def _check_grouping(where: str, inp: Input, stream_def: Any) -> None:
                     f"{where}: fields_grouping on {origin} uses unknown field {name!r}; "
                     f"the stream has {stream_def.fields.to_list()}"
                 )
-    if g.kind == "custom" and not callable(getattr(g.custom, "choose_tasks", None)):
-        raise InvalidTopologyError(
-            f"{where}: custom_grouping on {origin} needs a CustomStreamGrouping, got "
-            f"{type(g.custom).__name__}"
-        )
+    if g.kind == "custom":
+        if not callable(getattr(g.custom, "choose_tasks", None)):
+            raise InvalidTopologyError(
+                f"{where}: custom_grouping on {origin} needs a CustomStreamGrouping, got "
+                f"{type(g.custom).__name__}"
+            )
+        _pickle(f"{where}: the custom grouping on {origin}", g.custom)
 
 
-def _pickle_component(cid: str, obj: Any) -> bytes:
+def _pickle(what: str, obj: Any) -> bytes:
     try:
         return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:  # noqa: BLE001 - any pickling failure means the same to the user
         raise InvalidTopologyError(
-            f"component {cid!r} ({type(obj).__name__}) cannot be pickled: "
+            f"{what} ({type(obj).__name__}) cannot be pickled: "
             f"{type(e).__name__}: {e}; create sockets, locks and clients in open/prepare, "
             f"not __init__"
         ) from e

@@ -1,0 +1,155 @@
+"""Word-count components in a module of their own (executors do not have it on sys.path).
+
+Results leave the worker processes through files in ``out_dir``: components run in
+Spark's Python workers, so module globals of the test process are out of reach.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from squall import Bolt, Config, Fields, Spout, TopologyBuilder
+
+WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape"]
+
+
+def sentence(i: int) -> str:
+    """The i-th sentence: a deterministic mix of WORDS, 3 to 6 words long."""
+    n = 3 + i % 4
+    return " ".join(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(n))
+
+
+def expected_counts(n: int) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for i in range(n):
+        for w in sentence(i).split():
+            counts[w] = counts.get(w, 0) + 1
+    return counts
+
+
+class SentenceSpout(Spout):
+    """Emits sentences 0..n-1 with msg_id = index, at most ``rate`` per second; replays fails.
+
+    Acked ids go to ``acked-<pid>.txt``; on open, ids acked by earlier processes are skipped.
+    """
+
+    def __init__(self, n: int, out_dir: str, rate: float = 0.0) -> None:
+        self.n = n
+        self.out_dir = out_dir
+        self.rate = rate
+
+    def open(self, conf, context, collector) -> None:
+        self.collector = collector
+        done = set()
+        for f in Path(self.out_dir).glob("acked-*.txt"):
+            done.update(int(x) for x in f.read_text().split())
+        self.todo = [i for i in range(self.n) if i not in done]
+        self.todo.reverse()
+        self.acked = open(os.path.join(self.out_dir, f"acked-{os.getpid()}.txt"), "a")  # noqa: SIM115
+        self.next_at = 0.0
+
+    def next_tuple(self) -> None:
+        if not self.todo:
+            return
+        if self.rate:
+            now = time.monotonic()
+            if now < self.next_at:
+                return
+            self.next_at = max(now, self.next_at) + 1.0 / self.rate
+        i = self.todo.pop()
+        self.collector.emit([i, sentence(i)], msg_id=i)
+
+    def ack(self, msg_id) -> None:
+        self.acked.write(f"{msg_id}\n")
+        self.acked.flush()
+
+    def fail(self, msg_id) -> None:
+        self.todo.append(msg_id)
+
+    def declare_output_fields(self, declarer) -> None:
+        declarer.declare(Fields("id", "sentence"))
+
+
+class SplitBolt(Bolt):
+    """Splits a sentence; each word carries (sentence id, position) so counts can dedupe."""
+
+    def prepare(self, conf, context, collector) -> None:
+        self.collector = collector
+
+    def execute(self, tup) -> None:
+        sid = tup["id"]
+        for pos, word in enumerate(tup["sentence"].split()):
+            self.collector.emit([word, sid, pos], anchors=tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer) -> None:
+        declarer.declare(Fields("word", "id", "pos"))
+
+
+class CountBolt(Bolt):
+    """Writes each (sentence, position, word) it sees to a file before acking it.
+
+    Replays may deliver a word twice; the reader dedupes by (sentence, position), which
+    makes the final counts exact (effectively once).
+    """
+
+    def __init__(self, out_dir: str) -> None:
+        self.out_dir = out_dir
+
+    def prepare(self, conf, context, collector) -> None:
+        self.collector = collector
+        path = os.path.join(self.out_dir, f"count-{context.task_id}-{os.getpid()}.txt")
+        self.out = open(path, "a")  # noqa: SIM115
+
+    def execute(self, tup) -> None:
+        self.out.write(f"{tup['id']} {tup['pos']} {tup['word']}\n")
+        self.out.flush()
+        self.collector.ack(tup)
+
+    def cleanup(self) -> None:
+        self.out.close()
+
+
+class UnpicklableBolt(Bolt):
+    """Pickles fine on the client; its ``__setstate__`` raises when a worker unpickles it."""
+
+    def __setstate__(self, state) -> None:
+        raise RuntimeError("this bolt refuses to be unpickled")
+
+    def execute(self, tup) -> None:
+        pass
+
+
+def wordcount(n: int, out_dir: str, workers: int = 2, rate: float = 0.0, timeout: float = 5.0):
+    """(conf, topology) of the word count."""
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", SentenceSpout(n, out_dir, rate), parallelism=1)
+    builder.set_bolt("split", SplitBolt(), parallelism=2).shuffle_grouping("sentences")
+    builder.set_bolt("count", CountBolt(out_dir), parallelism=2).fields_grouping("split", Fields("word"))
+    conf = Config()
+    conf.set_num_workers(workers)
+    conf.set_message_timeout_secs(timeout)
+    conf.set_max_spout_pending(64)
+    return conf, builder.create_topology()
+
+
+def read_results(out_dir: str) -> tuple[set[int], dict[str, int], int]:
+    """(acked ids, exact word counts deduped by (sentence, position), duplicate records)."""
+    acked: set[int] = set()
+    for f in Path(out_dir).glob("acked-*.txt"):
+        acked.update(int(x) for x in f.read_text().split())
+    seen: dict[tuple[int, int], str] = {}
+    records = 0
+    for f in Path(out_dir).glob("count-*.txt"):
+        for line in f.read_text().splitlines():
+            parts = line.split()
+            if len(parts) != 3:
+                continue  # a line cut short by SIGKILL
+            records += 1
+            seen[(int(parts[0]), int(parts[1]))] = parts[2]
+    counts: dict[str, int] = {}
+    for word in seen.values():
+        counts[word] = counts.get(word, 0) + 1
+    return acked, counts, records - len(seen)
