@@ -14,6 +14,7 @@ from squall.api.components import (
     CustomStreamGrouping,
     OutputFieldsDeclarer,
     Spout,
+    StatefulBolt,
 )
 from squall.api.errors import InvalidTopologyError
 from squall.api.fields import Fields
@@ -69,7 +70,7 @@ class ComponentDeclarer:
     ) -> ComponentDeclarer:
         """Tuples with equal values of ``fields`` go to the same task."""
         if not isinstance(fields, Fields):
-            fields = Fields(*fields)
+            fields = Fields(fields)  # a name, or an iterable of names
         return self._grouping(component, stream, Grouping("fields", fields=fields))
 
     def all_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> ComponentDeclarer:
@@ -168,7 +169,7 @@ class TopologyBuilder:
         components = {}
         for cid, d in sorted(self._declarers.items()):
             parallelism = _check_count(cid, "parallelism", d.parallelism)
-            num_tasks = _check_count(cid, "num_tasks", d.num_tasks or parallelism)
+            num_tasks = _check_count(cid, "num_tasks", parallelism if d.num_tasks is None else d.num_tasks)
             if num_tasks < parallelism:
                 raise InvalidTopologyError(
                     f"component {cid!r}: num_tasks {num_tasks} is below parallelism "
@@ -187,6 +188,7 @@ class TopologyBuilder:
                 conf={**(_component_conf(d)), **d.conf},
                 memory_load_mb=d.memory_load_mb,
                 cpu_load_percent=d.cpu_load_percent,
+                stateful=isinstance(d.component, StatefulBolt),
             )
         return StormTopology(components)
 
@@ -200,6 +202,10 @@ def _declared_streams(d: ComponentDeclarer) -> dict:
             f"component {d.id!r}: declare_output_fields raised {type(e).__name__}: {e}"
         ) from e
     for stream in declarer.streams:
+        if not isinstance(stream, str) or not stream:
+            raise InvalidTopologyError(
+                f"component {d.id!r} declares stream {stream!r}: stream names must be non-empty strings"
+            )
         if stream.startswith(RESERVED_PREFIXES):
             raise InvalidTopologyError(
                 f"component {d.id!r} declares stream {stream!r}: stream names starting with "

@@ -34,7 +34,7 @@ class OutputFieldsDeclarer:
     def declare(self, fields: Fields, stream: str = DEFAULT_STREAM, direct: bool = False) -> None:
         """Declare ``stream`` with ``fields``; ``direct=True`` for emit_direct only."""
         if not isinstance(fields, Fields):
-            fields = Fields(*fields)
+            fields = Fields(fields)  # a name, or an iterable of names
         if stream in self.streams:
             raise ValueError(f"stream {stream!r} is declared twice")
         self.streams[stream] = StreamDef(fields, direct)
@@ -88,6 +88,30 @@ class Bolt(Component):
 
     def cleanup(self) -> None:
         """Called on a graceful stop."""
+
+
+class StatefulBolt(Bolt):
+    """A bolt whose state is saved at checkpoints and restored after failures.
+
+    Calls come in this order: ``prepare``, ``init_state`` (with the state of the last
+    committed checkpoint), then ``execute``; tuples that arrive before ``init_state`` are
+    buffered. Acks of input tuples are held until the checkpoint that covers them commits,
+    so after any failure the state is that of the last commit and replay does the rest
+    (at-least-once). Keep ``topology.max.spout.pending`` above what the spouts emit in one
+    checkpoint interval, or the spouts wait for each commit.
+    """
+
+    def init_state(self, state: Any) -> None:
+        """Receive the state (a ``KeyValueState`` by default); called once, before execute."""
+
+    def pre_prepare(self, txid: int) -> None:
+        """Called before the state stages transaction ``txid``."""
+
+    def pre_commit(self, txid: int) -> None:
+        """Called before the state commits transaction ``txid``."""
+
+    def pre_rollback(self) -> None:
+        """Called before the state rolls back to its last commit."""
 
 
 class BasicBolt(Component):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,7 +94,7 @@ class Config(dict):
 
 def effective_conf(*layers: dict | None) -> dict[str, Any]:
     """Defaults overlaid by each layer in turn (later layers win)."""
-    merged: dict[str, Any] = dict(DEFAULTS)
+    merged: dict[str, Any] = copy.deepcopy(DEFAULTS)  # no caller may mutate the defaults
     for layer in layers:
         if layer:
             merged.update(layer)

@@ -22,8 +22,10 @@ class Fields:
         for name in names:
             if isinstance(name, str):
                 flat.append(name)
-            else:
+            elif isinstance(name, (list, tuple, Fields)):
                 flat.extend(name)
+            else:
+                raise ValueError(f"field names must be non-empty strings, got {name!r}")
         for name in flat:
             if not isinstance(name, str) or not name:
                 raise ValueError(f"field names must be non-empty strings, got {name!r}")

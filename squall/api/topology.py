@@ -49,6 +49,7 @@ class ComponentSpec:
     conf: dict[str, Any] = field(default_factory=dict)
     memory_load_mb: float | None = None
     cpu_load_percent: float | None = None
+    stateful: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,11 @@ class StormTopology:
     """A validated topology: its components by id."""
 
     components: dict[str, ComponentSpec]
+
+    @property
+    def stateful(self) -> bool:
+        """True when some bolt keeps checkpointed state."""
+        return any(c.stateful for c in self.components.values())
 
     @property
     def spouts(self) -> list[ComponentSpec]:

@@ -19,7 +19,7 @@ from squall.api.topology import StormTopology
 from squall.runtime.errors import ErrorLog
 from squall.runtime.info import topology_info
 from squall.runtime.plan import TaskPlan, make_plan
-from squall.runtime.submission import check_name, prepare_conf
+from squall.runtime.submission import check_name, prepare_conf, prepare_topology
 from squall.runtime.transport import InProcessHub
 from squall.runtime.worker import Worker
 
@@ -68,6 +68,7 @@ class LocalCluster:
         """Start ``topology`` as ``name``; returns once every task is opened or prepared."""
         check_name(name)
         merged = prepare_conf(conf, topology)
+        topology = prepare_topology(topology)
         with self._lock:
             if name in self._topologies:
                 raise AlreadyAliveError(f"topology {name!r} is already running; kill it first")

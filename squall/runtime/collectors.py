@@ -72,6 +72,11 @@ class _Emitter:
         return route, values, targets
 
     def _direct(self, task: int, stream: str, values: list) -> StreamRoute:
+        if not isinstance(values, (list, tuple)):
+            raise TypeError(
+                f"component {self._component!r} emitted {type(values).__name__} on stream "
+                f"{stream!r}; emit a list of values"
+            )
         route = self._routes.get(stream)
         if route is None or route.direct is None:
             what = "does not declare" if route is None else "declares as not direct"
@@ -185,9 +190,10 @@ class OutputCollector(_Emitter):
                 deliver(t, task, stream, values, None)
             return
         for t in targets:
-            edge = getrandbits(64)
             ids: dict[int, int] = {}
             for a in tracked:
+                # one edge per anchor: two anchors of one root must not cancel each other
+                edge = getrandbits(64)
                 a._ack_val ^= edge
                 for root in a._ids:  # type: ignore[union-attr]
                     ids[root] = ids.get(root, 0) ^ edge

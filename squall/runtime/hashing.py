@@ -44,9 +44,20 @@ def stable_hash(value: Any) -> int:
             # order-independent, as dict equality is
             acc ^= (stable_hash(k) * 31 + stable_hash(v)) & _MASK
         return acc
-    for base in (str, int, float, bytes):  # subclasses (IntEnum, str enums) hash as their base
-        if isinstance(value, base):
-            return stable_hash(base(value))  # type: ignore[arg-type]
+    if t is set or t is frozenset:
+        acc = 0x68E31DA4
+        for v in value:
+            acc ^= stable_hash(v)  # order-independent: set order depends on the salted hash
+        return acc
+    # subclasses (str and int enums, ...) hash as their base value, since they compare equal
+    if isinstance(value, str):
+        return crc32(str.encode(value, "utf-8", "surrogatepass"))
+    if isinstance(value, int):
+        return _hash_int(int.__index__(value))
+    if isinstance(value, float):
+        return stable_hash(float.__float__(value))
+    if isinstance(value, bytes):
+        return stable_hash(bytes(value))
     return crc32(pickle.dumps(value, protocol=4))
 
 

@@ -95,7 +95,8 @@ def make_plan(topology: StormTopology, conf: dict) -> TaskPlan:
     component_tasks: dict[str, list[int]] = {}
     executors: list[Executor] = []
     next_id = 1
-    for spec in sorted(topology.components.values(), key=lambda c: c.id):
+    # user components first, sorted by id; system ones ($checkpointspout) after them
+    for spec in sorted(topology.components.values(), key=lambda c: (c.id[0] in "$_", c.id)):
         for run in split_tasks(next_id, spec.num_tasks, spec.parallelism):
             executors.append(Executor(spec.id, run))
         component_tasks[spec.id] = list(range(next_id, next_id + spec.num_tasks))

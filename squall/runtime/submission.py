@@ -14,7 +14,7 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 def check_name(name: object) -> str:
     """A topology name: letters, digits, ``_.-``, at most 128 characters."""
-    if not isinstance(name, str) or not NAME.match(name):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
         raise InvalidTopologyError(
             f"topology name {name!r} is invalid; use letters, digits, '_', '.', '-' "
             f"(at most 128, starting with a letter or digit)"
@@ -58,4 +58,29 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
                 f"component {comp.id!r}: topology.tick.tuple.freq.secs must be a positive "
                 f"number, got {freq!r}"
             )
+    if topology.stateful:
+        interval = merged.get("topology.state.checkpoint.interval.ms")
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
+            raise InvalidTopologyError(
+                f"config topology.state.checkpoint.interval.ms must be a positive number, got {interval!r}"
+            )
+        timeout_ms = float(merged["topology.message.timeout.secs"]) * 1000.0
+        if interval >= timeout_ms:
+            raise InvalidTopologyError(
+                f"topology.state.checkpoint.interval.ms ({interval}) must be below "
+                f"topology.message.timeout.secs ({merged['topology.message.timeout.secs']} s): "
+                f"stateful bolts hold acks until a checkpoint commits"
+            )
+        if not merged.get("topology.acker.executors", 1) and merged.get("topology.acker.executors") is not None:
+            raise InvalidTopologyError(
+                "stateful bolts need acking: checkpoints complete through the ackers; "
+                "set topology.acker.executors above 0"
+            )
     return merged
+
+
+def prepare_topology(topology: StormTopology) -> StormTopology:
+    """The topology as it runs: with the checkpoint spout when some bolt is stateful."""
+    from squall.runtime.checkpoint_spout import add_checkpointing
+
+    return add_checkpointing(topology)

@@ -16,6 +16,7 @@ from squall.api.errors import FailedException, ReportedFailedException
 from squall.api.fields import Fields
 from squall.api.tuple import Tuple
 from squall.runtime.acker import AckerLedger, Outcome
+from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action, Barrier
 from squall.runtime.collectors import (
     BasicOutputCollector,
     OutputCollector,
@@ -192,6 +193,7 @@ class BoltTask(Task):
         self.bolt = bolt
         self.collector = OutputCollector(self, routes)
         self._basic = BasicOutputCollector(self.collector) if isinstance(bolt, BasicBolt) else None
+        self.barrier: Barrier | None = None  # set by the worker when checkpoints flow here
         rate = float(conf.get("topology.stats.sample.rate") or 0.05)
         self._sample_every = max(1, int(round(1.0 / rate))) if rate > 0 else 0
         self._count = 0
@@ -212,6 +214,9 @@ class BoltTask(Task):
 
     def handle(self, tup: Tuple) -> None:
         """Execute one tuple, timing a sample of executes."""
+        if tup.stream == CHECKPOINT_STREAM:
+            self._on_checkpoint_tuple(tup)
+            return
         self._count += 1
         sample = self._sample_every and self._count % self._sample_every == 0
         if sample:
@@ -229,6 +234,29 @@ class BoltTask(Task):
         if sample:
             m.exec_sampled_ms += (self.worker.clock() - t0) * 1000.0
             m.exec_samples += 1
+
+    def _on_checkpoint_tuple(self, tup: Tuple) -> None:
+        barrier = self.barrier
+        if barrier is None:
+            self.collector.ack(tup)
+            return
+        txid, action = tup.values
+        done, superseded = barrier.add(txid, action, tup)
+        for old in superseded:  # an earlier checkpoint that never completed here
+            self.collector.fail(old)
+        if not done:
+            return
+        if self.checkpoint(txid, Action(action)):
+            self.collector.emit([txid, action], anchors=done, stream=CHECKPOINT_STREAM)
+            for t in done:
+                self.collector.ack(t)
+        else:
+            for t in done:
+                self.collector.fail(t)
+
+    def checkpoint(self, txid: int, action: Action) -> bool:
+        """Act on a complete checkpoint; a stateless bolt only forwards it."""
+        return True
 
     def _execute_basic(self, tup: Tuple) -> None:
         basic = self._basic

@@ -23,17 +23,19 @@ from typing import Any
 
 import cloudpickle
 
-from squall.api.components import BasicBolt, Bolt, Spout
+from squall.api.components import BasicBolt, Bolt, Spout, StatefulBolt
 from squall.api.context import TopologyContext, WorkerTopologyContext
 from squall.api.errors import TopologyStartError
 from squall.api.fields import Fields
 from squall.api.topology import StormTopology
 from squall.api.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
+from squall.runtime.checkpoint import CHECKPOINT_STREAM, Barrier
 from squall.runtime.collectors import StreamRoute
 from squall.runtime.errors import ErrorLog
 from squall.runtime.plan import ACKER, SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
 from squall.runtime.routing import DirectOnly, make_router
 from squall.runtime.serialization import CorruptFrameError, Encoder, SerializationError, frame, unframe
+from squall.runtime.stateful import StatefulBoltTask
 from squall.runtime.tasks import PENDING_BUCKETS, AckerTask, BoltTask, SpoutTask, Task
 from squall.runtime.transport import Transport
 
@@ -154,12 +156,16 @@ class Worker:
             ) from e
         routes = self._routes(comp, task_id, ctx, local)
         if isinstance(obj, Spout):
-            task: Task = SpoutTask(self, task_id, comp, ctx, conf, obj, routes)
-        elif isinstance(obj, (Bolt, BasicBolt)):
-            task = BoltTask(self, task_id, comp, ctx, conf, obj, routes)
-        else:
+            return SpoutTask(self, task_id, comp, ctx, conf, obj, routes)
+        if not isinstance(obj, (Bolt, BasicBolt)):
             raise TopologyStartError(f"component {comp!r} is neither a spout nor a bolt")
-        return task
+        cls = StatefulBoltTask if isinstance(obj, StatefulBolt) else BoltTask
+        bolt = cls(self, task_id, comp, ctx, conf, obj, routes)
+        senders = sum(len(self.plan.component_tasks[inp.component])
+                      for inp in spec.inputs if inp.stream == CHECKPOINT_STREAM)
+        if senders:
+            bolt.barrier = Barrier(senders)
+        return bolt
 
     def _routes(self, comp: str, task_id: int, ctx: WorkerTopologyContext,
                 local: set[int]) -> dict[str, StreamRoute]:

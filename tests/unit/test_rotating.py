@@ -102,7 +102,7 @@ def test_a7_every_other_tuple_acked_timeout_10s():
         pending.put(msg, f"msg{msg}")
     assert pending.pop(1) and pending.pop(3)
     failed = []
-    clock, rotations = 0, 0
+    rotations = 0
     for clock in range(1, 22):
         if clock % 5 == 0:
             failed.extend(pending.rotate())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from squall.api.builder import TopologyBuilder
-from squall.api.components import Bolt, Spout
+from squall.api.components import Bolt, Spout, StatefulBolt
 from squall.api.config import DEFAULTS, Config
 from squall.api.errors import InvalidTopologyError
 from squall.api.fields import Fields
@@ -48,11 +48,6 @@ def test_bad_names_are_refused_naming_the_name(name):
     assert repr(name) in str(info.value)
 
 
-@pytest.mark.xfail(
-    reason="BUG: submission.NAME ends in '$', which also matches before a trailing newline, "
-    "so check_name('wc\\n') passes; use NAME.fullmatch or '\\Z'",
-    strict=True,
-)
 def test_name_with_trailing_newline_is_refused():
     with pytest.raises(InvalidTopologyError, match="topology name"):
         check_name("wc\n")
@@ -138,12 +133,26 @@ def test_good_component_tick_frequency(freq):
     prepare_conf({}, topology(freq))
 
 
-@pytest.mark.xfail(
-    reason="BUG: submission.prepare_conf does not refuse "
-    "topology.state.checkpoint.interval.ms >= topology.message.timeout.secs (RELIABILITY D5)",
-    strict=True,
-)
+class _Stateful(StatefulBolt):
+    def execute(self, tup):
+        pass
+
+
+def stateful_topology():
+    b = TopologyBuilder()
+    b.set_spout("s", WordSpout())
+    b.set_bolt("k", _Stateful()).shuffle_grouping("s")
+    return b.create_topology()
+
+
 def test_checkpoint_interval_not_below_message_timeout_is_refused():
     conf = {"topology.message.timeout.secs": 10, "topology.state.checkpoint.interval.ms": 10_000}
-    with pytest.raises(InvalidTopologyError, match="checkpoint"):
-        prepare_conf(conf, topology())
+    with pytest.raises(InvalidTopologyError, match="checkpoint.interval.ms .10000. must be below"):
+        prepare_conf(conf, stateful_topology())
+    prepare_conf(conf, topology())  # no stateful bolt: no checkpoints, nothing to refuse
+
+
+def test_stateful_topologies_need_ackers():
+    conf = {"topology.acker.executors": 0}
+    with pytest.raises(InvalidTopologyError, match="stateful bolts need acking"):
+        prepare_conf(conf, stateful_topology())

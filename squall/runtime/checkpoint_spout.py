@@ -1,0 +1,127 @@
+"""The checkpoint spout, and the wiring that adds it to a topology with stateful bolts."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import time
+from dataclasses import replace
+from typing import Any
+
+import cloudpickle
+
+from squall.api.components import Spout, StreamDef
+from squall.api.context import TopologyContext
+from squall.api.fields import Fields
+from squall.api.topology import ComponentSpec, Grouping, Input, StormTopology
+from squall.runtime.checkpoint import (
+    CHECKPOINT_SPOUT,
+    CHECKPOINT_STREAM,
+    Action,
+    CheckpointCoordinator,
+    Phase,
+    TxState,
+)
+
+log = logging.getLogger("squall.checkpoint")
+CHECKPOINT_FIELDS = Fields("txid", "action")
+RECORD_KEY = "txstate"
+
+
+class CheckpointSpout(Spout):
+    """Emits checkpoint tuples on ``$checkpoint`` and keeps the transaction record durable.
+
+    The record lives in the topology's state provider under ``<topology>/$checkpointspout``,
+    so it survives restarts and redeploys of a topology of the same name.
+    """
+
+    def open(self, conf: dict, context: TopologyContext, collector: Any) -> None:
+        """Load the last saved record and start in recovery."""
+        from squall.state import load_provider  # the state layer loads only when used
+
+        self._collector = collector
+        self._interval = float(conf.get("topology.state.checkpoint.interval.ms", 1000)) / 1000.0
+        self._state = load_provider(conf).new_state(f"{context.topology_name}/{CHECKPOINT_SPOUT}",
+                                                    conf, context)
+        saved = self._state.get(RECORD_KEY)  # type: ignore[attr-defined]
+        self._durable = TxState(saved[0], Phase(saved[1])) if saved else TxState()
+        self._coordinator = CheckpointCoordinator(self._durable, self._interval)
+        log.info("checkpoint spout of %r recovers from %s", context.topology_name, self._durable)
+
+    def next_tuple(self) -> None:
+        """Emit the next checkpoint tuple when one is due."""
+        now = time.monotonic()
+        emit = self._coordinator.poll(now)
+        if emit is None:
+            return
+        if emit.save is not None and not self._save(emit.save):
+            self._coordinator.failed(emit.txid, emit.action, now)
+            return
+        self._collector.emit([emit.txid, emit.action.value], stream=CHECKPOINT_STREAM,
+                             msg_id=(emit.txid, emit.action.value))
+
+    def ack(self, msg_id: Any) -> None:
+        """Every bolt did its part: advance and save the record."""
+        txid, action = msg_id
+        record = self._coordinator.acked(txid, Action(action))
+        if record is not None and not self._save(record):
+            # the advance is not durable: go back to what is, and recover from there
+            self._coordinator = CheckpointCoordinator(self._durable, self._interval)
+            self._coordinator.back_off(time.monotonic())
+
+    def fail(self, msg_id: Any) -> None:
+        """A bolt failed its part, or it timed out: recover."""
+        txid, action = msg_id
+        log.warning("checkpoint %s of transaction %d failed; recovering", action, txid)
+        self._coordinator.failed(txid, Action(action), time.monotonic())
+
+    def _save(self, record: TxState) -> bool:
+        try:
+            self._state.put(RECORD_KEY, [record.txid, record.phase.value])  # type: ignore[attr-defined]
+            committed = self._state.committed_txid() or 0  # type: ignore[attr-defined]
+            self._state.commit(committed + 1)
+        except Exception as e:  # noqa: BLE001 - any store failure: report, retry later
+            self._collector.report_error(e)
+            try:
+                self._state.rollback()
+            except Exception:  # noqa: BLE001 - the store is down; the rollback can wait
+                pass
+            return False
+        self._durable = record
+        return True
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """The ``$checkpoint`` stream."""
+        declarer.declare(CHECKPOINT_FIELDS, stream=CHECKPOINT_STREAM)
+
+
+def add_checkpointing(topology: StormTopology) -> StormTopology:
+    """Add ``$checkpointspout`` and the ``$checkpoint`` stream through every bolt.
+
+    Bolts fed by a spout get the checkpoint from ``$checkpointspout``; every other bolt
+    gets it from each bolt it reads from. All groupings: each task sees every checkpoint.
+    """
+    if not topology.stateful or CHECKPOINT_SPOUT in topology.components:
+        return topology
+    components: dict[str, ComponentSpec] = {}
+    all_grouping = Grouping("all")
+    for cid, spec in topology.components.items():
+        if spec.kind == "spout":
+            components[cid] = spec
+            continue
+        sources = []
+        for inp in spec.inputs:
+            source = CHECKPOINT_SPOUT if topology.components[inp.component].kind == "spout" else inp.component
+            if source not in sources:
+                sources.append(source)
+        inputs = spec.inputs + tuple(Input(s, CHECKPOINT_STREAM, all_grouping) for s in sources)
+        streams = {**spec.streams, CHECKPOINT_STREAM: StreamDef(CHECKPOINT_FIELDS)}
+        components[cid] = replace(spec, inputs=inputs, streams=streams)
+    components[CHECKPOINT_SPOUT] = ComponentSpec(
+        id=CHECKPOINT_SPOUT, kind="spout",
+        class_name=f"{CheckpointSpout.__module__}.CheckpointSpout",
+        payload=cloudpickle.dumps(CheckpointSpout(), protocol=pickle.HIGHEST_PROTOCOL),
+        parallelism=1, num_tasks=1, inputs=(),
+        streams={CHECKPOINT_STREAM: StreamDef(CHECKPOINT_FIELDS)},
+    )
+    return StormTopology(components)

@@ -1,0 +1,162 @@
+"""Stateful bolts at run time: checkpoint barriers, held acks, and state namespaces.
+
+Every bolt of a topology with stateful bolts receives ``$checkpoint`` tuples from each
+upstream task. A stateless bolt forwards a checkpoint once it has it from all of them; a
+stateful bolt first prepares, commits or rolls back its state. A stateful bolt's input acks
+are held until the checkpoint that covers them commits, and failed on rollback, so the
+committed state and the acked tuples always agree (at-least-once).
+
+Namespaces: task ``i`` of component ``c`` in topology ``t`` keeps its state in ``t/c/i``,
+the same across restarts and redeploys. When the component's task count changes, a new
+generation of namespaces ``t/c/i@gN`` is started and each new task copies from the
+previous generation the keys that the fields grouping now routes to it (keys are taken
+to be the grouping's values: the value of a one-field grouping, or the list of values).
+Earlier generations are left in place, so nothing is lost if a move is interrupted.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from squall.api.tuple import Tuple
+from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action
+from squall.runtime.collectors import OutputCollector
+from squall.runtime.hashing import stable_hash
+from squall.runtime.tasks import BoltTask
+
+if TYPE_CHECKING:
+    from squall.api.context import TopologyContext
+
+HISTORY_KEY = "history"
+
+
+def state_namespace(topology: str, component: str, index: int, generation: int) -> str:
+    """The namespace of one task's state in one generation of the component's tasks."""
+    base = f"{topology}/{component}/{index}"
+    return base if generation == 0 else f"{base}@g{generation}"
+
+
+def key_owner(key: Any, num_tasks: int) -> int:
+    """Index of the task that owns ``key``: where the fields grouping sends that value."""
+    return stable_hash(key) % num_tasks
+
+
+def open_task_state(provider: Any, conf: dict, context: TopologyContext) -> Any:
+    """This task's state, with its keys moved in from the previous generation if needed."""
+    topology, component = context.topology_name, context.component_id
+    num_tasks = len(context.get_this_component_tasks())
+    index = context.get_this_task_index()
+    meta = provider.new_state(f"{topology}/{component}/$tasks", conf, context)
+    history = list(meta.get(HISTORY_KEY) or [])
+    if not history or history[-1] != num_tasks:
+        # every task of the new plan appends the same entry: concurrent writers agree
+        history.append(num_tasks)
+        meta.put(HISTORY_KEY, history)
+        meta.commit((meta.committed_txid() or 0) + 1)
+    generation = len(history) - 1
+    state = provider.new_state(state_namespace(topology, component, index, generation), conf, context)
+    if generation > 0 and state.committed_txid() is None and state.prepared_txid() is None:
+        previous = history[generation - 1]
+        for old in range(previous):
+            source = provider.new_state(state_namespace(topology, component, old, generation - 1),
+                                        conf, context)
+            for key, value in source:
+                if key_owner(key, num_tasks) == index:
+                    state.put(key, value)
+        state.commit(0)
+    return state
+
+
+class StatefulOutputCollector(OutputCollector):
+    """Holds the acks of a stateful bolt's inputs until their checkpoint commits."""
+
+    def __init__(self, task: StatefulBoltTask, routes: dict) -> None:
+        super().__init__(task, routes)
+        self._stateful = task
+
+    def ack(self, tup: Tuple) -> None:
+        """Hold the ack until the next commit (checkpoint and tick tuples pass at once)."""
+        if tup._done:
+            return
+        if not tup._ids or tup.stream == CHECKPOINT_STREAM:
+            super().ack(tup)
+            return
+        tup._done = True
+        self._stateful.pending.append(tup)
+
+    def release(self, tuples: list[Tuple], ok: bool) -> None:
+        """Ack (after a commit) or fail (after a rollback) held tuples."""
+        for tup in tuples:
+            tup._done = False
+            if ok:
+                super().ack(tup)
+            else:
+                super().fail(tup)
+
+
+class StatefulBoltTask(BoltTask):
+    """Runs a ``StatefulBolt``: buffers input until ``init_state``, acts on checkpoints."""
+
+    kind = "bolt"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.collector = StatefulOutputCollector(self, self.collector._routes)
+        self.pending: list[Tuple] = []   # acked by the bolt since the last prepare
+        self.prepared: list[Tuple] = []  # covered by the prepared transaction
+        self.buffered: list[Tuple] = []  # arrived before init_state
+        self.initialized = False
+        self.state: Any = None
+
+    def handle(self, tup: Tuple) -> None:
+        """Checkpoints as in every bolt; other tuples wait for ``init_state``."""
+        if tup.stream == CHECKPOINT_STREAM or self.initialized:
+            super().handle(tup)
+        elif not tup.is_tick():  # ticks before init_state are dropped: the next one will come
+            self.buffered.append(tup)
+
+    def checkpoint(self, txid: int, action: Action) -> bool:
+        """Prepare, commit, roll back or initialise the state; False fails the checkpoint."""
+        bolt: Any = self.bolt
+        collector: StatefulOutputCollector = self.collector  # type: ignore[assignment]
+        try:
+            if self.state is None:
+                from squall.state import load_provider
+
+                self.state = open_task_state(load_provider(self.conf), self.conf, self.context)
+            if action is Action.INITSTATE:
+                if not self.initialized:
+                    bolt.init_state(self.state)
+                    self.initialized = True
+                    buffered, self.buffered = self.buffered, []
+                    for tup in buffered:
+                        super().handle(tup)
+                return True
+            if action is Action.PREPARE:
+                if not self.initialized:
+                    return False  # restarted since the last checkpoint: recover first
+                bolt.pre_prepare(txid)
+                self.state.prepare_commit(txid)
+                self.prepared += self.pending
+                self.pending = []
+            elif action is Action.COMMIT:
+                if self.initialized:
+                    bolt.pre_commit(txid)
+                self.state.commit(txid)
+                prepared, self.prepared = self.prepared, []
+                collector.release(prepared, ok=True)
+            elif action is Action.ROLLBACK:
+                if self.initialized:
+                    bolt.pre_rollback()
+                self.state.rollback()
+                held, self.prepared, self.pending = self.prepared + self.pending, [], []
+                collector.release(held, ok=False)
+        except Exception as e:  # noqa: BLE001 - user hooks and stores: report, fail the checkpoint
+            self.worker.report_error(self, e)
+            if not self.initialized and self.buffered:
+                # waiting for a store that is down: let the spouts replay these later
+                buffered, self.buffered = self.buffered, []
+                for tup in buffered:
+                    self.collector.fail(tup)
+            return False
+        return True
