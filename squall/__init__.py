@@ -15,6 +15,7 @@ _EXPORTS = {
     "Spout": "squall.api.components",
     "Bolt": "squall.api.components",
     "BasicBolt": "squall.api.components",
+    "StatefulBolt": "squall.api.components",
     "CustomStreamGrouping": "squall.api.components",
     "OutputFieldsDeclarer": "squall.api.components",
     "TopologyBuilder": "squall.api.builder",
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         CustomStreamGrouping,
         OutputFieldsDeclarer,
         Spout,
+        StatefulBolt,
     )
     from squall.api.config import Config
     from squall.api.context import TopologyContext

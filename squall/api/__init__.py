@@ -7,6 +7,7 @@ from squall.api.components import (
     CustomStreamGrouping,
     OutputFieldsDeclarer,
     Spout,
+    StatefulBolt,
 )
 from squall.api.config import Config
 from squall.api.context import TopologyContext, WorkerTopologyContext
@@ -26,6 +27,6 @@ __all__ = [
     "AlreadyAliveError", "BasicBolt", "Bolt", "ComponentDeclarer", "Config",
     "CustomStreamGrouping", "FailedException", "Fields", "InvalidTopologyError",
     "NotAliveError", "OutputFieldsDeclarer", "ReportedFailedException", "Spout",
-    "StormTopology", "TopologyBuilder", "TopologyContext", "TopologyStartError", "Tuple",
+    "StatefulBolt", "StormTopology", "TopologyBuilder", "TopologyContext", "TopologyStartError", "Tuple",
     "WorkerTopologyContext",
 ]

@@ -23,7 +23,8 @@ class TaskMetrics:
     process_samples: int = 0
     complete_ms: float = 0.0
     complete_samples: int = 0
-    complete_recent: deque[float] = field(default_factory=lambda: deque(maxlen=20000))
+    # the latest samples only: percentiles follow the current load, and stay cheap to sort
+    complete_recent: deque[float] = field(default_factory=lambda: deque(maxlen=4096))
     capacity: float = 0.0
     _window_executed: int = 0
 
@@ -56,13 +57,13 @@ class TaskMetrics:
             self.capacity = min(1.0, done * self.execute_latency_ms / (window_secs * 1000.0))
 
 
-def percentile(samples: list[float], q: float) -> float:
+def percentile(samples: list[float], q: float, *, ordered: bool = False) -> float:
     """The ``q``-quantile (0..1) of ``samples`` by nearest rank; 0.0 when empty."""
     if not samples:
         return 0.0
-    ordered = sorted(samples)
-    k = min(len(ordered) - 1, max(0, int(round(q * len(ordered) + 0.5)) - 1))
-    return ordered[k]
+    data = samples if ordered else sorted(samples)
+    k = min(len(data) - 1, max(0, int(round(q * len(data) + 0.5)) - 1))
+    return data[k]
 
 
 def aggregate(metrics: list[TaskMetrics]) -> dict:
@@ -71,7 +72,7 @@ def aggregate(metrics: list[TaskMetrics]) -> dict:
         n = sum(getattr(m, count) for m in metrics)
         return sum(getattr(m, total) for m in metrics) / n if n else 0.0
 
-    recent = [x for m in metrics for x in list(m.complete_recent)]
+    recent = sorted(x for m in metrics for x in list(m.complete_recent))
     return {
         "tasks": sorted(m.task for m in metrics),
         "emitted": sum(m.emitted for m in metrics),
@@ -82,7 +83,7 @@ def aggregate(metrics: list[TaskMetrics]) -> dict:
         "execute_latency_ms": weighted("exec_sampled_ms", "exec_samples"),
         "process_latency_ms": weighted("process_ms", "process_samples"),
         "complete_latency_ms": weighted("complete_ms", "complete_samples"),
-        "complete_latency_p50_ms": percentile(recent, 0.50),
-        "complete_latency_p99_ms": percentile(recent, 0.99),
+        "complete_latency_p50_ms": percentile(recent, 0.50, ordered=True),
+        "complete_latency_p99_ms": percentile(recent, 0.99, ordered=True),
         "capacity": max((m.capacity for m in metrics), default=0.0),
     }

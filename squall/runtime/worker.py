@@ -239,12 +239,19 @@ class Worker:
             blocked = blocked or bool(unsent)
         return blocked
 
-    def _receive(self) -> int:
+    def _receive(self, room: int) -> int:
+        """Take frames while the fullest queue has ``room``: it may pass capacity by one frame."""
         n = 0
         tasks = self.tasks
         fields = self._fields
         component_of = self.plan.task_component
-        for data in self.transport.poll(FRAMES_PER_ROUND):
+        for _ in range(FRAMES_PER_ROUND):
+            if n >= room:
+                break
+            polled = self.transport.poll(1)
+            if not polled:
+                break
+            data = polled[0]
             try:
                 messages = list(unframe(data))
             except CorruptFrameError as e:
@@ -282,7 +289,7 @@ class Worker:
                 work += 1
         fullest = max((len(t.inbox) for t in self.tasks.values()), default=0)
         if fullest < self._capacity:
-            work += self._receive()
+            work += self._receive(self._capacity - fullest)
         for task in self.processors:
             if task.inbox:
                 work += task.process(BOLT_BATCH)

@@ -12,7 +12,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from squall import BasicBolt, Bolt, Fields, Spout
+from squall import BasicBolt, Bolt, Fields, Spout, StatefulBolt
 
 RECORD: dict[str, list] = defaultdict(list)
 _lock = threading.Lock()
@@ -216,3 +216,49 @@ class TypeRecorder(Bolt):
     def execute(self, tup):
         record("types", tup.values[0])
         self.collector.ack(tup)
+
+
+# ---- stateful ------------------------------------------------------------------------
+
+FAULTS: dict[str, int] = {}  # hook name -> how many more calls raise
+
+
+def inject(hook: str) -> None:
+    with _lock:
+        left = FAULTS.get(hook, 0)
+        if left:
+            FAULTS[hook] = left - 1
+    if left:
+        record("faults", hook)
+        raise RuntimeError(f"injected fault in {hook}")
+
+
+class StatefulCount(StatefulBolt):
+    """Counts words in its KeyValueState; hooks raise when a fault is injected."""
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+        self.task = context.task_id
+        self.state = None
+
+    def init_state(self, state):
+        record("stateful.init", self.task)
+        self.state = state
+
+    def execute(self, tup):
+        if tup.is_tick():
+            return
+        word = tup["word"]
+        self.state.put(word, self.state.get(word, 0) + 1)
+        self.collector.ack(tup)
+
+    def pre_prepare(self, txid):
+        inject("pre_prepare")
+
+    def pre_commit(self, txid):
+        inject("pre_commit")
+        record("stateful.commit", txid)
+
+    def pre_rollback(self):
+        inject("pre_rollback")
+        record("stateful.rollback", self.task)
