@@ -63,7 +63,7 @@ def table(rows: list[Row]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description="squall benchmarks")
     parser.add_argument("--quick", action="store_true",
-                        help="short runs (1 s warm-up, 5 s measured each): under a minute in all")
+                        help="short runs (3 s warm-up, 5 s measured each): under a minute in all")
     parser.add_argument("--duration", type=float, default=None, help="measured seconds per run (20)")
     parser.add_argument("--warmup", type=float, default=None, help="warm-up seconds per run (5)")
     parser.add_argument("--workers", type=int, default=2, help="LocalCluster workers (2)")
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.duration is None:
         args.duration = 5.0 if args.quick else 20.0
     if args.warmup is None:
-        args.warmup = 1.0 if args.quick else 5.0
+        args.warmup = 3.0 if args.quick else 5.0
 
     rows = []
     for label, workload in workloads(args):

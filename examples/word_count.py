@@ -177,7 +177,7 @@ def wait_for_acks(cluster: Any, name: str, spout: str, target: int, timeout: flo
                 f"only {info['components'][spout]['acked']} of {target} sentences acked after "
                 f"{timeout:.0f}s (errors: {[e['message'] for e in info['errors']][:3]})"
             )
-        time.sleep(0.02)
+        time.sleep(0.05)
 
 
 def run(*, seconds: float = 5.0, workers: int = 2, sentences: int | None = None,
