@@ -14,13 +14,13 @@ INITSTATE. Then PREPARE(txid + 1) and onwards.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 CHECKPOINT_STREAM = "$checkpoint"
 CHECKPOINT_SPOUT = "$checkpointspout"
 
 
-class Phase(str, Enum):
+class Phase(StrEnum):
     """Where the last transaction stands (saved durably by the checkpoint spout)."""
 
     COMMITTED = "COMMITTED"
@@ -28,7 +28,7 @@ class Phase(str, Enum):
     COMMITTING = "COMMITTING"
 
 
-class Action(str, Enum):
+class Action(StrEnum):
     """What a checkpoint tuple asks the bolts to do."""
 
     PREPARE = "PREPARE"

@@ -42,7 +42,7 @@ def key_owner(key: Any, num_tasks: int) -> int:
 
 
 def open_task_state(provider: Any, conf: dict, context: TopologyContext) -> Any:
-    """This task's state, with its keys moved in from the previous generation if needed."""
+    """Open the task's state, moving its keys in from the previous generation if needed."""
     topology, component = context.topology_name, context.component_id
     num_tasks = len(context.get_this_component_tasks())
     index = context.get_this_task_index()

@@ -71,7 +71,7 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
                 f"topology.message.timeout.secs ({merged['topology.message.timeout.secs']} s): "
                 f"stateful bolts hold acks until a checkpoint commits"
             )
-        if not merged.get("topology.acker.executors", 1) and merged.get("topology.acker.executors") is not None:
+        if merged.get("topology.acker.executors") == 0:
             raise InvalidTopologyError(
                 "stateful bolts need acking: checkpoints complete through the ackers; "
                 "set topology.acker.executors above 0"
