@@ -1,0 +1,86 @@
+"""The checkpoint state machine (RELIABILITY D1, D2) and barrier alignment (D4)."""
+
+from squall.runtime.checkpoint import Action, Barrier, CheckpointCoordinator, Phase, TxState
+
+
+def drive(coordinator, now=0.0):
+    emit = coordinator.poll(now)
+    assert emit is not None
+    return emit
+
+
+def test_normal_cycle_prepare_commit_then_next_txid():
+    c = CheckpointCoordinator(TxState(), interval=1.0)
+    e = drive(c)
+    assert (e.txid, e.action) == (0, Action.INITSTATE)
+    assert c.acked(0, Action.INITSTATE) is None and not c.recovering
+    e = drive(c, now=1.0)
+    assert (e.txid, e.action) == (1, Action.PREPARE)
+    assert e.save == TxState(1, Phase.PREPARING)  # saved before PREPARE goes out
+    assert c.acked(1, Action.PREPARE) == TxState(1, Phase.COMMITTING)
+    e = drive(c, now=1.1)
+    assert (e.txid, e.action, e.save) == (1, Action.COMMIT, None)
+    assert c.acked(1, Action.COMMIT) == TxState(1, Phase.COMMITTED)
+    assert c.poll(1.5) is None  # the interval has not passed since the last PREPARE
+    e = drive(c, now=2.0)
+    assert (e.txid, e.action) == (2, Action.PREPARE)
+
+
+def test_recovery_from_preparing_rolls_back_to_the_previous_commit():
+    c = CheckpointCoordinator(TxState(5, Phase.PREPARING), interval=1.0)
+    e = drive(c)
+    assert (e.txid, e.action) == (5, Action.ROLLBACK)
+    assert c.acked(5, Action.ROLLBACK) == TxState(4, Phase.COMMITTED)
+    e = drive(c)
+    assert (e.txid, e.action) == (4, Action.INITSTATE)
+    c.acked(4, Action.INITSTATE)
+    assert not c.recovering
+    assert (drive(c, 10.0).txid, c.in_flight[1]) == (5, Action.PREPARE)
+
+
+def test_recovery_from_committing_commits_again():
+    c = CheckpointCoordinator(TxState(3, Phase.COMMITTING), interval=1.0)
+    e = drive(c)
+    assert (e.txid, e.action) == (3, Action.COMMIT)
+    assert c.acked(3, Action.COMMIT) == TxState(3, Phase.COMMITTED)
+    assert drive(c).action is Action.INITSTATE
+
+
+def test_recovery_from_committed_only_inits_state():
+    c = CheckpointCoordinator(TxState(7, Phase.COMMITTED), interval=1.0)
+    assert drive(c).action is Action.INITSTATE
+
+
+def test_a_failed_prepare_is_rolled_back_not_committed_after_a_pause():
+    c = CheckpointCoordinator(TxState(), interval=1.0)
+    c.acked(drive(c).txid, Action.INITSTATE)
+    e = drive(c, now=1.0)
+    c.failed(e.txid, e.action, now=1.0)
+    assert c.recovering
+    assert c.poll(1.5) is None  # backs off one interval
+    e = drive(c, now=2.0)
+    assert (e.txid, e.action) == (1, Action.ROLLBACK)
+
+
+def test_one_checkpoint_in_flight_and_late_answers_ignored():
+    c = CheckpointCoordinator(TxState(), interval=0.0)
+    e = drive(c)
+    assert c.poll(0.0) is None
+    assert c.acked(e.txid, Action.PREPARE) is None  # wrong action: not the one in flight
+    c.failed(99, Action.COMMIT, now=0.0)
+    assert c.in_flight == (0, Action.INITSTATE)
+
+
+def test_barrier_completes_only_when_every_upstream_task_delivered():
+    b = Barrier(expected=3)
+    assert b.add(1, "PREPARE", "a") == ([], [])
+    assert b.add(1, "PREPARE", "b") == ([], [])
+    assert b.add(1, "PREPARE", "c") == (["a", "b", "c"], [])
+    assert b.add(1, "COMMIT", "a") == ([], [])
+
+
+def test_barrier_drops_an_incomplete_checkpoint_when_a_newer_one_arrives():
+    b = Barrier(expected=2)
+    b.add(1, "PREPARE", "a")
+    done, superseded = b.add(1, "ROLLBACK", "x")
+    assert done == [] and superseded == ["a"]
