@@ -180,11 +180,22 @@ class OutputCollector(_Emitter):
                 deliver(t, task, stream, values, None)
             return
         if isinstance(anchors, Tuple):
-            anchors = [anchors]
+            ids_of = anchors._ids
+            if ids_of is None:
+                for t in targets:
+                    deliver(t, task, stream, values, None)
+                return
+            if len(ids_of) == 1:  # the common case: one anchor from one spout tuple
+                (root,) = ids_of
+                for t in targets:
+                    edge = getrandbits(64)
+                    anchors._ack_val ^= edge
+                    deliver(t, task, stream, values, {root: edge})
+                return
+            tracked = [anchors]
         else:
             # anchoring twice to one input must not cancel the edge (A4)
-            anchors = list({id(a): a for a in anchors}.values())
-        tracked = [a for a in anchors if a._ids]
+            tracked = [a for a in {id(a): a for a in anchors}.values() if a._ids]
         if not tracked:
             for t in targets:
                 deliver(t, task, stream, values, None)

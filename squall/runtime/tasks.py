@@ -70,10 +70,11 @@ class Task:
     def process(self, budget: int) -> int:
         """Handle up to ``budget`` queued tuples; returns how many were handled."""
         inbox = self.inbox
-        n = 0
-        while inbox and n < budget:
-            self.handle(inbox.popleft())
-            n += 1
+        handle = self.handle
+        popleft = inbox.popleft
+        n = min(budget, len(inbox))
+        for _ in range(n):
+            handle(popleft())
         return n
 
     def handle(self, tup: Tuple) -> None:
