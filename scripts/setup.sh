@@ -19,3 +19,4 @@ echo "squall: installing squall with its dev and Spark extras"
 "$venv/bin/python" -m pip install --quiet -e ".[dev,spark]"
 
 bash "$(dirname "$0")/setup-java.sh"
+bash "$(dirname "$0")/setup-redis.sh"

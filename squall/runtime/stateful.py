@@ -108,6 +108,15 @@ class StatefulBoltTask(BoltTask):
         self.initialized = False
         self.state: Any = None
 
+    def stop(self) -> None:
+        """Clean up the bolt, then release the state's connections."""
+        super().stop()
+        if self.state is not None:
+            try:
+                self.state.close()
+            except Exception as e:  # noqa: BLE001 - a store that is down cannot be closed cleanly
+                self.worker.report_error(self, e)
+
     def handle(self, tup: Tuple) -> None:
         """Checkpoints as in every bolt; other tuples wait for ``init_state``."""
         if tup.stream == CHECKPOINT_STREAM or self.initialized:

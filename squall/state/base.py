@@ -1,0 +1,265 @@
+"""The state interfaces (Storm's ``State``, ``KeyValueState``, ``StateProvider``) and shared logic.
+
+A state changes in three layers, as in Storm's ``RedisKeyValueState``:
+
+- *pending*: changes since the last ``prepare_commit``, kept in memory by the state object;
+- *staged*: changes ``prepare_commit(txid)`` wrote durably, tagged with the prepared txid;
+- *committed*: what ``commit(txid)`` made the state, with the last committed txid.
+
+``get`` and iteration see committed, then staged, then pending changes on top (a task reads
+its own writes). A crash loses only pending changes; staged ones survive it and the
+checkpoint protocol decides whether they are committed (``commit(txid)``) or discarded
+(``rollback()``).
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import threading
+from collections.abc import Iterator, Mapping
+from enum import Enum
+from typing import Any
+
+from squall.state.codec import decode, encode_key, encode_value
+
+PROVIDER_KEY = "topology.state.provider"
+PROVIDER_CONFIG_KEY = "topology.state.provider.config"
+DEFAULT_PROVIDER = "squall.state.memory.InMemoryStateProvider"
+
+# One pending or staged change: the encoded value, or None for a deleted key (a tombstone).
+Changes = dict[bytes, bytes | None]
+
+
+class StateUnavailableError(RuntimeError):
+    """The state's storage cannot be reached; the message names the provider, where and why.
+
+    Nothing was changed by the failed call that raised it (pending changes are kept), so the
+    same state object can be used again once the storage is back.
+    """
+
+
+class StateConfigError(ValueError):
+    """``topology.state.provider`` or its config is wrong; the message names the key."""
+
+
+class InvalidTxidError(ValueError):
+    """A txid out of order: preparing a committed txid, or committing one not prepared."""
+
+
+class State(abc.ABC):
+    """State saved by the checkpoint protocol in a three-phase commit.
+
+    One task owns a state (its namespace): only that task changes it. Calls on one state
+    object are serialized by the object, so the task thread and a checkpoint thread may both
+    use it; they must not interleave a transaction's calls in conflicting orders.
+    """
+
+    @abc.abstractmethod
+    def prepare_commit(self, txid: int) -> None:
+        """Durably stage every change since the last commit or prepare as transaction ``txid``.
+
+        Preparing again before a commit (a retried PREPARE) adds the newer changes to the
+        staged ones and tags them all with ``txid``. Raises ``InvalidTxidError`` if ``txid``
+        is not newer than the last committed txid. Atomic: on error nothing is staged and the
+        changes stay pending.
+        """
+
+    @abc.abstractmethod
+    def commit(self, txid: int) -> None:
+        """Make ``txid``'s staged changes the committed state, atomically.
+
+        If nothing is prepared, commits the pending changes directly as ``txid`` (the
+        checkpoint spout's own record works so). Committing a txid not newer than the last
+        committed one is a no-op (a COMMIT replayed after a crash). Raises
+        ``InvalidTxidError`` if another txid is prepared: roll it back or commit it first.
+        Changes made after the prepare stay pending for the next transaction.
+        """
+
+    @abc.abstractmethod
+    def rollback(self) -> None:
+        """Discard pending and staged changes: back to the last committed state."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most states hold nothing to close
+        """Release connections; the object must not be used afterwards. Does not commit."""
+
+
+class KeyValueState(State):
+    """A key-value map saved by the checkpoint protocol.
+
+    Keys and values are msgpack types or picklable objects (see ``squall.state.codec``);
+    values are copied when put, so changing an object after ``put`` does not change the state.
+    """
+
+    @abc.abstractmethod
+    def get(self, key: Any, default: Any = None) -> Any:
+        """The value of ``key`` with this task's uncommitted changes on top, else ``default``."""
+
+    @abc.abstractmethod
+    def put(self, key: Any, value: Any) -> None:
+        """Set ``key`` to ``value`` (uncommitted until the next prepare and commit)."""
+
+    @abc.abstractmethod
+    def delete(self, key: Any) -> None:
+        """Remove ``key`` (uncommitted until the next prepare and commit)."""
+
+    @abc.abstractmethod
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        """``(key, value)`` pairs of the current view (committed plus uncommitted changes)."""
+
+    @abc.abstractmethod
+    def committed_txid(self) -> int | None:
+        """The last committed txid, or None if nothing was ever committed."""
+
+    @abc.abstractmethod
+    def prepared_txid(self) -> int | None:
+        """The txid staged but not yet committed, or None."""
+
+
+class StateProvider(abc.ABC):
+    """Makes the state of a namespace; named by ``topology.state.provider``.
+
+    A provider is built with no arguments and reads its settings from
+    ``conf["topology.state.provider.config"]`` in ``new_state``.
+    """
+
+    @abc.abstractmethod
+    def new_state(self, namespace: str, conf: Mapping[str, Any], context: Any) -> State:
+        """The state of ``namespace`` as last committed (with any staged transaction).
+
+        ``context`` is the task's ``TopologyContext``, or None outside a topology.
+        """
+
+
+class _Outcome(Enum):
+    """What a backend's commit did."""
+
+    NOOP = "noop"  # txid already committed
+    STAGED = "staged"  # the prepared transaction was applied
+    DIRECT = "direct"  # nothing was prepared: the given pending changes were applied
+
+
+class BufferedKeyValueState(KeyValueState):
+    """The key-value logic shared by the providers: pending changes in memory, encoded.
+
+    Subclasses store the staged and committed layers and do each of ``_stage``, ``_commit``
+    and ``_discard_staged`` atomically; this class keeps the pending changes and clears them
+    only after the storage confirms, so a failed call can simply be retried.
+    """
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self._pending: Changes = {}
+        # An RLock so that iteration (a generator holding no lock) and calls from a
+        # checkpoint thread serialize with the task thread.
+        self._lock = threading.RLock()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """See ``KeyValueState.get``."""
+        ekey = encode_key(key)
+        with self._lock:
+            if ekey in self._pending:
+                data = self._pending[ekey]
+            else:
+                data = self._stored_get(ekey)
+        return default if data is None else decode(data)
+
+    def put(self, key: Any, value: Any) -> None:
+        """See ``KeyValueState.put``; raises ``StateSerializationError`` at once if unencodable."""
+        ekey, evalue = encode_key(key), encode_value(value)
+        with self._lock:
+            self._pending[ekey] = evalue
+
+    def delete(self, key: Any) -> None:
+        """See ``KeyValueState.delete``."""
+        ekey = encode_key(key)
+        with self._lock:
+            self._pending[ekey] = None
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        """See ``KeyValueState.__iter__``; pending changes are taken when iteration starts."""
+        with self._lock:
+            pending = dict(self._pending)
+        for ekey, evalue in self._stored_items():
+            if ekey not in pending:
+                yield decode(ekey), decode(evalue)
+        for ekey, maybe in pending.items():
+            if maybe is not None:
+                yield decode(ekey), decode(maybe)
+
+    def prepare_commit(self, txid: int) -> None:
+        """See ``State.prepare_commit``."""
+        _check_txid(txid)
+        with self._lock:
+            self._stage(txid, self._pending)
+            self._pending = {}
+
+    def commit(self, txid: int) -> None:
+        """See ``State.commit``."""
+        _check_txid(txid)
+        with self._lock:
+            if self._commit(txid, self._pending) is _Outcome.DIRECT:
+                self._pending = {}
+
+    def rollback(self) -> None:
+        """See ``State.rollback``."""
+        with self._lock:
+            self._discard_staged()
+            self._pending = {}
+
+    def _already_committed(self, txid: int, committed: int) -> InvalidTxidError:
+        return InvalidTxidError(f"state {self.namespace!r}: cannot prepare txid {txid}, txid "
+                                f"{committed} is already committed")
+
+    def _other_prepared(self, txid: int, prepared: int) -> InvalidTxidError:
+        return InvalidTxidError(f"state {self.namespace!r}: cannot commit txid {txid} while txid "
+                                f"{prepared} is prepared; commit or roll back {prepared} first")
+
+    # What a provider implements; the lock is held when these are called.
+
+    @abc.abstractmethod
+    def _stored_get(self, ekey: bytes) -> bytes | None:
+        """The staged value of ``ekey`` if staged (None if staged deleted), else committed."""
+
+    @abc.abstractmethod
+    def _stored_items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Encoded pairs of committed with staged changes on top (called without the lock)."""
+
+    @abc.abstractmethod
+    def _stage(self, txid: int, changes: Changes) -> None:
+        """Atomically merge ``changes`` into the staged ones and set the prepared txid."""
+
+    @abc.abstractmethod
+    def _commit(self, txid: int, changes: Changes) -> _Outcome:
+        """Atomically: no-op, apply the staged transaction ``txid``, or apply ``changes``."""
+
+    @abc.abstractmethod
+    def _discard_staged(self) -> None:
+        """Atomically drop the staged changes and the prepared txid."""
+
+
+def _check_txid(txid: int) -> None:
+    # bool is an int; a txid of True is a bug upstream, not transaction 1
+    if type(txid) is not int or txid < 0:
+        raise InvalidTxidError(f"a txid is a non-negative int, got {txid!r}")
+
+
+def provider_config(conf: Mapping[str, Any], provider: str, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``conf["topology.state.provider.config"]`` over ``defaults``; rejects unknown keys.
+
+    The config may also be a JSON object in a string, as Storm's ``storm.yaml`` writes it.
+    """
+    raw = conf.get(PROVIDER_CONFIG_KEY) or {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as e:
+            raise StateConfigError(f"{PROVIDER_CONFIG_KEY} for {provider} is not valid JSON: {e}") from e
+    if not isinstance(raw, Mapping):
+        raise StateConfigError(f"{PROVIDER_CONFIG_KEY} for {provider} must be a dict, "
+                               f"got {type(raw).__name__}")
+    unknown = sorted(set(raw) - set(defaults))
+    if unknown:
+        raise StateConfigError(f"{PROVIDER_CONFIG_KEY} has unknown keys {unknown} for {provider}; "
+                               f"known keys: {sorted(defaults)}")
+    return {**defaults, **raw}

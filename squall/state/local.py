@@ -1,0 +1,222 @@
+"""Durable state on one machine: a SQLite database in WAL mode.
+
+Config: ``conf["topology.state.provider.config"] = {"path": dir}``. The directory is
+created if missing and holds one database file, ``squall-state.sqlite3``, shared by every
+namespace, task and process that uses the directory. Its tables:
+
+- ``committed(ns, key, value)``: the committed key-values of each namespace;
+- ``staged(ns, key, value)``: the prepared changes, ``value`` NULL for a deleted key;
+- ``txids(ns, committed_txid, prepared_txid)``: each namespace's transaction ids.
+
+Keys and values are ``squall.state.codec`` bytes. ``prepare_commit``, ``commit`` and
+``rollback`` are each one SQLite transaction (``BEGIN IMMEDIATE``), so a crash leaves either
+all or none of one; ``synchronous=FULL`` makes a returned call durable. Each state object
+has its own connection; writers of different namespaces (threads or processes) wait for each
+other through SQLite's lock, up to the busy timeout. WAL needs a local file system (not NFS).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from squall.state.base import (
+    BufferedKeyValueState,
+    Changes,
+    KeyValueState,
+    StateConfigError,
+    StateProvider,
+    StateUnavailableError,
+    _Outcome,
+    provider_config,
+)
+
+DB_FILE = "squall-state.sqlite3"
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_SECS = 30.0
+_PAGE = 1000  # committed rows fetched per query while iterating
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS committed (ns TEXT NOT NULL, key BLOB NOT NULL, "
+    "value BLOB NOT NULL, PRIMARY KEY (ns, key)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS staged (ns TEXT NOT NULL, key BLOB NOT NULL, value BLOB, "
+    "PRIMARY KEY (ns, key)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS txids (ns TEXT PRIMARY KEY, committed_txid INTEGER, "
+    "prepared_txid INTEGER)",
+)
+
+
+class LocalKeyValueState(BufferedKeyValueState):
+    """A key-value state in a SQLite file (see the module docs)."""
+
+    def __init__(self, namespace: str, db_path: str, busy_timeout: float = BUSY_TIMEOUT_SECS) -> None:
+        super().__init__(namespace)
+        self.db_path = db_path
+        with self._unavailable_as_error():
+            # autocommit (isolation_level=None): transactions are the explicit BEGIN IMMEDIATE
+            # ones, taking the write lock up front so two writers never deadlock upgrading.
+            self._conn = sqlite3.connect(db_path, timeout=busy_timeout, isolation_level=None,
+                                         check_same_thread=False)
+            try:
+                _prepare_db(self._conn, db_path)
+            except BaseException:
+                self._conn.close()
+                raise
+
+    def committed_txid(self) -> int | None:
+        """See ``KeyValueState.committed_txid``."""
+        with self._lock, self._unavailable_as_error():
+            return self._txids()[0]
+
+    def prepared_txid(self) -> int | None:
+        """See ``KeyValueState.prepared_txid``."""
+        with self._lock, self._unavailable_as_error():
+            return self._txids()[1]
+
+    def close(self) -> None:
+        """Close this state's connection."""
+        with self._lock:
+            self._conn.close()
+
+    def _stored_get(self, ekey: bytes) -> bytes | None:
+        with self._unavailable_as_error():
+            row = self._conn.execute(
+                "SELECT 0, value FROM staged WHERE ns = ?1 AND key = ?2 UNION ALL "
+                "SELECT 1, value FROM committed WHERE ns = ?1 AND key = ?2 ORDER BY 1 LIMIT 1",
+                (self.namespace, ekey)).fetchone()
+        return None if row is None else row[1]
+
+    def _stored_items(self) -> Iterator[tuple[bytes, bytes]]:
+        with self._lock, self._unavailable_as_error():
+            staged = dict(self._conn.execute("SELECT key, value FROM staged WHERE ns = ?",
+                                             (self.namespace,)).fetchall())
+        after = b""  # below every encoded key: msgpack never encodes to b""
+        while True:
+            # keyset pages rather than one open cursor: no read transaction is held while the
+            # caller works, so the WAL can be checkpointed meanwhile
+            with self._lock, self._unavailable_as_error():
+                rows = self._conn.execute(
+                    "SELECT key, value FROM committed WHERE ns = ? AND key > ? ORDER BY key LIMIT ?",
+                    (self.namespace, after, _PAGE)).fetchall()
+            for ekey, evalue in rows:
+                if ekey not in staged:
+                    yield ekey, evalue
+            if len(rows) < _PAGE:
+                break
+            after = rows[-1][0]
+        for ekey, maybe in staged.items():
+            if maybe is not None:
+                yield ekey, maybe
+
+    def _stage(self, txid: int, changes: Changes) -> None:
+        with self._transaction() as c:
+            committed, _ = self._txids()
+            if committed is not None and txid <= committed:
+                raise self._already_committed(txid, committed)
+            c.executemany("INSERT OR REPLACE INTO staged (ns, key, value) VALUES (?, ?, ?)",
+                          [(self.namespace, k, v) for k, v in changes.items()])
+            self._set_txids("prepared_txid = ?", txid)
+
+    def _commit(self, txid: int, changes: Changes) -> _Outcome:
+        ns = self.namespace
+        with self._transaction() as c:
+            committed, prepared = self._txids()
+            if committed is not None and txid <= committed:
+                return _Outcome.NOOP
+            if prepared is not None and prepared != txid:
+                raise self._other_prepared(txid, prepared)
+            if prepared is None:
+                c.executemany("INSERT OR REPLACE INTO committed (ns, key, value) VALUES (?, ?, ?)",
+                              [(ns, k, v) for k, v in changes.items() if v is not None])
+                c.executemany("DELETE FROM committed WHERE ns = ? AND key = ?",
+                              [(ns, k) for k, v in changes.items() if v is None])
+            else:
+                c.execute("INSERT OR REPLACE INTO committed (ns, key, value) "
+                          "SELECT ns, key, value FROM staged WHERE ns = ? AND value IS NOT NULL", (ns,))
+                c.execute("DELETE FROM committed WHERE ns = ?1 AND key IN "
+                          "(SELECT key FROM staged WHERE ns = ?1 AND value IS NULL)", (ns,))
+                c.execute("DELETE FROM staged WHERE ns = ?", (ns,))
+            self._set_txids("committed_txid = ?, prepared_txid = NULL", txid)
+        return _Outcome.DIRECT if prepared is None else _Outcome.STAGED
+
+    def _discard_staged(self) -> None:
+        with self._transaction() as c:
+            c.execute("DELETE FROM staged WHERE ns = ?", (self.namespace,))
+            c.execute("UPDATE txids SET prepared_txid = NULL WHERE ns = ?", (self.namespace,))
+
+    def _txids(self) -> tuple[int | None, int | None]:
+        row = self._conn.execute("SELECT committed_txid, prepared_txid FROM txids WHERE ns = ?",
+                                 (self.namespace,)).fetchone()
+        return (None, None) if row is None else (row[0], row[1])
+
+    def _set_txids(self, assignments: str, txid: int) -> None:
+        self._conn.execute("INSERT OR IGNORE INTO txids (ns) VALUES (?)", (self.namespace,))
+        self._conn.execute(f"UPDATE txids SET {assignments} WHERE ns = ?", (txid, self.namespace))
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: all of the block's statements, or none of them."""
+        with self._unavailable_as_error():
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException:
+                # SQLite may already have rolled back (e.g. on a full disk)
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _unavailable_as_error(self) -> Iterator[None]:
+        # OperationalError is the storage failing (locked past the timeout, I/O error, disk
+        # full, unreadable); other DatabaseErrors (a corrupt file) are not transient and pass.
+        try:
+            yield
+        except sqlite3.OperationalError as e:
+            raise StateUnavailableError(f"LocalStateProvider: state database {self.db_path} is "
+                                        f"unavailable: {e}") from e
+
+
+def _prepare_db(conn: sqlite3.Connection, db_path: str) -> None:
+    """Switch to WAL and create the tables, once per file (every opener checks)."""
+    # journal_mode is stored in the file; switching needs a moment of exclusive access,
+    # which the busy timeout waits for when another process opens the file at the same time.
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StateConfigError(f"LocalStateProvider: {db_path} has state schema version "
+                                   f"{version}, newer than this squall's {SCHEMA_VERSION}")
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+class LocalStateProvider(StateProvider):
+    """Durable state in a SQLite file under ``{"path": dir}`` (see the module docs)."""
+
+    def new_state(self, namespace: str, conf: Mapping[str, Any], context: Any) -> KeyValueState:
+        """The state of ``namespace`` in ``<path>/squall-state.sqlite3`` (created if missing)."""
+        cfg = provider_config(conf, "LocalStateProvider", {"path": None})
+        path = cfg["path"]
+        if not path:
+            raise StateConfigError('LocalStateProvider needs topology.state.provider.config = '
+                                   '{"path": <directory>}; no "path" was given')
+        path = os.path.abspath(os.path.expanduser(os.fspath(path)))
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as e:
+            raise StateConfigError(f"LocalStateProvider: cannot create the state directory "
+                                   f"{path} (topology.state.provider.config path): {e}") from e
+        return LocalKeyValueState(namespace, os.path.join(path, DB_FILE))

@@ -1,0 +1,122 @@
+"""The default state provider: state kept in this process's memory.
+
+The store is process-wide and keyed by namespace, so a topology killed and submitted again
+in the same process under the same name finds its committed state, as a ``LocalCluster``
+user expects. Nothing survives the process. Tests that reuse a topology name in one process
+call ``clear()`` between runs.
+
+>>> state = InMemoryStateProvider().new_state("doctest-counts", {}, None)
+>>> state.put("apple", 1)
+>>> state.commit(1)
+>>> InMemoryStateProvider().new_state("doctest-counts", {}, None).get("apple")
+1
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from squall.state.base import BufferedKeyValueState, Changes, KeyValueState, StateProvider, _Outcome
+
+
+@dataclass
+class _Stored:
+    """One namespace's staged and committed layers; guarded by ``lock``."""
+
+    committed: dict[bytes, bytes] = field(default_factory=dict)
+    staged: Changes = field(default_factory=dict)
+    committed_txid: int | None = None
+    prepared_txid: int | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_store: dict[str, _Stored] = {}
+_store_lock = threading.Lock()
+
+
+def clear() -> None:
+    """Forget every namespace's state in this process (state objects in use keep theirs)."""
+    with _store_lock:
+        _store.clear()
+
+
+def _stored(namespace: str) -> _Stored:
+    with _store_lock:
+        return _store.setdefault(namespace, _Stored())
+
+
+class InMemoryKeyValueState(BufferedKeyValueState):
+    """A key-value state in this process's memory (see the module docs)."""
+
+    def __init__(self, namespace: str, stored: _Stored) -> None:
+        super().__init__(namespace)
+        self._stored = stored
+
+    def committed_txid(self) -> int | None:
+        """See ``KeyValueState.committed_txid``."""
+        with self._stored.lock:
+            return self._stored.committed_txid
+
+    def prepared_txid(self) -> int | None:
+        """See ``KeyValueState.prepared_txid``."""
+        with self._stored.lock:
+            return self._stored.prepared_txid
+
+    def _stored_get(self, ekey: bytes) -> bytes | None:
+        s = self._stored
+        with s.lock:
+            return s.staged[ekey] if ekey in s.staged else s.committed.get(ekey)
+
+    def _stored_items(self) -> Iterator[tuple[bytes, bytes]]:
+        s = self._stored
+        with s.lock:  # a snapshot, so the caller may change the state while iterating
+            view = dict(s.committed)
+            _apply(view, s.staged)
+        return iter(view.items())
+
+    def _stage(self, txid: int, changes: Changes) -> None:
+        s = self._stored
+        with s.lock:
+            if s.committed_txid is not None and txid <= s.committed_txid:
+                raise self._already_committed(txid, s.committed_txid)
+            s.staged.update(changes)
+            s.prepared_txid = txid
+
+    def _commit(self, txid: int, changes: Changes) -> _Outcome:
+        s = self._stored
+        with s.lock:
+            if s.committed_txid is not None and txid <= s.committed_txid:
+                return _Outcome.NOOP
+            if s.prepared_txid is not None and s.prepared_txid != txid:
+                raise self._other_prepared(txid, s.prepared_txid)
+            outcome = _Outcome.DIRECT if s.prepared_txid is None else _Outcome.STAGED
+            _apply(s.committed, changes if outcome is _Outcome.DIRECT else s.staged)
+            s.staged = {}
+            s.prepared_txid = None
+            s.committed_txid = txid
+            return outcome
+
+    def _discard_staged(self) -> None:
+        s = self._stored
+        with s.lock:
+            s.staged = {}
+            s.prepared_txid = None
+
+
+def _apply(target: dict[bytes, bytes], changes: Changes) -> None:
+    for ekey, evalue in changes.items():
+        if evalue is None:
+            target.pop(ekey, None)
+        else:
+            target[ekey] = evalue
+
+
+class InMemoryStateProvider(StateProvider):
+    """Process-wide in-memory state (Storm's ``InMemoryKeyValueStateProvider``); no config."""
+
+    def new_state(self, namespace: str, conf: Mapping[str, Any], context: Any) -> KeyValueState:
+        """The state of ``namespace`` in this process (created empty the first time)."""
+        return InMemoryKeyValueState(namespace, _stored(namespace))

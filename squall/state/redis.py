@@ -1,0 +1,228 @@
+"""State in Redis, laid out like Storm's ``RedisKeyValueState``.
+
+Config: ``conf["topology.state.provider.config"] = {"host", "port", "db", "password",
+"timeout"}`` (defaults ``127.0.0.1``, ``6379``, ``0``, no password, 5 seconds for connecting
+and for each reply). Needs the ``redis`` package (``pip install 'squall[redis]'``), imported
+only when a Redis state is made.
+
+Each namespace has three hashes; the ``{...}`` hash tag keeps them in one Redis Cluster slot:
+
+- ``squall:state:{<ns>}:committed``: encoded key -> encoded value;
+- ``squall:state:{<ns>}:staged``: the prepared changes; an empty value marks a deleted key;
+- ``squall:state:{<ns>}:txids``: fields ``committed`` and ``prepared``.
+
+``prepare_commit`` and ``commit`` are each one Lua script, so Redis runs each whole with no
+other command in between, and each checks the txids it acts on. Both are idempotent, so the
+client retries them after a dropped connection. Durability is Redis's: configure AOF
+(``appendonly yes``, ``appendfsync always``) to survive a Redis restart.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, cast
+
+from squall.state.base import (
+    BufferedKeyValueState,
+    Changes,
+    KeyValueState,
+    StateProvider,
+    StateUnavailableError,
+    _Outcome,
+    provider_config,
+)
+
+if TYPE_CHECKING:
+    import redis as redis_py
+
+DEFAULTS: dict[str, Any] = {"host": "127.0.0.1", "port": 6379, "db": 0, "password": None, "timeout": 5.0}
+_TOMBSTONE = b""  # never an encoded value: msgpack always writes at least one byte
+_SCAN_COUNT = 1000
+
+# KEYS: staged, txids. ARGV: txid, then key/value pairs. Returns {1, ''}, or {0, committed}
+# when txid is already committed.
+_PREPARE = """
+local committed = redis.call('HGET', KEYS[2], 'committed')
+if committed and tonumber(ARGV[1]) <= tonumber(committed) then
+  return {0, committed}
+end
+for i = 2, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+redis.call('HSET', KEYS[2], 'prepared', ARGV[1])
+return {1, ''}
+"""
+
+# KEYS: committed, staged, txids. ARGV: txid, then the pending key/value pairs, applied only
+# if nothing is prepared. Returns {0, ''} no-op, {1, ''} staged applied, {2, ''} pending
+# applied, {-1, prepared} when another txid is prepared.
+_COMMIT = """
+local txid = tonumber(ARGV[1])
+local committed = redis.call('HGET', KEYS[3], 'committed')
+if committed and txid <= tonumber(committed) then
+  return {0, ''}
+end
+local prepared = redis.call('HGET', KEYS[3], 'prepared')
+local changes, first, outcome = ARGV, 2, 2
+if prepared then
+  if tonumber(prepared) ~= txid then
+    return {-1, prepared}
+  end
+  changes, first, outcome = redis.call('HGETALL', KEYS[2]), 1, 1
+end
+for i = first, #changes, 2 do
+  if changes[i + 1] == '' then
+    redis.call('HDEL', KEYS[1], changes[i])
+  else
+    redis.call('HSET', KEYS[1], changes[i], changes[i + 1])
+  end
+end
+redis.call('DEL', KEYS[2])
+redis.call('HDEL', KEYS[3], 'prepared')
+redis.call('HSET', KEYS[3], 'committed', ARGV[1])
+return {outcome, ''}
+"""
+
+
+class RedisKeyValueState(BufferedKeyValueState):
+    """A key-value state in Redis (see the module docs); reconnects by itself after an outage."""
+
+    def __init__(self, namespace: str, client: redis_py.Redis, where: str) -> None:
+        super().__init__(namespace)
+        self._client = client
+        self._where = where
+        prefix = f"squall:state:{{{namespace}}}"
+        self._committed_key = f"{prefix}:committed"
+        self._staged_key = f"{prefix}:staged"
+        self._txids_key = f"{prefix}:txids"
+        self._prepare_script = client.register_script(_PREPARE)
+        self._commit_script = client.register_script(_COMMIT)
+        self._errors = _redis_errors()
+
+    def committed_txid(self) -> int | None:
+        """See ``KeyValueState.committed_txid``."""
+        return self._txid("committed")
+
+    def prepared_txid(self) -> int | None:
+        """See ``KeyValueState.prepared_txid``."""
+        return self._txid("prepared")
+
+    def close(self) -> None:
+        """Close this state's connections."""
+        self._client.close()
+
+    def _txid(self, field: str) -> int | None:
+        with self._unavailable_as_error():
+            value = self._client.hget(self._txids_key, field)
+        return None if value is None else int(value)
+
+    def _stored_get(self, ekey: bytes) -> bytes | None:
+        with self._unavailable_as_error():
+            pipe = self._client.pipeline(transaction=False)  # one round trip for both
+            pipe.hget(self._staged_key, ekey)
+            pipe.hget(self._committed_key, ekey)
+            staged, committed = pipe.execute()
+        if staged is not None:
+            return None if staged == _TOMBSTONE else staged
+        return committed
+
+    def _stored_items(self) -> Iterator[tuple[bytes, bytes]]:
+        with self._unavailable_as_error():
+            # the client does not decode replies, so every key and value is bytes
+            staged = cast(dict[bytes, bytes], self._client.hgetall(self._staged_key))
+            # HSCAN may return an entry twice (when the hash is resized meanwhile)
+            seen: set[bytes] = set()
+            pairs = cast(Iterator[tuple[bytes, bytes]],
+                         self._client.hscan_iter(self._committed_key, count=_SCAN_COUNT))
+            for ekey, evalue in pairs:
+                if ekey not in staged and ekey not in seen:
+                    seen.add(ekey)
+                    yield ekey, evalue
+        for ekey, maybe in staged.items():
+            if maybe != _TOMBSTONE:
+                yield ekey, maybe
+
+    def _stage(self, txid: int, changes: Changes) -> None:
+        with self._unavailable_as_error():
+            done, committed = self._prepare_script(keys=[self._staged_key, self._txids_key],
+                                                   args=[txid, *_flatten(changes)])
+        if done == 0:
+            raise self._already_committed(txid, int(committed))
+
+    def _commit(self, txid: int, changes: Changes) -> _Outcome:
+        with self._unavailable_as_error():
+            outcome, prepared = self._commit_script(
+                keys=[self._committed_key, self._staged_key, self._txids_key],
+                args=[txid, *_flatten(changes)])
+        if outcome == -1:
+            raise self._other_prepared(txid, int(prepared))
+        return {0: _Outcome.NOOP, 1: _Outcome.STAGED, 2: _Outcome.DIRECT}[outcome]
+
+    def _discard_staged(self) -> None:
+        with self._unavailable_as_error():
+            pipe = self._client.pipeline(transaction=True)  # MULTI/EXEC
+            pipe.delete(self._staged_key)
+            pipe.hdel(self._txids_key, "prepared")
+            pipe.execute()
+
+    @contextmanager
+    def _unavailable_as_error(self) -> Iterator[None]:
+        try:
+            yield
+        except self._errors as e:
+            if not _is_unavailable(e):
+                raise
+            cause = " ".join(str(e).split()) or type(e).__name__  # one line
+            raise StateUnavailableError(f"RedisStateProvider: Redis at {self._where} is "
+                                        f"unavailable: {cause}") from e
+
+
+def _flatten(changes: Changes) -> list[bytes]:
+    pairs: list[bytes] = []
+    for ekey, maybe in changes.items():
+        pairs += (ekey, _TOMBSTONE if maybe is None else maybe)
+    return pairs
+
+
+def _redis_errors() -> tuple[type[Exception], ...]:
+    from redis import exceptions
+
+    return (exceptions.ConnectionError, exceptions.TimeoutError, exceptions.ResponseError)
+
+
+def _is_unavailable(e: Exception) -> bool:
+    """Whether ``e`` means Redis cannot serve us now (rather than a bug in a command)."""
+    from redis import exceptions
+
+    if isinstance(e, exceptions.ConnectionError | exceptions.TimeoutError | exceptions.OutOfMemoryError
+                  | exceptions.ReadOnlyError):
+        return True
+    # MISCONF: Redis refuses writes because it cannot persist (e.g. a full disk)
+    return isinstance(e, exceptions.ResponseError) and str(e).startswith("MISCONF")
+
+
+class RedisStateProvider(StateProvider):
+    """State in Redis (Storm's ``RedisKeyValueStateProvider``); see the module docs."""
+
+    def new_state(self, namespace: str, conf: Mapping[str, Any], context: Any) -> KeyValueState:
+        """The state of ``namespace`` in the configured Redis (connects on first use)."""
+        cfg = provider_config(conf, "RedisStateProvider", DEFAULTS)
+        try:
+            redis_py = importlib.import_module("redis")
+        except ImportError as e:
+            raise ImportError("RedisStateProvider needs the redis package: "
+                              "pip install 'squall[redis]'") from e
+        from redis.backoff import ExponentialBackoff
+        from redis.retry import Retry
+
+        timeout = float(cfg["timeout"])
+        client = redis_py.Redis(
+            host=cfg["host"], port=int(cfg["port"]), db=int(cfg["db"]), password=cfg["password"],
+            socket_timeout=timeout, socket_connect_timeout=timeout,
+            # Two quick retries get past a pooled connection that died with a restarted
+            # server; longer outages surface as StateUnavailableError for the caller to handle.
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
+        )
+        return RedisKeyValueState(namespace, client, f"{cfg['host']}:{cfg['port']} (db {cfg['db']})")
