@@ -10,10 +10,8 @@ one Spark application.
 from __future__ import annotations
 
 import logging
-import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from squall.api.config import SQUALL_SPARK_MASTER
@@ -22,10 +20,12 @@ from squall.api.topology import StormTopology
 from squall.local.cluster import _with_parallelism
 from squall.runtime.plan import make_plan
 from squall.runtime.submission import check_name, prepare_conf
+from squall.spark import settings as S
 from squall.spark.context import DEFAULT_MASTER, cluster_slots, start_spark_context
 from squall.spark.errors import InsufficientSlotsError, SparkSetupError
 from squall.spark.master import TopologyMaster
-from squall.spark.shipping import ship_user_modules
+from squall.spark.settings import setting
+from squall.spark.shipping import forget_shipped, ship_user_modules
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -51,8 +51,6 @@ class SparkCluster:
         self._owns_sc = False
         self._topologies: dict[str, TopologyMaster] = {}
         self._lock = threading.RLock()
-        self._work_dir = Path(tempfile.mkdtemp(prefix="squall-spark-"))
-        self._shipped: set[str] = set()
 
     def __enter__(self) -> SparkCluster:
         return self
@@ -90,6 +88,7 @@ class SparkCluster:
                 self.kill_topology(name, wait_secs=0)
             if self._sc is not None and self._owns_sc:
                 self._sc.stop()
+                forget_shipped(self._sc)
             self._sc = None
 
     # ---- submission ------------------------------------------------------------------
@@ -110,16 +109,16 @@ class SparkCluster:
             merged[SQUALL_SPARK_MASTER] = sc.master
             plan = make_plan(topology, merged)
             self._check_slots(sc, name, plan.num_workers, merged)
-            ship_user_modules(sc, self._work_dir, self._shipped)
+            ship_user_modules(sc)
             master = TopologyMaster(name, topology, merged, plan, sc,
-                                    active=not merged.get("squall.topology.start.inactive"))
+                                    active=not setting(merged, S.START_INACTIVE))
             master.start()
             self._topologies[name] = master
 
     def _check_slots(self, sc: SparkContext, name: str, workers: int, conf: dict,
                      exclude: str | None = None) -> None:
-        slots = cluster_slots(sc, sc.master, float(conf.get("squall.spark.executor.wait.secs", 30)),
-                              conf.get("squall.spark.master.ui.url"))
+        slots = cluster_slots(sc, str(sc.master), float(setting(conf, S.EXECUTOR_WAIT)),
+                              setting(conf, S.MASTER_UI_URL))
         used = sum(m.plan.num_workers for n, m in self._topologies.items() if n != exclude)
         if workers + used > slots:
             taken = f", {used} of them taken by running topologies" if used else ""

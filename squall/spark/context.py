@@ -32,6 +32,7 @@ SPARK_DEFAULTS = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.ui.enabled": "false",
     "spark.scheduler.mode": "FAIR",
+    "spark.ui.showConsoleProgress": "false",
     # a worker is one long-lived task: a fresh Python process per launch keeps a
     # relaunched worker free of what the dead one left behind (modules, threads)
     "spark.python.worker.reuse": "false",

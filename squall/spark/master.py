@@ -18,6 +18,7 @@ Tuples it held are replayed by the spouts' message timeouts.
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -35,7 +36,9 @@ from squall.runtime.info import topology_info
 from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
-from squall.spark.registry import WorkerRegistry
+from squall.spark import settings as S
+from squall.spark.registry import Incarnation, Slot, WorkerRegistry
+from squall.spark.settings import setting
 from squall.spark.worker_main import WorkerSpec, spark_task
 
 if TYPE_CHECKING:
@@ -48,14 +51,15 @@ STOP_TIMEOUT = 30.0
 
 
 def _job_error(e: BaseException) -> str:
-    """The useful line of a Spark job failure (Py4J errors carry pages of JVM trace)."""
+    """The useful part of a Spark job failure (Py4J errors carry pages of JVM trace)."""
     text = str(e)
     for marker in ("Python worker exited unexpectedly", "RuntimeError: squall", "TopologyStartError",
-                   "ModuleNotFoundError", "Exception:", "Error:"):
-        for line in text.splitlines():
-            if marker in line:
-                return line.strip()[:500]
-    return (text.splitlines() or [type(e).__name__])[0][:500]
+                   "ModuleNotFoundError", "Task killed", "cancelled"):
+        at = text.find(marker)
+        if at >= 0:
+            return text[at:].split(". Consider")[0].splitlines()[0][:300]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return (lines[0] if lines else type(e).__name__)[:300]
 
 
 class TopologyMaster:
@@ -74,14 +78,14 @@ class TopologyMaster:
         self.started_at = time.monotonic()
         self.registry = WorkerRegistry(
             plan.num_workers,
-            heartbeat_timeout=float(conf.get("squall.spark.worker.heartbeat.timeout.secs", 10)),
-            start_timeout=float(conf.get("squall.spark.worker.start.timeout.secs", 120)),
+            heartbeat_timeout=float(setting(conf, S.HEARTBEAT_TIMEOUT)),
+            start_timeout=float(setting(conf, S.START_TIMEOUT)),
         )
-        self._heartbeat = float(conf.get("squall.spark.worker.heartbeat.secs", 1.0))
+        self._heartbeat = float(setting(conf, S.HEARTBEAT))
         self._ctx = zmq.Context()
         self._router = self._ctx.socket(zmq.ROUTER)
         self._router.setsockopt(zmq.LINGER, 0)
-        host = conf.get("squall.spark.master.bind.host", "127.0.0.1")
+        host = setting(conf, S.MASTER_BIND_HOST)
         self.address = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{host}')}"
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._jobs: dict[tuple[int, int], threading.Thread] = {}
@@ -97,10 +101,10 @@ class TopologyMaster:
 
     def start(self, timeout: float | None = None) -> None:
         """Launch every worker; return once all have opened their tasks, else raise."""
-        timeout = timeout or float(self.conf.get("squall.spark.worker.start.timeout.secs", 120))
+        timeout = timeout or float(setting(self.conf, S.START_TIMEOUT))
         self._thread.start()
         for i in range(self.plan.num_workers):
-            self._post(lambda i=i: self._launch(i))
+            self._post(functools.partial(self._launch, i))
         if not self._start_done.wait(timeout):
             self._start_error = f"workers did not start within {timeout:.0f}s: {self._start_state()}"
         if self._start_error is not None:
@@ -199,9 +203,9 @@ class TopologyMaster:
         spec = WorkerSpec(
             topology_name=self.name, topology=self.topology, conf=self.conf, plan=self.plan,
             index=index, launch=launch, master_address=self.address,
-            bind_host=self.conf.get("squall.spark.worker.bind.host", "127.0.0.1"),
+            bind_host=setting(self.conf, S.WORKER_BIND_HOST),
             heartbeat_secs=self._heartbeat,
-            master_timeout_secs=float(self.conf.get("squall.spark.master.timeout.secs", 30)),
+            master_timeout_secs=float(setting(self.conf, S.MASTER_TIMEOUT)),
         )
         thread = threading.Thread(target=self._run_job, args=(spec,), daemon=True,
                                   name=f"squall-job-{self.name}-{index}-{launch}")
@@ -227,8 +231,9 @@ class TopologyMaster:
         self._post(lambda: self._job_ended(spec.index, spec.launch, result, error))
 
     def _job_ended(self, index: int, launch: int, result: Any, error: str | None) -> None:
-        if self._stopping or launch != self.registry.slots[index].launch:
-            return  # a worker we stopped, or one already declared dead and relaunched
+        slot = self.registry.slots[index]
+        if self._stopping or launch != slot.launch or slot.relaunch_at is not None:
+            return  # a worker we stopped, or one already declared dead (relaunch pending)
         status = result[0]["status"] if result else "failed"
         if status == "start_failed" and self._starting:
             return  # reported by its "started" message; the submit fails
@@ -341,18 +346,24 @@ class TopologyMaster:
         now = time.monotonic()
         workers = []
         for slot in registry.slots:
-            inc = slot.current
-            workers.append({
-                "worker": slot.index, "tasks": self.plan.worker_tasks(slot.index),
-                "host": inc.host if inc else None, "pid": inc.pid if inc else None,
-                "address": inc.address if inc else None, "launch": slot.launch,
-                "attempt": inc.attempt if inc else None, "restarts": slot.restarts,
-                "state": "RUNNING" if inc and inc.started else ("STARTING" if inc else "RESTARTING"),
-                "uptime_secs": round(now - inc.registered_at, 3) if inc else 0.0,
-                "last_error": slot.last_error,
-            })
+            current = slot.current
+            workers.append(self._worker_info(slot, current, now))
         return topology_info(self.name, self.status, self.plan, metrics, list(self.errors),
                              now - self.started_at, workers=workers)
+
+    def _worker_info(self, slot: Slot, inc: Incarnation | None, now: float) -> dict:
+        if inc is None:
+            state = "RESTARTING" if slot.restarts or slot.relaunch_at is not None else "STARTING"
+            return {"worker": slot.index, "tasks": self.plan.worker_tasks(slot.index), "host": None,
+                    "pid": None, "address": None, "launch": slot.launch, "attempt": None,
+                    "restarts": slot.restarts, "state": state, "uptime_secs": 0.0,
+                    "last_error": slot.last_error}
+        return {
+            "worker": slot.index, "tasks": self.plan.worker_tasks(slot.index), "host": inc.host,
+            "pid": inc.pid, "address": inc.address, "launch": slot.launch, "attempt": inc.attempt,
+            "restarts": slot.restarts, "state": "RUNNING" if inc.started else "STARTING",
+            "uptime_secs": round(now - inc.registered_at, 3), "last_error": slot.last_error,
+        }
 
     def _close(self) -> None:
         self._running = False

@@ -81,11 +81,12 @@ def prepare_environment(local_ip: str = "127.0.0.1") -> None:
     """Point Spark's Python workers at this interpreter and keep Spark on ``local_ip``.
 
     Executors run ``PYSPARK_PYTHON`` (by default ``python3`` on PATH, which lacks this
-    virtualenv's packages), so both variables are set to ``sys.executable`` unless the
-    user has set them.
+    virtualenv's packages), so both variables are set to ``sys.executable``. A cluster
+    whose executors need another interpreter path sets ``spark.pyspark.python``, which
+    Spark prefers to the variable.
     """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", local_ip)
 
 

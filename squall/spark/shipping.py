@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import shutil
 import site
 import sys
 import sysconfig
+import tempfile
 import zipfile
 from pathlib import Path
 from types import ModuleType
@@ -75,22 +77,36 @@ def build_zip(modules: dict[str, Path]) -> bytes:
     return buf.getvalue()
 
 
-def ship_user_modules(sc: SparkContext, work_dir: Path, shipped: set[str]) -> str | None:
+def ship_user_modules(sc: SparkContext) -> str | None:
     """Add a zip of the user's modules to ``sc`` unless this content was shipped already.
 
-    Returns the zip's path, or None when there is nothing new to ship. The name carries
-    the content hash: Spark refuses a second file of the same name with other content.
+    Returns the zip's path, or None when there is nothing new to ship. What was shipped is
+    remembered on the SparkContext itself, since several ``SparkCluster`` objects may share
+    it, and Spark refuses a second file of the same name from another path (the name
+    carries the content hash, so changed code gets a new name).
     """
     modules = user_modules()
     if not modules:
         return None
     data = build_zip(modules)
     digest = hashlib.sha1(data).hexdigest()[:16]
+    state = getattr(sc, "_squall_shipping", None)
+    if state is None:
+        state = (Path(tempfile.mkdtemp(prefix="squall-spark-")), set[str]())
+        sc._squall_shipping = state  # type: ignore[attr-defined]
+    work_dir, shipped = state
     if digest in shipped:
         return None
-    work_dir.mkdir(parents=True, exist_ok=True)
     path = work_dir / f"squall-user-{digest}.zip"
     path.write_bytes(data)
     sc.addPyFile(str(path))
     shipped.add(digest)
     return str(path)
+
+
+def forget_shipped(sc: SparkContext) -> None:
+    """Delete the zips shipped to ``sc``; call once it has stopped (it serves them till then)."""
+    state = getattr(sc, "_squall_shipping", None)
+    if state is not None:
+        shutil.rmtree(state[0], ignore_errors=True)
+        sc._squall_shipping = None  # type: ignore[attr-defined]

@@ -115,6 +115,9 @@ class CountBolt(Bolt):
 class UnpicklableBolt(Bolt):
     """Pickles fine on the client; its ``__setstate__`` raises when a worker unpickles it."""
 
+    def __init__(self) -> None:
+        self.note = "pickle calls __setstate__ only for a non-empty state"
+
     def __setstate__(self, state) -> None:
         raise RuntimeError("this bolt refuses to be unpickled")
 

@@ -1,0 +1,44 @@
+"""The ``squall.spark.*`` configuration keys: each with its default and meaning, in one place.
+
+They go in the topology's conf like Storm's keys. ``spark.*`` keys in the conf of the
+first topology (and ``SparkCluster(spark_conf=...)``) are passed to the SparkContext.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from squall.api.config import SQUALL_SPARK_MASTER, Setting
+
+MASTER = SQUALL_SPARK_MASTER
+MASTER_BIND_HOST = "squall.spark.master.bind.host"
+MASTER_TIMEOUT = "squall.spark.master.timeout.secs"
+MASTER_UI_URL = "squall.spark.master.ui.url"
+WORKER_BIND_HOST = "squall.spark.worker.bind.host"
+HEARTBEAT = "squall.spark.worker.heartbeat.secs"
+HEARTBEAT_TIMEOUT = "squall.spark.worker.heartbeat.timeout.secs"
+START_TIMEOUT = "squall.spark.worker.start.timeout.secs"
+EXECUTOR_WAIT = "squall.spark.executor.wait.secs"
+START_INACTIVE = "squall.topology.start.inactive"
+
+SPARK_SETTINGS: tuple[Setting, ...] = (
+    Setting(MASTER, "local[*]", "Spark master: local[N], spark://host:port, yarn, k8s://..."),
+    Setting(MASTER_BIND_HOST, "127.0.0.1", "host the topology master's coordination socket binds"),
+    Setting(MASTER_TIMEOUT, 30.0, "seconds a worker runs on without word from the master"),
+    Setting(MASTER_UI_URL, None, "standalone master's JSON URL for counting cores "
+                                 "(default http://<master host>:8080/json)"),
+    Setting(WORKER_BIND_HOST, "127.0.0.1", "host each worker's receive socket binds"),
+    Setting(HEARTBEAT, 1.0, "seconds between a worker's heartbeats (they carry its metrics)"),
+    Setting(HEARTBEAT_TIMEOUT, 10.0, "seconds of silence after which a worker is declared dead"),
+    Setting(START_TIMEOUT, 120.0, "seconds a launched worker has to register and open its tasks"),
+    Setting(EXECUTOR_WAIT, 30.0, "seconds to wait for a cluster's first executor when counting slots"),
+    Setting(START_INACTIVE, False, "submit with the spouts deactivated"),
+)
+
+_DEFAULTS = {s.key: s.default for s in SPARK_SETTINGS}
+
+
+def setting(conf: dict, key: str) -> Any:
+    """``conf[key]``, or the key's default."""
+    value = conf.get(key)
+    return _DEFAULTS[key] if value is None else value
