@@ -132,25 +132,30 @@ class CheckpointCoordinator:
 class Barrier:
     """Collects one checkpoint's tuples from every upstream task (alignment per task).
 
-    A bolt acts on checkpoint (txid, action) once it has arrived from all ``expected``
-    upstream tasks. Tuples on other streams are not held back meanwhile (as Storm): a
-    bolt with several inputs may count tuples that arrived after the barrier on one input
-    into the transaction, which at-least-once allows (they may be counted again on replay).
+    A bolt acts on checkpoint (txid, action) once it has arrived from each of the
+    ``expected`` upstream tasks. A second copy from the same task (a retried checkpoint)
+    replaces the first, so retries never stand in for a task that has not delivered.
+    Tuples on other streams are not held back meanwhile (as Storm): a bolt with several
+    inputs may count tuples that arrived after the barrier on one input into the
+    transaction, which at-least-once allows (they may be counted again on replay).
     """
 
     def __init__(self, expected: int) -> None:
         self.expected = expected
         self.key: tuple[int, str] | None = None
-        self.items: list = []
+        self.arrived: dict[int, object] = {}
 
-    def add(self, txid: int, action: str, item: object) -> tuple[list, list]:
-        """Add one arrival; returns (complete items, superseded items)."""
+    def add(self, txid: int, action: str, source: int, item: object) -> tuple[list, list]:
+        """Add ``item`` from task ``source``; returns (complete items, superseded items)."""
         superseded: list = []
         if self.key != (txid, action):
-            superseded, self.items = self.items, []
+            superseded, self.arrived = list(self.arrived.values()), {}
             self.key = (txid, action)
-        self.items.append(item)
-        if len(self.items) >= self.expected:
-            done, self.items, self.key = self.items, [], None
+        previous = self.arrived.get(source)
+        if previous is not None:
+            superseded.append(previous)
+        self.arrived[source] = item
+        if len(self.arrived) >= self.expected:
+            done, self.arrived, self.key = list(self.arrived.values()), {}, None
             return done, superseded
         return [], superseded

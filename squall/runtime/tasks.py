@@ -242,7 +242,7 @@ class BoltTask(Task):
             self.collector.ack(tup)
             return
         txid, action = tup.values
-        done, superseded = barrier.add(txid, action, tup)
+        done, superseded = barrier.add(txid, action, tup.task, tup)
         for old in superseded:  # an earlier checkpoint that never completed here
             self.collector.fail(old)
         if not done:

@@ -10,6 +10,7 @@ from squall.runtime.stateful import state_namespace
 from squall.state import load_provider
 from tests.integration.components import FAULTS, RECORD, ListSpout, SplitBolt, StatefulCount
 from tests.integration.test_acking import wait_for
+from tests.redis_server import RedisServer
 
 SENTENCES = [["the cow jumped over the moon"], ["an apple a day keeps the doctor away"],
              ["four score and seven years ago"], ["snow white and the seven dwarfs"],
@@ -61,15 +62,22 @@ def run_until_acked(cluster, name, c, sentences, n_acked):
     )
 
 
-@pytest.fixture(params=["memory", "local"])
+@pytest.fixture(params=["memory", "local", "redis"])
 def provider(request, tmp_path):
     if request.param == "memory":
         from squall.state import memory
 
         memory.clear()
-        return {"topology.state.provider": "squall.state.memory.InMemoryStateProvider"}
-    return {"topology.state.provider": "squall.state.local.LocalStateProvider",
-            "topology.state.provider.config": {"path": str(tmp_path / "state")}}
+        yield {"topology.state.provider": "squall.state.memory.InMemoryStateProvider"}
+    elif request.param == "local":
+        yield {"topology.state.provider": "squall.state.local.LocalStateProvider",
+               "topology.state.provider.config": {"path": str(tmp_path / "state")}}
+    else:
+        server = RedisServer(tmp_path / "redis")
+        server.start()
+        yield {"topology.state.provider": "squall.state.redis.RedisStateProvider",
+               "topology.state.provider.config": {"host": server.host, "port": server.port}}
+        server.stop()
 
 
 def test_stateful_word_count_commits_exact_counts_and_keeps_them_across_resubmit(provider):

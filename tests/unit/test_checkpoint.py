@@ -73,14 +73,23 @@ def test_one_checkpoint_in_flight_and_late_answers_ignored():
 
 def test_barrier_completes_only_when_every_upstream_task_delivered():
     b = Barrier(expected=3)
-    assert b.add(1, "PREPARE", "a") == ([], [])
-    assert b.add(1, "PREPARE", "b") == ([], [])
-    assert b.add(1, "PREPARE", "c") == (["a", "b", "c"], [])
-    assert b.add(1, "COMMIT", "a") == ([], [])
+    assert b.add(1, "PREPARE", 10, "a") == ([], [])
+    assert b.add(1, "PREPARE", 11, "b") == ([], [])
+    assert b.add(1, "PREPARE", 12, "c") == (["a", "b", "c"], [])
+    assert b.add(1, "COMMIT", 10, "a") == ([], [])
+
+
+def test_a_retried_checkpoint_from_one_task_does_not_stand_in_for_another():
+    b = Barrier(expected=2)
+    b.add(4, "COMMIT", 10, "first")
+    done, superseded = b.add(4, "COMMIT", 10, "retry")
+    assert done == [] and superseded == ["first"]
+    done, superseded = b.add(4, "COMMIT", 11, "other")
+    assert done == ["retry", "other"] and superseded == []
 
 
 def test_barrier_drops_an_incomplete_checkpoint_when_a_newer_one_arrives():
     b = Barrier(expected=2)
-    b.add(1, "PREPARE", "a")
-    done, superseded = b.add(1, "ROLLBACK", "x")
+    b.add(1, "PREPARE", 10, "a")
+    done, superseded = b.add(1, "ROLLBACK", 10, "x")
     assert done == [] and superseded == ["a"]
