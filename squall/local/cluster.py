@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from squall.api.errors import (
@@ -19,7 +19,7 @@ from squall.api.topology import StormTopology
 from squall.runtime.errors import ErrorLog
 from squall.runtime.info import topology_info
 from squall.runtime.plan import TaskPlan, make_plan
-from squall.runtime.submission import check_name, prepare_conf, prepare_topology
+from squall.runtime.submission import check_name, prepare_conf, prepare_topology, with_parallelism
 from squall.runtime.transport import InProcessHub
 from squall.runtime.worker import Worker
 
@@ -163,7 +163,7 @@ class LocalCluster:
         """
         with self._lock:
             running = self._get(name)
-            topology = _with_parallelism(running.topology, parallelism or {})
+            topology = with_parallelism(running.topology, parallelism or {})
             conf = dict(running.conf)
             if num_workers is not None:
                 conf["topology.workers"] = num_workers
@@ -196,20 +196,3 @@ class LocalCluster:
     def workers(self, name: str) -> list[Worker]:
         """The live workers of ``name`` (for tests and tools)."""
         return list(self._get(name).workers)
-
-
-def _with_parallelism(topology: StormTopology, parallelism: dict[str, int]) -> StormTopology:
-    components = dict(topology.components)
-    for cid, n in parallelism.items():
-        spec = components.get(cid)
-        if spec is None:
-            raise InvalidTopologyError(
-                f"rebalance names unknown component {cid!r}; known: {', '.join(sorted(components))}"
-            )
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise InvalidTopologyError(
-                f"rebalance: parallelism of {cid!r} must be a positive integer, got {n!r}"
-            )
-        tasks = n if spec.num_tasks == spec.parallelism else max(spec.num_tasks, n)
-        components[cid] = replace(spec, parallelism=n, num_tasks=tasks)
-    return StormTopology(components)

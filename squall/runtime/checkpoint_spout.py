@@ -44,7 +44,11 @@ class CheckpointSpout(Spout):
         self._state = load_provider(conf).new_state(f"{context.topology_name}/{CHECKPOINT_SPOUT}",
                                                     conf, context)
         saved = self._state.get(RECORD_KEY)  # type: ignore[attr-defined]
-        self._durable = TxState(saved[0], Phase(saved[1])) if saved else TxState()
+        # With no record (a first run, or an in-memory store that died with its process),
+        # start from the clock in ms: above any txid an earlier run of this name reached at
+        # one checkpoint per millisecond or slower, so surviving bolts never see txids go back.
+        first = TxState(int(time.time() * 1000), Phase.COMMITTED)
+        self._durable = TxState(saved[0], Phase(saved[1])) if saved else first
         self._coordinator = CheckpointCoordinator(self._durable, self._interval)
         log.info("checkpoint spout of %r recovers from %s", context.topology_name, self._durable)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from squall.api.config import effective_conf
@@ -84,3 +85,21 @@ def prepare_topology(topology: StormTopology) -> StormTopology:
     from squall.runtime.checkpoint_spout import add_checkpointing
 
     return add_checkpointing(topology)
+
+
+def with_parallelism(topology: StormTopology, parallelism: dict[str, int]) -> StormTopology:
+    """``topology`` with new parallelism per component (task counts grow with it)."""
+    components = dict(topology.components)
+    for cid, n in parallelism.items():
+        spec = components.get(cid)
+        if spec is None:
+            raise InvalidTopologyError(
+                f"rebalance names unknown component {cid!r}; known: {', '.join(sorted(components))}"
+            )
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InvalidTopologyError(
+                f"rebalance: parallelism of {cid!r} must be a positive integer, got {n!r}"
+            )
+        tasks = n if spec.num_tasks == spec.parallelism else max(spec.num_tasks, n)
+        components[cid] = replace(spec, parallelism=n, num_tasks=tasks)
+    return StormTopology(components)

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 from squall.api.config import SQUALL_SPARK_MASTER
 from squall.api.errors import AlreadyAliveError, NotAliveError
 from squall.api.topology import StormTopology
-from squall.local.cluster import _with_parallelism
 from squall.runtime.plan import make_plan
-from squall.runtime.submission import check_name, prepare_conf
+from squall.runtime.submission import check_name, prepare_conf, prepare_topology, with_parallelism
 from squall.spark import settings as S
 from squall.spark.context import DEFAULT_MASTER, cluster_slots, start_spark_context
 from squall.spark.errors import InsufficientSlotsError, SparkSetupError
@@ -102,6 +101,7 @@ class SparkCluster:
         """
         check_name(name)
         merged = prepare_conf(conf, topology)
+        topology = prepare_topology(topology)
         with self._lock:
             if name in self._topologies:
                 raise AlreadyAliveError(f"topology {name!r} is already running; kill it first")
@@ -165,7 +165,7 @@ class SparkCluster:
         """
         with self._lock:
             old = self._get(name)
-            topology = _with_parallelism(old.topology, parallelism or {})
+            topology = with_parallelism(old.topology, parallelism or {})
             conf = dict(old.conf)
             if num_workers is not None:
                 conf["topology.workers"] = num_workers

@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from squall import Bolt, Config, Fields, Spout, TopologyBuilder
+from squall import Bolt, Config, Fields, Spout, StatefulBolt, TopologyBuilder
 
 WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape"]
 
@@ -66,6 +66,8 @@ class SentenceSpout(Spout):
         self.acked.flush()
 
     def fail(self, msg_id) -> None:
+        with open(os.path.join(self.out_dir, f"failed-{os.getpid()}.txt"), "a") as f:
+            f.write(f"{msg_id}\n")
         self.todo.append(msg_id)
 
     def declare_output_fields(self, declarer) -> None:
@@ -110,6 +112,42 @@ class CountBolt(Bolt):
 
     def cleanup(self) -> None:
         self.out.close()
+
+
+class StatefulCountBolt(StatefulBolt):
+    """Counts words in its checkpointed KeyValueState."""
+
+    def prepare(self, conf, context, collector) -> None:
+        self.collector = collector
+
+    def init_state(self, state) -> None:
+        self.state = state
+
+    def execute(self, tup) -> None:
+        word = tup["word"]
+        self.state.put(word, self.state.get(word, 0) + 1)
+        self.collector.ack(tup)
+
+
+def stateful_wordcount(n: int, out_dir: str, state_dir: str, rate: float = 0.0, timeout: float = 5.0):
+    """(conf, topology) of a word count whose counts live in a LocalStateProvider."""
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", SentenceSpout(n, out_dir, rate), parallelism=1)
+    builder.set_bolt("split", SplitBolt(), parallelism=2).shuffle_grouping("sentences")
+    builder.set_bolt("count", StatefulCountBolt(), parallelism=2).fields_grouping("split", Fields("word"))
+    conf = Config()
+    conf.set_num_workers(2)
+    conf.set_message_timeout_secs(timeout)
+    conf.set_max_spout_pending(256)
+    conf["topology.state.checkpoint.interval.ms"] = 300
+    conf["topology.state.provider"] = "squall.state.local.LocalStateProvider"
+    conf["topology.state.provider.config"] = {"path": state_dir}
+    return conf, builder.create_topology()
+
+
+def replayed(out_dir: str) -> int:
+    """How many spout messages were failed (and so replayed)."""
+    return sum(len(f.read_text().split()) for f in Path(out_dir).glob("failed-*.txt"))
 
 
 class UnpicklableBolt(Bolt):
