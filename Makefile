@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml scripts/setup.sh scripts/setup-java.sh scripts/setup-re
 setup: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m examples.word_count --seconds 5 --workers 2
+	$(PY) -m examples.word_count --seconds 10 --workers 2
 
 test: $(STAMP)
 	$(PY) -m pytest

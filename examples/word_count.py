@@ -3,36 +3,38 @@
     sentence (RandomSentenceSpout) --shuffle--> split (SplitSentence)
                                    --fields("word")--> count (WordCount)
 
-Two ways to run it on a ``LocalCluster``::
+It runs on the embedded default, Spark ``local[*]``, or in this process::
 
-    python -m examples.word_count --seconds 5          # endless spout; top 10 and throughput
-    python -m examples.word_count --sentences 10000    # N sentences; waits for every ack and
-                                                       # prints exact, reproducible counts
+    python -m examples.word_count --seconds 10                  # Spark local[*]; top words, throughput
+    python -m examples.word_count --runtime local --seconds 5   # LocalCluster (no Spark)
+    python -m examples.word_count --sentences 10000             # N sentences; waits for every ack
+                                                                # and prints exact counts
+    python -m examples.word_count --master spark://127.0.0.1:7077   # a Spark cluster
 
 (``python examples/word_count.py ...`` works as well.)
 
 The spout emits every sentence with a message id, so the ackers track each sentence's tuple
-tree; a sentence that fails or times out is emitted again. The count bolt publishes its
-counts through :mod:`examples._results`, which the main program reads once every sentence is
-acked (an acked sentence is a counted one: ``WordCount`` counts before its input is acked).
+tree; a sentence that fails or times out is emitted again. Each count task writes its counts
+to a JSON file in a results directory every second and when it stops; the program sums them
+once the topology is killed. On a Spark cluster of several machines that directory must be
+one the executors share (the default, a temporary directory, suits ``local[*]``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import os
 import random
 import sys
+import tempfile
 import time
 from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 
 from squall import BasicBolt, Config, Fields, LocalCluster, Spout, TopologyBuilder
-
-if __package__ in (None, ""):  # run as a script: make the ``examples`` package importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from examples import _results  # noqa: E402
 
 TOPOLOGY_NAME = "word-count"
 
@@ -117,32 +119,55 @@ class SplitSentence(BasicBolt):
 
 
 class WordCount(BasicBolt):
-    """Counts words and emits ``[word, count]``; publishes its counts to ``_results``."""
+    """Counts words and emits ``[word, count]``; saves its counts to ``results_dir``.
+
+    Counts are written to ``count-<task>.json`` on every tick (each second) and at cleanup,
+    through a temporary file and a rename, so a reader never sees half a file.
+    """
+
+    def __init__(self, results_dir: str) -> None:
+        self.results_dir = results_dir
 
     def prepare(self, conf: dict, context: Any) -> None:
-        self.counts = _results.register(context.topology_name, ("count", context.task_id))
+        self.counts: Counter = Counter()
+        self.path = Path(self.results_dir) / f"count-{context.task_id}.json"
 
     def execute(self, tup: Any, collector: Any) -> None:
+        if tup.is_tick():
+            self.save()
+            return
         word = tup[0]
         counts = self.counts
         counts[word] += 1
         collector.emit([word, counts[word]])
 
+    def save(self) -> None:
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.counts))
+        tmp.replace(self.path)
+
+    def cleanup(self) -> None:
+        self.save()
+
+    def get_component_configuration(self) -> dict:
+        return {"topology.tick.tuple.freq.secs": 1}
+
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(Fields("word", "count"))
 
 
-def build_topology(*, sentences: int | None = None, seed: int | None = None,
+def build_topology(results_dir: str, *, sentences: int | None = None, seed: int | None = None,
                    spouts: int = 5, splitters: int = 8, counters: int = 12) -> Any:
     """The word count topology; parallelism as storm-starter's (5, 8, 12) by default.
 
     ``sentences`` makes the spout finite (that many sentences in all), ``seed`` makes its
-    choice of sentences reproducible.
+    choice of sentences reproducible; the counts land in ``results_dir``.
     """
     builder = TopologyBuilder()
     builder.set_spout("sentence", RandomSentenceSpout(limit=sentences, seed=seed), parallelism=spouts)
     builder.set_bolt("split", SplitSentence(), parallelism=splitters).shuffle_grouping("sentence")
-    builder.set_bolt("count", WordCount(), parallelism=counters).fields_grouping("split", Fields("word"))
+    builder.set_bolt("count", WordCount(results_dir), parallelism=counters).fields_grouping(
+        "split", Fields("word"))
     return builder.create_topology()
 
 
@@ -156,12 +181,11 @@ def expected_counts(sentences: int, seed: int, spouts: int = 5) -> Counter:
     return expected
 
 
-def word_counts(topology_name: str = TOPOLOGY_NAME) -> Counter:
-    """The counts published by every count task of ``topology_name``, summed."""
+def word_counts(results_dir: str) -> Counter:
+    """The counts saved by every count task in ``results_dir``, summed."""
     total: Counter = Counter()
-    for key, counter in _results.snapshot(topology_name).items():
-        if key[0] == "count":
-            total.update(counter)
+    for path in Path(results_dir).glob("count-*.json"):
+        total.update(json.loads(path.read_text()))
     return total
 
 
@@ -180,32 +204,46 @@ def wait_for_acks(cluster: Any, name: str, spout: str, target: int, timeout: flo
         time.sleep(0.05)
 
 
+def make_cluster(runtime: str, master: str | None) -> Any:
+    """A ``LocalCluster``, or a ``SparkCluster`` on ``master`` (default ``local[*]``)."""
+    if runtime == "local":
+        return LocalCluster()
+    from squall.spark import SparkCluster  # pyspark loads only when asked for
+
+    return SparkCluster(master=master or "local[*]")
+
+
 def run(*, seconds: float = 5.0, workers: int = 2, sentences: int | None = None,
         seed: int | None = None, max_spout_pending: int | None = 1000,
-        timeout: float = 120.0) -> dict:
-    """Run the topology on a ``LocalCluster``; returns counts and figures.
+        runtime: str = "spark", master: str | None = None, timeout: float = 180.0) -> dict:
+    """Run the topology; returns counts and figures.
 
-    Endless (``sentences=None``) it runs ``seconds``; finite, until every sentence is acked.
+    Endless (``sentences=None``) it runs ``seconds`` after the first sentence is acked (so
+    Spark's start-up is not counted); finite, until every sentence is acked.
     """
-    topology = build_topology(sentences=sentences, seed=seed)
+    results_dir = tempfile.mkdtemp(prefix="squall-wordcount-")
+    topology = build_topology(results_dir, sentences=sentences, seed=seed)
     conf = Config()
     conf.set_num_workers(workers)
     conf.set_max_spout_pending(max_spout_pending)
-    _results.reset(TOPOLOGY_NAME)
-    with LocalCluster() as cluster:
+    with make_cluster(runtime, master) as cluster:
+        print(f"submitting {TOPOLOGY_NAME!r} to {runtime} ({workers} workers)...", flush=True)
         cluster.submit_topology(TOPOLOGY_NAME, conf, topology)
-        started = time.monotonic()
         if sentences is None:
+            first = wait_for_acks(cluster, TOPOLOGY_NAME, "sentence", 1, timeout)
+            started, acked0 = time.monotonic(), first["components"]["sentence"]["acked"]
+            print(f"running for {seconds:.0f}s...", flush=True)
             time.sleep(seconds)
             info = cluster.get_topology_info(TOPOLOGY_NAME)
         else:
+            started, acked0 = time.monotonic(), 0
             info = wait_for_acks(cluster, TOPOLOGY_NAME, "sentence", sentences, timeout)
         elapsed = time.monotonic() - started
-        cluster.kill_topology(TOPOLOGY_NAME)
+        cluster.kill_topology(TOPOLOGY_NAME, wait_secs=0)
     spout = info["components"]["sentence"]
     return {
-        "counts": word_counts(TOPOLOGY_NAME),
-        "acked": spout["acked"],
+        "counts": word_counts(results_dir),
+        "acked": spout["acked"] - acked0,
         "failed": spout["failed"],
         "elapsed_s": elapsed,
         "complete_latency_ms": spout["complete_latency_ms"],
@@ -216,7 +254,10 @@ def run(*, seconds: float = 5.0, workers: int = 2, sentences: int | None = None,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="how long to run (endless mode)")
-    parser.add_argument("--workers", type=int, default=2, help="worker threads (default 2)")
+    parser.add_argument("--runtime", choices=("spark", "local"), default="spark",
+                        help="spark (the embedded default, local[*]) or local (LocalCluster)")
+    parser.add_argument("--master", default=None, help="Spark master (default local[*])")
+    parser.add_argument("--workers", type=int, default=2, help="workers (default 2)")
     parser.add_argument("--sentences", type=int, default=None,
                         help="emit exactly N sentences, wait for all acks, print exact counts")
     parser.add_argument("--seed", type=int, default=None,
@@ -225,10 +266,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="sentences in flight per spout task (default 1000)")
     parser.add_argument("--top", type=int, default=10, help="how many words to print (default 10)")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     seed = args.seed if args.seed is not None or args.sentences is None else 42
 
     result = run(seconds=args.seconds, workers=args.workers, sentences=args.sentences,
-                 seed=seed, max_spout_pending=args.max_spout_pending)
+                 seed=seed, max_spout_pending=args.max_spout_pending, runtime=args.runtime,
+                 master=args.master)
     counts: Counter = result["counts"]
     ok = not result["errors"]
 
