@@ -22,7 +22,6 @@ TOPOLOGY_STATS_SAMPLE_RATE = "topology.stats.sample.rate"
 TOPOLOGY_BACKPRESSURE_HIGH = "topology.backpressure.water.mark.high"
 TOPOLOGY_BACKPRESSURE_LOW = "topology.backpressure.water.mark.low"
 SQUALL_TRANSFER_BATCH_SIZE = "squall.transfer.batch.size"
-SQUALL_TRANSFER_FLUSH_MS = "squall.transfer.flush.interval.ms"
 SQUALL_SPARK_MASTER = "squall.spark.master"
 
 
@@ -52,7 +51,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(TOPOLOGY_BACKPRESSURE_HIGH, 0.8, "queue fill that stops the spouts"),
     Setting(TOPOLOGY_BACKPRESSURE_LOW, 0.2, "queue fill that lets the spouts run again"),
     Setting(SQUALL_TRANSFER_BATCH_SIZE, 512, "tuples per batch sent to another worker"),
-    Setting(SQUALL_TRANSFER_FLUSH_MS, 2, "longest wait before a partial batch is sent"),
+    Setting("squall.metrics.window.secs", 10, "window over which capacity is computed"),
 )
 
 DEFAULTS: dict[str, Any] = {s.key: s.default for s in SETTINGS}

@@ -73,6 +73,16 @@ def aggregate(metrics: list[TaskMetrics]) -> dict:
         return sum(getattr(m, total) for m in metrics) / n if n else 0.0
 
     recent = sorted(x for m in metrics for x in list(m.complete_recent))
+    by_task = {
+        m.task: {
+            "emitted": m.emitted, "transferred": m.transferred, "acked": m.acked,
+            "failed": m.failed, "executed": m.executed,
+            "execute_latency_ms": m.execute_latency_ms,
+            "process_latency_ms": m.process_latency_ms,
+            "complete_latency_ms": m.complete_latency_ms, "capacity": m.capacity,
+        }
+        for m in sorted(metrics, key=lambda m: m.task)
+    }
     return {
         "tasks": sorted(m.task for m in metrics),
         "emitted": sum(m.emitted for m in metrics),
@@ -86,4 +96,5 @@ def aggregate(metrics: list[TaskMetrics]) -> dict:
         "complete_latency_p50_ms": percentile(recent, 0.50, ordered=True),
         "complete_latency_p99_ms": percentile(recent, 0.99, ordered=True),
         "capacity": max((m.capacity for m in metrics), default=0.0),
+        "by_task": by_task,
     }

@@ -19,6 +19,7 @@ from tests.integration.components import (
     CountBolt,
     ListSpout,
     RaiseOnBolt,
+    SlowBolt,
     SplitBolt,
     TickBolt,
     TypeRecorder,
@@ -227,6 +228,20 @@ def test_leaving_the_with_block_kills_everything():
     assert len(RECORD["calls"]) == calls
 
 
+def test_capacity_shows_a_bolt_that_is_busy_all_the_time():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([[i] for i in range(400)]), 1)
+    b.set_bolt("slow", SlowBolt(0.004), 1).shuffle_grouping("spout")
+    b.set_bolt("idle", SlowBolt(0.0), 1).shuffle_grouping("spout")
+    c = conf(1, **{"topology.stats.sample.rate": 1.0, "squall.metrics.window.secs": 0.3})
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", c, b.create_topology())
+        time.sleep(1.0)
+        comps = cluster.get_topology_info("t")["components"]
+    assert comps["slow"]["capacity"] > 0.5
+    assert comps["idle"]["capacity"] < comps["slow"]["capacity"]
+
+
 def test_info_reports_components_workers_and_metrics():
     b = TopologyBuilder()
     b.set_spout("spout", ListSpout([["a b c"]] * 50), 2)
@@ -245,3 +260,7 @@ def test_info_reports_components_workers_and_metrics():
     assert comps["spout"]["tasks"] == [5, 6] and comps["count"]["tasks"] == [1, 2]
     assert sorted(t for w in info["workers"] for t in w["tasks"]) == list(range(1, 11))
     assert {"worker", "host", "pid", "tasks"} <= set(info["workers"][0])
+    per_task = comps["count"]["by_task"]
+    assert sorted(per_task) == [1, 2]
+    assert sum(t["acked"] for t in per_task.values()) == 150
+    assert comps["spout"]["by_task"][5]["acked"] + comps["spout"]["by_task"][6]["acked"] == 50
