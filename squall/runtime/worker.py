@@ -13,7 +13,6 @@ taken what was waiting. Bolts never stop, so queues drain and nothing is dropped
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 import time
@@ -21,21 +20,14 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-import cloudpickle
-
-from squall.api.components import BasicBolt, Bolt, Spout, StatefulBolt
-from squall.api.context import TopologyContext, WorkerTopologyContext
 from squall.api.errors import TopologyStartError
 from squall.api.fields import Fields
 from squall.api.topology import StormTopology
 from squall.api.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
-from squall.runtime.checkpoint import CHECKPOINT_STREAM, Barrier
-from squall.runtime.collectors import StreamRoute
+from squall.runtime.assembly import make_task
 from squall.runtime.errors import ErrorLog
 from squall.runtime.plan import ACKER, SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
-from squall.runtime.routing import DirectOnly, make_router
 from squall.runtime.serialization import CorruptFrameError, Encoder, SerializationError, frame, unframe
-from squall.runtime.stateful import StatefulBoltTask
 from squall.runtime.tasks import PENDING_BUCKETS, AckerTask, BoltTask, SpoutTask, Task
 from squall.runtime.transport import Transport
 
@@ -126,7 +118,7 @@ class Worker:
         local = set(worker_tasks)
         for ex in plan.worker_executors[self.index]:
             for task_id in ex.tasks:
-                task = self._make_task(ex.component, task_id, worker_tasks, local)
+                task = make_task(self, ex.component, task_id, worker_tasks, local)
                 if task is not None:
                     task.out_fields = {s: f for (c, s), f in self._fields.items()
                                        if c == ex.component}
@@ -137,58 +129,6 @@ class Worker:
             if peer != self.index:
                 self._out[peer] = []
                 self._unsent[peer] = deque()
-
-    def _make_task(self, comp: str, task_id: int, worker_tasks: list[int],
-                   local: set[int]) -> Task | None:
-        ctx = TopologyContext(self.topology_name, self.plan, worker_tasks, task_id, self.index)
-        if comp == SYSTEM:
-            return None  # the system task only names the source of ticks
-        if comp == ACKER:
-            return AckerTask(self, task_id, comp, ctx, self.conf)
-        spec = self.topology.components[comp]
-        conf = {**self.conf, **spec.conf}
-        try:
-            obj = cloudpickle.loads(spec.payload)
-        except Exception as e:  # noqa: BLE001 - any unpickling failure stops the start
-            raise TopologyStartError(
-                f"component {comp!r} ({spec.class_name}) cannot be unpickled in worker "
-                f"{self.index}: {type(e).__name__}: {e}"
-            ) from e
-        routes = self._routes(comp, task_id, ctx, local)
-        if isinstance(obj, Spout):
-            return SpoutTask(self, task_id, comp, ctx, conf, obj, routes)
-        if not isinstance(obj, (Bolt, BasicBolt)):
-            raise TopologyStartError(f"component {comp!r} is neither a spout nor a bolt")
-        cls = StatefulBoltTask if isinstance(obj, StatefulBolt) else BoltTask
-        bolt = cls(self, task_id, comp, ctx, conf, obj, routes)
-        senders = sum(len(self.plan.component_tasks[inp.component])
-                      for inp in spec.inputs if inp.stream == CHECKPOINT_STREAM)
-        if senders:
-            bolt.barrier = Barrier(senders)
-        return bolt
-
-    def _routes(self, comp: str, task_id: int, ctx: WorkerTopologyContext,
-                local: set[int]) -> dict[str, StreamRoute]:
-        routes = {}
-        for stream, sdef in self.topology.components[comp].streams.items():
-            routers = []
-            direct = None
-            for sub, grouping in self.topology.subscribers(comp, stream):
-                if grouping.kind == "custom":
-                    grouping = copy.deepcopy(grouping)  # each emitting task prepares its own
-                router = make_router(
-                    grouping, task=task_id, targets=self.plan.component_tasks[sub],
-                    local_tasks=local, stream=stream, stream_fields=sdef.fields,
-                    context=ctx, component=sub,
-                )
-                if isinstance(router, DirectOnly):
-                    direct = DirectOnly(sorted(set(direct.targets if direct else ()) | router.targets))
-                else:
-                    routers.append(router)
-            if sdef.direct:
-                direct = direct or DirectOnly([])
-            routes[stream] = StreamRoute(stream, len(sdef.fields), routers, direct)
-        return routes
 
     # ---- the data path (hot) -----------------------------------------------------------
 

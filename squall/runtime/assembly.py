@@ -1,0 +1,81 @@
+"""Turning a worker's share of the plan into task runners: unpickle, route, wire."""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING
+
+import cloudpickle
+
+from squall.api.components import BasicBolt, Bolt, Spout, StatefulBolt
+from squall.api.context import TopologyContext, WorkerTopologyContext
+from squall.api.errors import TopologyStartError
+from squall.runtime.checkpoint import CHECKPOINT_STREAM, Barrier
+from squall.runtime.collectors import StreamRoute
+from squall.runtime.plan import ACKER, SYSTEM
+from squall.runtime.routing import DirectOnly, make_router
+from squall.runtime.stateful import StatefulBoltTask
+from squall.runtime.tasks import AckerTask, BoltTask, SpoutTask, Task
+
+if TYPE_CHECKING:
+    from squall.runtime.worker import Worker
+
+
+def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
+              local: set[int]) -> Task | None:
+    """The runner of task ``task_id`` of ``comp`` in ``worker`` (None for ``__system``).
+
+    Each task unpickles its own instance of the component, so tasks never share one.
+    """
+    ctx = TopologyContext(worker.topology_name, worker.plan, worker_tasks, task_id, worker.index)
+    if comp == SYSTEM:
+        return None  # the system task only names the source of ticks
+    if comp == ACKER:
+        return AckerTask(worker, task_id, comp, ctx, worker.conf)
+    spec = worker.topology.components[comp]
+    conf = {**worker.conf, **spec.conf}
+    try:
+        obj = cloudpickle.loads(spec.payload)
+    except Exception as e:  # noqa: BLE001 - any unpickling failure stops the start
+        raise TopologyStartError(
+            f"component {comp!r} ({spec.class_name}) cannot be unpickled in worker "
+            f"{worker.index}: {type(e).__name__}: {e}"
+        ) from e
+    routes = make_routes(worker, comp, task_id, ctx, local)
+    if isinstance(obj, Spout):
+        return SpoutTask(worker, task_id, comp, ctx, conf, obj, routes)
+    if not isinstance(obj, (Bolt, BasicBolt)):
+        raise TopologyStartError(f"component {comp!r} is neither a spout nor a bolt")
+    cls = StatefulBoltTask if isinstance(obj, StatefulBolt) else BoltTask
+    bolt = cls(worker, task_id, comp, ctx, conf, obj, routes)
+    senders = sum(len(worker.plan.component_tasks[inp.component])
+                  for inp in spec.inputs if inp.stream == CHECKPOINT_STREAM)
+    if senders:
+        bolt.barrier = Barrier(senders)
+    return bolt
+
+
+def make_routes(worker: Worker, comp: str, task_id: int, ctx: WorkerTopologyContext,
+                local: set[int]) -> dict[str, StreamRoute]:
+    """Per declared stream of ``comp``: its arity and the routers of its subscribers."""
+    topology, plan = worker.topology, worker.plan
+    routes = {}
+    for stream, sdef in topology.components[comp].streams.items():
+        routers = []
+        direct = None
+        for sub, grouping in topology.subscribers(comp, stream):
+            if grouping.kind == "custom":
+                grouping = copy.deepcopy(grouping)  # each emitting task prepares its own
+            router = make_router(
+                grouping, task=task_id, targets=plan.component_tasks[sub],
+                local_tasks=local, stream=stream, stream_fields=sdef.fields,
+                context=ctx, component=sub,
+            )
+            if isinstance(router, DirectOnly):
+                direct = DirectOnly(sorted(set(direct.targets if direct else ()) | router.targets))
+            else:
+                routers.append(router)
+        if sdef.direct:
+            direct = direct or DirectOnly([])
+        routes[stream] = StreamRoute(stream, len(sdef.fields), routers, direct)
+    return routes
