@@ -221,3 +221,27 @@ def test_spout_replays_failed_tuples_until_all_are_acked():
         assert wait_for(lambda: len(RECORD["spout.failed"]) >= 6, timeout=5)
     assert sorted(m for _, m in RECORD["spout.acked"]) == [1, 3, 5]
     assert {m for _, m, _ in RECORD["spout.failed"]} == {0, 2, 4}
+
+
+class BlockingSpout(ListSpout):
+    """Blocks in next_tuple for ``block`` seconds once, after emitting its first tuples."""
+
+    def __init__(self, items, block):
+        super().__init__(items)
+        self.block = block
+
+    def next_tuple(self):
+        super().next_tuple()
+        if len(self.queue) == len(self.items) // 2 and self.block:
+            time.sleep(self.block)  # holds up the whole worker: nothing else may deadlock
+            self.block = 0
+
+
+def test_a_spout_blocking_in_next_tuple_does_not_deadlock_and_acks_catch_up():
+    items = [[i] for i in range(20)]
+    b = TopologyBuilder()
+    b.set_spout("spout", BlockingSpout(items, block=1.5), 1)
+    b.set_bolt("fwd", ForwardBolt(), 1).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(1, **{"topology.message.timeout.secs": 1}), b.create_topology())
+        assert wait_for(lambda: len({m for _, m in RECORD["spout.acked"]}) == 20, timeout=15)
