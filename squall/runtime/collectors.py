@@ -9,8 +9,8 @@ from random import getrandbits
 from typing import TYPE_CHECKING, Any
 
 from squall.api.errors import FailedException
-from squall.api.tuple import DEFAULT_STREAM, Tuple
-from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
+from squall.api.tuple import DEFAULT_STREAM, TICK_STREAM, Tuple
+from squall.runtime.plan import ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import DirectOnly, Router
 
 if TYPE_CHECKING:
@@ -20,13 +20,14 @@ if TYPE_CHECKING:
 class StreamRoute:
     """How one task emits on one stream: arity check and routers (or direct targets)."""
 
-    __slots__ = ("stream", "arity", "routers", "direct")
+    __slots__ = ("stream", "arity", "routers", "single", "direct")
 
     def __init__(self, stream: str, arity: int, routers: list[Router],
                  direct: DirectOnly | None) -> None:
         self.stream = stream
         self.arity = arity
         self.routers = routers
+        self.single = routers[0] if len(routers) == 1 else None  # the common case, called directly
         self.direct = direct
 
 
@@ -41,6 +42,21 @@ class _Emitter:
         self._component = task.component
 
     def _route(self, stream: str, values: Any) -> tuple[StreamRoute, list, list[int]]:
+        route = self._routes.get(stream)
+        if (route is None or route.direct is not None or type(values) is not list
+                or len(values) != route.arity):
+            return self._route_checked(stream, values)
+        values = values.copy()  # the caller may reuse its list after emit
+        single = route.single
+        if single is not None:
+            return route, values, single(values)
+        targets: list[int] = []
+        for r in route.routers:
+            targets.extend(r(values))
+        return route, values, targets
+
+    def _route_checked(self, stream: str, values: Any) -> tuple[StreamRoute, list, list[int]]:
+        """``_route`` for everything but a well-formed list: converts or raises clearly."""
         route = self._routes.get(stream)
         if route is None:
             raise ValueError(
@@ -153,6 +169,8 @@ class OutputCollector(_Emitter):
     def __init__(self, task: BoltTask, routes: dict[str, StreamRoute]) -> None:
         super().__init__(task, routes)
         self._bolt_task = task
+        self._send_ack = task.send_ack
+        self._acking = task.acking
 
     def emit(self, values: list, anchors: Tuple | list[Tuple] | None = None,
              stream: str = DEFAULT_STREAM) -> list[int]:
@@ -215,14 +233,13 @@ class OutputCollector(_Emitter):
         if tup._done:
             return
         tup._done = True
-        task = self._bolt_task
         ids = tup._ids
-        if ids and task.acking:
-            deliver = self._worker.deliver
+        if ids is not None and self._acking:
+            send_ack = self._send_ack
             extra = tup._ack_val
             for root, value in ids.items():
-                deliver(task.acker_for(root), task, ACK_ACK, [root, value ^ extra], None)
-        if not tup.stream.startswith("__"):
+                send_ack(root, value ^ extra)
+        if tup.stream is not TICK_STREAM:  # acking a tick is a no-op, not a metric
             m = self._metrics
             m.acked += 1
             if tup._t0:
@@ -238,7 +255,7 @@ class OutputCollector(_Emitter):
         if tup._ids and task.acking:
             for root in tup._ids:
                 self._worker.deliver(task.acker_for(root), task, ACK_FAIL, [root], None)
-        if not tup.stream.startswith("__"):
+        if tup.stream is not TICK_STREAM:
             self._metrics.failed += 1
 
     def reset_timeout(self, tup: Tuple) -> None:

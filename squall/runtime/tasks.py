@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("squall.task")
 PENDING_BUCKETS = 3
+_VERDICT_STREAMS = {"ack": ACK_ACK, "fail": ACK_FAIL, "reset": ACK_RESET}
 
 
 class Task:
@@ -55,11 +56,26 @@ class Task:
         ackers = worker.plan.acker_tasks
         self._ackers = ackers
         self._num_ackers = len(ackers)
+        self._local_ackers: list[AckerTask | None] = [None] * len(ackers)
         self.acking = bool(ackers)
+
+    def bind_ackers(self, tasks: dict[int, Task]) -> None:
+        """Note which acker tasks live in this worker (their ledger is updated in place)."""
+        self._local_ackers = [t if isinstance(t, AckerTask) else None
+                              for t in (tasks.get(a) for a in self._ackers)]
 
     def acker_for(self, root: int) -> int:
         """The acker task that keeps ``root``'s ledger (fields grouping on the root id)."""
         return self._ackers[root % self._num_ackers]
+
+    def send_ack(self, root: int, value: int) -> None:
+        """Tell ``root``'s acker that edges XOR-ing to ``value`` are done."""
+        i = root % self._num_ackers
+        acker = self._local_ackers[i]
+        if acker is not None:
+            acker.on_ack(root, value)
+        else:
+            self.worker.deliver(self._ackers[i], self, ACK_ACK, [root, value], None)
 
     def start(self) -> None:
         """Open or prepare the user component."""
@@ -309,8 +325,18 @@ class AckerTask(Task):
             return
         self.metrics.executed += 1
         if outcome is not None:
-            out = {"ack": ACK_ACK, "fail": ACK_FAIL, "reset": ACK_RESET}[outcome.kind]
-            self.worker.deliver(outcome.spout_task, self, out, [outcome.root], None)
+            self._tell(outcome)
+
+    def on_ack(self, root: int, value: int) -> None:
+        """An ack from a task of this worker (the hottest ledger message, taken directly)."""
+        self.metrics.executed += 1
+        outcome = self.ledger.ack(root, value)
+        if outcome is not None:
+            self._tell(outcome)
+
+    def _tell(self, outcome: Outcome) -> None:
+        stream = _VERDICT_STREAMS[outcome.kind]
+        self.worker.deliver(outcome.spout_task, self, stream, [outcome.root], None)
 
     def expire(self) -> int:
         """Drop roots older than the message timeout (their spouts fail them)."""

@@ -123,6 +123,8 @@ class Worker:
                     task.out_fields = {s: f for (c, s), f in self._fields.items()
                                        if c == ex.component}
                     self.tasks[task_id] = task
+        for task in self.tasks.values():
+            task.bind_ackers(self.tasks)
         self.spouts = [t for t in self.tasks.values() if isinstance(t, SpoutTask)]
         self.processors = [t for t in self.tasks.values() if not isinstance(t, SpoutTask)]
         for peer in range(plan.num_workers):
