@@ -20,3 +20,4 @@ echo "squall: installing squall with its dev and Spark extras"
 
 bash "$(dirname "$0")/setup-java.sh"
 bash "$(dirname "$0")/setup-redis.sh"
+bash "$(dirname "$0")/setup-zookeeper.sh"

@@ -30,6 +30,7 @@ _EXPORTS = {
     "NotAliveError": "squall.api.errors",
     "AlreadyAliveError": "squall.api.errors",
     "LocalCluster": "squall.local.cluster",
+    "submit_topology": "squall.cli.remote",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     )
     from squall.api.fields import Fields
     from squall.api.tuple import Tuple
+    from squall.cli.remote import submit_topology
     from squall.local.cluster import LocalCluster
 
 

@@ -4,10 +4,12 @@ Workers talk to the master over one ZeroMQ DEALER socket each; the master has a 
 Messages are msgpack maps with a ``t`` (type) key:
 
 worker -> master
-    ``register``  {worker, launch, attempt, pid, host, address}: a worker process is up
-                  and its receive socket is bound at ``address``.
+    ``register``  {worker, launch, attempt, pid, host, address, proof}: a worker process is
+                  up and its receive socket is bound at ``address``; ``proof`` is the tag
+                  of its identity under the topology's secret (see ``transport``).
     ``started``   {worker, launch, error}: its tasks are open (error None) or failed to open.
-    ``heartbeat`` {worker, launch, metrics, errors}: alive; task metrics; new errors.
+    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames}: alive; task metrics;
+                  new errors; frames dropped for lacking the topology's secret.
 master -> worker
     ``welcome``   {addresses, active}: registration accepted; the peers' addresses.
     ``addresses`` {addresses}: the address map changed (a worker came back elsewhere).

@@ -14,13 +14,19 @@ Failure handling: a worker whose job ends (its process died beyond Spark's own t
 retries) or that stays silent past the heartbeat timeout is declared dead: its job group
 is cancelled and the worker is launched again after a backoff (0.5 s doubling to 10 s).
 Tuples it held are replayed by the spouts' message timeouts.
+
+Versions: each worker runs one version of the topology's code (``WorkerCode``). A gray
+upgrade restarts chosen workers with another version while the others run on, so the
+topology briefly runs two versions side by side (same plan required, checked by Nimbus).
 """
 
 from __future__ import annotations
 
 import functools
+import hmac
 import logging
 import queue
+import secrets
 import threading
 import time
 from collections import deque
@@ -32,14 +38,15 @@ import zmq
 
 from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
-from squall.runtime.info import topology_info
-from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 from squall.spark import settings as S
-from squall.spark.registry import Incarnation, Slot, WorkerRegistry
+from squall.spark.errors import spark_job_error
+from squall.spark.master_info import master_info
+from squall.spark.registry import WorkerRegistry
 from squall.spark.settings import setting
-from squall.spark.worker_main import WorkerSpec, spark_task
+from squall.spark.transport import frame_tag
+from squall.spark.worker_main import WorkerCode, WorkerSpec, spark_task
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -50,29 +57,22 @@ START_FAILURES = 3  # job failures of one worker during submit before giving up
 STOP_TIMEOUT = 30.0
 
 
-def _job_error(e: BaseException) -> str:
-    """The useful part of a Spark job failure (Py4J errors carry pages of JVM trace)."""
-    text = str(e)
-    for marker in ("Python worker exited unexpectedly", "RuntimeError: squall", "TopologyStartError",
-                   "ModuleNotFoundError", "Task killed", "cancelled"):
-        at = text.find(marker)
-        if at >= 0:
-            return text[at:].split(". Consider")[0].splitlines()[0][:300]
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return (lines[0] if lines else type(e).__name__)[:300]
-
-
 class TopologyMaster:
     """Runs one topology's workers on Spark; see the module docstring."""
 
     def __init__(self, name: str, topology: StormTopology, conf: dict, plan: TaskPlan,
-                 sc: SparkContext, *, active: bool = True) -> None:
+                 sc: SparkContext, *, active: bool = True, code_path: str | None = None,
+                 version: int = 1, secret: bytes | None = None) -> None:
         self.name = name
         self.topology = topology
         self.conf = conf
         self.plan = plan
         self.sc = sc
         self.active = active
+        self.base = WorkerCode(version, topology, conf, code_path)
+        self.worker_code: dict[int, WorkerCode] = {}  # workers not running ``base``
+        # workers prove they have it when they register, and tag every frame with it
+        self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.status = "ACTIVE" if active else "INACTIVE"
         self.errors: deque[dict] = deque(maxlen=1000)
         self.started_at = time.monotonic()
@@ -146,6 +146,54 @@ class TopologyMaster:
         """``get_topology_info`` for this topology."""
         return self._call(self._info)
 
+    def run_version(self, indices: list[int], code: WorkerCode, timeout: float) -> None:
+        """Restart workers ``indices`` on ``code``; return once they run it, else raise.
+
+        The other workers run on untouched. Tuples the restarted workers held are
+        replayed by the spouts' timeouts, and their stateful tasks recover from the last
+        checkpoint, as after any worker failure.
+        """
+        def restart() -> dict[int, int]:
+            launches = {}
+            for index in indices:
+                if code.version == self.base.version:
+                    self.worker_code.pop(index, None)
+                else:
+                    self.worker_code[index] = code
+                current = self.registry.slots[index].current
+                if current is not None:
+                    self._send(current.identity, co.STOP, graceful=True)
+                launches[index] = self.registry.slots[index].launch
+                self.registry.restart(index)
+            self._broadcast_addresses()
+            return launches
+        before = self._call(restart)
+        deadline = time.monotonic() + timeout
+        while True:
+            waiting = self._call(lambda: [
+                i for i in indices
+                if not ((s := self.registry.slots[i]).launch > before[i] and s.current is not None
+                        and s.current.started)])
+            if not waiting:
+                return
+            if time.monotonic() >= deadline:
+                errors = "; ".join(f"worker {i}: {self.registry.slots[i].last_error or 'not started'}"
+                                   for i in waiting)
+                raise TopologyStartError(f"topology {self.name!r}: workers {waiting} did not start "
+                                         f"version {code.version} within {timeout:.0f}s ({errors})")
+            time.sleep(0.1)
+
+    def set_base(self, code: WorkerCode) -> None:
+        """Make ``code`` the version of every worker not told otherwise (after an upgrade)."""
+        def apply() -> None:
+            self.base = code
+            self.worker_code = {i: c for i, c in self.worker_code.items() if c.version != code.version}
+        self._call(apply)
+
+    def worker_versions(self) -> dict[int, int]:
+        """Worker index -> the code version it runs (or is being launched with)."""
+        return {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
+
     # ---- loop thread -----------------------------------------------------------------
 
     def _post(self, fn: Callable[[], Any]) -> Future:
@@ -200,12 +248,14 @@ class TopologyMaster:
         if self._stopping:
             return
         launch = self.registry.launched(index)
+        code = self.worker_code.get(index, self.base)
         spec = WorkerSpec(
-            topology_name=self.name, topology=self.topology, conf=self.conf, plan=self.plan,
+            topology_name=self.name, topology=code.topology, conf=code.conf, plan=self.plan,
             index=index, launch=launch, master_address=self.address,
             bind_host=setting(self.conf, S.WORKER_BIND_HOST),
             heartbeat_secs=self._heartbeat,
             master_timeout_secs=float(setting(self.conf, S.MASTER_TIMEOUT)),
+            code_path=code.code_path, secret=self.secret,
         )
         thread = threading.Thread(target=self._run_job, args=(spec,), daemon=True,
                                   name=f"squall-job-{self.name}-{index}-{launch}")
@@ -227,7 +277,7 @@ class TopologyMaster:
         try:
             result = sc.parallelize([spec.index], 1).mapPartitions(spark_task(spec)).collect()
         except Exception as e:  # noqa: BLE001 - any job failure means the worker is gone
-            error = _job_error(e)
+            error = spark_job_error(e)
         self._post(lambda: self._job_ended(spec.index, spec.launch, result, error))
 
     def _job_ended(self, index: int, launch: int, result: Any, error: str | None) -> None:
@@ -278,6 +328,7 @@ class TopologyMaster:
             return
         if t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
+            inc.rejected_frames = int(msg.get("rejected_frames") or 0)
             self.errors.extend(msg["errors"])
             self._send(ident, co.ACK)
         elif t == co.STARTED:
@@ -295,6 +346,11 @@ class TopologyMaster:
     def _register(self, ident: bytes, msg: dict) -> None:
         if self._stopping:
             self._send(ident, co.STOP, graceful=False)
+            return
+        proof = msg.get("proof")
+        if not isinstance(proof, bytes) or not hmac.compare_digest(proof, frame_tag(self.secret, ident)):
+            log.warning("topology %r refused a registration from %r without its secret", self.name, ident)
+            self._send(ident, co.REJECT, reason="registration without the topology's secret")
             return
         accepted, replaced = self.registry.register(msg, ident)
         if not accepted:
@@ -332,38 +388,9 @@ class TopologyMaster:
             return list(self._jobs.items())
 
     def _info(self) -> dict:
-        registry = self.registry
-        metrics: list[TaskMetrics] = []
-        seen = set()
-        for inc in registry.current():
-            for d in inc.metrics:
-                metrics.append(co.metrics_from_dict(d, registry.carried.get(d["task"])))
-                seen.add(d["task"])
-        for task, counters in registry.carried.items():
-            if task not in seen:
-                metrics.append(co.metrics_from_dict(
-                    {"component": self.plan.task_component[task], "task": task}, counters))
-        now = time.monotonic()
-        workers = []
-        for slot in registry.slots:
-            current = slot.current
-            workers.append(self._worker_info(slot, current, now))
-        return topology_info(self.name, self.status, self.plan, metrics, list(self.errors),
-                             now - self.started_at, workers=workers)
-
-    def _worker_info(self, slot: Slot, inc: Incarnation | None, now: float) -> dict:
-        if inc is None:
-            state = "RESTARTING" if slot.restarts or slot.relaunch_at is not None else "STARTING"
-            return {"worker": slot.index, "tasks": self.plan.worker_tasks(slot.index), "host": None,
-                    "pid": None, "address": None, "launch": slot.launch, "attempt": None,
-                    "restarts": slot.restarts, "state": state, "uptime_secs": 0.0,
-                    "last_error": slot.last_error}
-        return {
-            "worker": slot.index, "tasks": self.plan.worker_tasks(slot.index), "host": inc.host,
-            "pid": inc.pid, "address": inc.address, "launch": slot.launch, "attempt": inc.attempt,
-            "restarts": slot.restarts, "state": "RUNNING" if inc.started else "STARTING",
-            "uptime_secs": round(now - inc.registered_at, 3), "last_error": slot.last_error,
-        }
+        versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
+        return master_info(self.name, self.status, self.plan, self.registry, list(self.errors),
+                           self.started_at, versions)
 
     def _close(self) -> None:
         self._running = False

@@ -39,6 +39,7 @@ class Incarnation:
     started: bool = False
     start_error: str | None = None
     metrics: list[dict] = field(default_factory=list)
+    rejected_frames: int = 0  # frames its transport dropped for lacking the topology's secret
 
 
 @dataclass
@@ -120,6 +121,12 @@ class WorkerRegistry:
         delay = backoff(slot.failures)
         slot.relaunch_at = self.clock() + delay
         return delay
+
+    def restart(self, index: int) -> None:
+        """Worker ``index`` is being stopped on purpose: relaunch it now, not as a failure."""
+        slot = self.slots[index]
+        self._retire(slot)
+        slot.relaunch_at = self.clock()
 
     def dead(self) -> list[int]:
         """Workers whose process is silent past the heartbeat timeout, or never registered."""

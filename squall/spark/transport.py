@@ -7,6 +7,12 @@ connected, and the worker keeps the frame and throttles its spouts. Frames queue
 peer that dies are dropped when its new address arrives; the ackers' timeouts replay
 their tuples.
 
+Authentication: with a ``secret`` (the topology's, handed out by its master), every frame
+travels as two parts, a keyed BLAKE2b tag of the frame and the frame. A receiver drops
+a frame whose tag is missing or wrong and counts it in ``rejected_frames``: workers of
+another topology, or anything else that connects to the port, cannot inject tuples.
+The tag authenticates; it does not encrypt (bind to trusted networks).
+
 Threading: ``send``, ``poll``, ``wait`` and ``close`` belong to the worker's loop thread
 (ZeroMQ sockets are not thread-safe). ``wake`` and ``set_peers`` may be called from any
 thread: the new address map is applied by the loop thread on its next call.
@@ -14,20 +20,33 @@ thread: the new address map is applied by the loop thread on its next call.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import itertools
+import logging
 import os
 import threading
 
 import zmq
 
 _wake_ids = itertools.count()
+log = logging.getLogger("squall.spark.transport")
+TAG_BYTES = 16
+
+
+def frame_tag(secret: bytes, frame: bytes) -> bytes:
+    """The authentication tag of ``frame`` under ``secret`` (keyed BLAKE2b, 16 bytes)."""
+    return hashlib.blake2b(frame, key=secret[:64], digest_size=TAG_BYTES).digest()
 
 
 class ZmqTransport:
     """One worker's ZeroMQ link to its peers; implements ``squall.runtime.transport.Transport``."""
 
-    def __init__(self, context: zmq.Context, bind_host: str = "127.0.0.1", hwm: int = 64) -> None:
+    def __init__(self, context: zmq.Context, bind_host: str = "127.0.0.1", hwm: int = 64,
+                 secret: bytes | None = None) -> None:
         self._ctx = context
+        self._secret = secret or None
+        self.rejected_frames = 0
         self._hwm = max(1, hwm)
         self._pull = context.socket(zmq.PULL)
         self._pull.setsockopt(zmq.RCVHWM, self._hwm)
@@ -102,8 +121,12 @@ class ZmqTransport:
         entry = self._peers.get(peer)
         if entry is None:
             return False
+        copy = len(frame) < 65536
         try:
-            entry[1].send(frame, zmq.NOBLOCK, copy=len(frame) < 65536)
+            if self._secret is None:
+                entry[1].send(frame, zmq.NOBLOCK, copy=copy)
+            else:  # both parts go or neither: a multipart message is atomic in ZeroMQ
+                entry[1].send_multipart([frame_tag(self._secret, frame), frame], zmq.NOBLOCK, copy=copy)
         except zmq.Again:
             return False
         return True
@@ -114,11 +137,21 @@ class ZmqTransport:
             self._apply_peers()
         out: list[bytes] = []
         pull = self._pull
+        secret = self._secret
         while len(out) < max_frames:
             try:
-                out.append(pull.recv(zmq.NOBLOCK))
+                parts = pull.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 break
+            if secret is None:
+                out.append(parts[-1])
+            elif len(parts) == 2 and hmac.compare_digest(parts[0], frame_tag(secret, parts[1])):
+                out.append(parts[1])
+            else:
+                self.rejected_frames += 1
+                if self.rejected_frames in (1, 10, 100) or self.rejected_frames % 1000 == 0:
+                    log.warning("dropped %d frame(s) without this topology's secret (last had %d "
+                                "part(s))", self.rejected_frames, len(parts))
         return out
 
     def wait(self, timeout: float) -> None:

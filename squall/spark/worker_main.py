@@ -15,10 +15,12 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
+import cloudpickle
 import zmq
 
 from squall.api.errors import TopologyStartError
@@ -27,10 +29,20 @@ from squall.runtime.errors import ErrorLog
 from squall.runtime.plan import TaskPlan
 from squall.runtime.worker import Worker
 from squall.spark import coordination as co
-from squall.spark.transport import ZmqTransport
+from squall.spark.transport import ZmqTransport, frame_tag
 
 log = logging.getLogger("squall.spark.worker")
 STOP_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class WorkerCode:
+    """One version of a topology's code: what a worker runs (a gray upgrade mixes two)."""
+
+    version: int
+    topology: StormTopology
+    conf: dict
+    code_path: str | None = None  # a zip of the user's modules, put first on sys.path
 
 
 @dataclass(frozen=True)
@@ -47,13 +59,32 @@ class WorkerSpec:
     bind_host: str = "127.0.0.1"
     heartbeat_secs: float = 1.0
     master_timeout_secs: float = 30.0
+    code_path: str | None = None
+    secret: bytes | None = None  # the topology's secret: peers without it are ignored
 
 
 def spark_task(spec: WorkerSpec) -> Any:
-    """The ``mapPartitions`` function of worker ``spec.index``'s Spark job."""
-    def run(_partition: Any) -> Any:
-        yield run_worker(spec)
-    return run
+    """The ``mapPartitions`` function of worker ``spec.index``'s Spark job.
+
+    With a ``code_path`` the spec travels as bytes, unpickled only after the code is on
+    ``sys.path``: a custom grouping in the topology may be a class of the user's modules.
+    """
+    if spec.code_path is None:
+        def run(_partition: Any) -> Any:
+            yield run_worker(spec)
+        return run
+    path, blob = spec.code_path, cloudpickle.dumps(spec)
+
+    def run_shipped(_partition: Any) -> Any:
+        use_code(path)
+        yield run_worker(cloudpickle.loads(blob))
+    return run_shipped
+
+
+def use_code(path: str) -> None:
+    """Put the code zip ``path`` first on ``sys.path`` (each worker is a fresh process)."""
+    if path not in sys.path:
+        sys.path.insert(0, path)
 
 
 def _attempt() -> int:
@@ -83,7 +114,7 @@ def run_worker(spec: WorkerSpec) -> dict:
     ctx = zmq.Context()
     hwm = max(4, int(spec.conf["topology.executor.send.buffer.size"])
               // int(spec.conf["squall.transfer.batch.size"]))
-    transport = ZmqTransport(ctx, spec.bind_host, hwm)
+    transport = ZmqTransport(ctx, spec.bind_host, hwm, secret=spec.secret)
     link = _MasterLink(ctx, spec, _attempt(), transport.address)
     try:
         welcome = link.register()
@@ -116,8 +147,8 @@ class _MasterLink:
         self.attempt = attempt
         self.address = address
         self.sock = ctx.socket(zmq.DEALER)
-        self.sock.setsockopt(zmq.IDENTITY, co.identity(spec.topology_name, spec.index, spec.launch,
-                                                       attempt, os.getpid()))
+        self.identity = co.identity(spec.topology_name, spec.index, spec.launch, attempt, os.getpid())
+        self.sock.setsockopt(zmq.IDENTITY, self.identity)
         self.sock.setsockopt(zmq.LINGER, 2000)  # let the last message reach the master
         self.sock.connect(spec.master_address)
         self.last_heard = time.monotonic()
@@ -134,8 +165,9 @@ class _MasterLink:
 
     def register(self) -> dict | None:
         """Register; the welcome message, or None if the master refused this process."""
+        proof = frame_tag(self.spec.secret, self.identity) if self.spec.secret else None
         self.send(co.REGISTER, attempt=self.attempt, pid=os.getpid(), host=socket.gethostname(),
-                  address=self.address)
+                  address=self.address, proof=proof)
         deadline = time.monotonic() + self.spec.master_timeout_secs
         while time.monotonic() < deadline:
             msg = self.recv(deadline - time.monotonic())
@@ -162,7 +194,8 @@ class _MasterLink:
                 new = errors.total - sent_errors
                 sent_errors = errors.total
                 metrics = [co.metrics_to_dict(t.metrics) for t in list(worker.tasks.values())]
-                self.send(co.HEARTBEAT, metrics=metrics, errors=errors.list()[-new:] if new else [])
+                self.send(co.HEARTBEAT, metrics=metrics, errors=errors.list()[-new:] if new else [],
+                          rejected_frames=transport.rejected_frames)
                 next_beat = now + spec.heartbeat_secs
             msg = self.recv(max(0.0, next_beat - time.monotonic()))
             if msg is not None:

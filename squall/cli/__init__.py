@@ -1,0 +1,1 @@
+"""The ``squall`` command: Storm's verbs, one module per command under ``commands``."""

@@ -1,0 +1,47 @@
+"""``squall info NAME``: components, tasks, workers, throughput and errors of a topology."""
+
+from __future__ import annotations
+
+import argparse
+
+from squall.cli.commands._shared import client, name_argument, summary_table
+from squall.cli.output import duration, print_json, table
+
+
+def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register the command."""
+    p = sub.add_parser("info", parents=[common], help="show a topology in detail")
+    name_argument(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the topology's info."""
+    info = client(args).get(f"/topologies/{args.name}")
+    if args.json:
+        print_json(info)
+        return 0
+    row = {**info, "master": info["master"].get("state")}
+    print(summary_table([row]))
+    uptime = info.get("uptime_secs") or 0.0
+    comps = []
+    for cid, c in sorted(info["components"].items()):
+        rate = c["emitted"] / uptime if uptime else 0.0
+        comps.append([cid, len(c["tasks"]), c["emitted"], f"{rate:.1f}", c["acked"], c["failed"],
+                      c["execute_latency_ms"], c["complete_latency_ms"], c["capacity"], c.get("errors")])
+    if comps:
+        print()
+        print(table(["COMPONENT", "TASKS", "EMITTED", "EMITTED/S", "ACKED", "FAILED", "EXEC MS",
+                     "COMPLETE MS", "CAPACITY", "ERRORS"], comps))
+    workers = [[w["worker"], w.get("version"), w.get("state"), w.get("host"), w.get("pid"),
+                w.get("address"), w.get("restarts"), duration(w.get("uptime_secs")), w.get("tasks")]
+               for w in info["workers"]]
+    if workers:
+        print()
+        print(table(["WORKER", "VERSION", "STATE", "HOST", "PID", "ADDRESS", "RESTARTS", "UPTIME", "TASKS"],
+                    workers))
+    if info["errors"]:
+        last = info["errors"][-1]
+        print(f"\n{len(info['errors'])} error(s); last, from {last['component']} task {last['task']}: "
+              f"{last['message']} (squall errors {args.name})")
+    return 0

@@ -1,0 +1,49 @@
+"""``squall nimbus``: run the Nimbus daemon (REST API, store, launching topologies)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from pathlib import Path
+
+from squall.cli.commands._shared import key_values
+from squall.cli.exits import CliError, ExitCode
+from squall.nimbus.config import CONF_KEYS, DEFAULT_PORT, NimbusConfig, squall_home, with_conf
+
+
+def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register the command."""
+    keys = "; ".join(f"{k}: {doc}" for k, (_, doc) in sorted(CONF_KEYS.items()))
+    p = sub.add_parser("nimbus", parents=[common], help="run Nimbus",
+                       description=f"Run Nimbus. --conf keys: {keys}.")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--data-dir", default=None,
+                   help="store, blobs, token and logs (default $SQUALL_HOME or ~/.squall)")
+    p.add_argument("--store", default=None,
+                   help="sqlite:PATH (default <data dir>/nimbus.sqlite3) or zk://host:port/root")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Nimbus setting")
+    p.add_argument("--log-level", default=os.environ.get("SQUALL_LOG_LEVEL", "INFO"))
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run Nimbus until SIGTERM or SIGINT."""
+    from squall.nimbus.daemon import run_nimbus  # the daemon's imports only where needed
+    from squall.store import StoreError
+
+    logging.getLogger().setLevel(args.log_level.upper())
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(logging.Formatter(f"%(asctime)s squall nimbus pid {os.getpid()} "
+                                               f"%(levelname)s %(name)s: %(message)s"))
+    config = NimbusConfig(host=args.host, port=args.port, store=args.store,
+                          data_dir=Path(args.data_dir) if args.data_dir else squall_home())
+    try:
+        config = with_conf(config, {k: str(v) for k, v in key_values(args.conf, "--conf").items()})
+    except ValueError as e:
+        raise CliError(ExitCode.USAGE, str(e)) from None
+    try:
+        return run_nimbus(config)
+    except (OSError, StoreError) as e:
+        raise CliError(ExitCode.ERROR, str(e)) from None

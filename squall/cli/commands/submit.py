@@ -1,0 +1,108 @@
+"""``squall submit FILE``: validate, package and submit a topology (or run it locally).
+
+See ``squall.cli.loader`` for how the topology is found in FILE. The client checks what
+it can first (the name, the configuration, that no topology of that name runs), as
+JStorm's submitter does; Nimbus checks again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import sys
+import time
+from pathlib import Path
+
+from squall.api.errors import InvalidTopologyError
+from squall.cli.commands._shared import LONG_TIMEOUT, client, key_values, print_summary
+from squall.cli.exits import CliError, ExitCode
+from squall.cli.loader import load_topology, package_code, pickle_topology
+from squall.cli.output import print_json, progress
+
+
+def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register the command."""
+    p = sub.add_parser("submit", parents=[common], help="submit a topology from a Python file")
+    p.add_argument("file", metavar="FILE", help="a .py file with build_topology() or a StormTopology")
+    p.add_argument("--name", help="the topology's name (default: the file's name)")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="override a config key")
+    p.add_argument("--inactive", action="store_true", help="submit with the spouts deactivated")
+    p.add_argument("--local", type=float, metavar="SECS",
+                   help="run on a LocalCluster in this process for SECS seconds, without Nimbus")
+    p.set_defaults(run=run)
+
+
+def prepare(file: str, name: str | None, conf_items: list[str] | None) -> tuple[str, dict, object]:
+    """(name, conf, topology) from FILE and the options, checked as far as the client can."""
+    from squall.runtime.submission import check_name, prepare_conf
+
+    overrides = key_values(conf_items, "--conf")
+    conf, topology = load_topology(file)
+    conf.update(overrides)
+    name = name or Path(file).stem
+    try:
+        check_name(name)
+    except InvalidTopologyError as e:
+        raise CliError(ExitCode.USAGE, f"{e} (pick one with --name)") from None
+    try:
+        prepare_conf(conf, topology)
+    except InvalidTopologyError as e:
+        raise CliError(ExitCode.ERROR, f"invalid topology: {e}") from None
+    try:
+        json.dumps(conf)
+    except (TypeError, ValueError) as e:
+        raise CliError(ExitCode.ERROR, f"the configuration must be JSON-serialisable: {e}") from None
+    return name, conf, topology
+
+
+def upload_body(conf: dict, topology: object) -> dict:
+    """The ``conf``, ``topology`` and ``code`` fields of a submit or upgrade request."""
+    code, modules = package_code()
+    return {"conf": conf, "topology": base64.b64encode(pickle_topology(topology, modules)).decode(),  # type: ignore[arg-type]
+            "code": base64.b64encode(code).decode()}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Submit (or run locally)."""
+    name, conf, topology = prepare(args.file, args.name, args.conf)
+    if args.inactive:
+        conf["squall.topology.start.inactive"] = True
+    if args.local is not None:
+        return run_local(name, conf, topology, args.local, args.json)
+    nimbus = client(args)
+    try:
+        nimbus.get(f"/topologies/{name}")
+    except CliError as e:
+        if e.code != ExitCode.NOT_FOUND:
+            raise
+    else:
+        raise CliError(ExitCode.CONFLICT, f"topology {name!r} is already running; kill it first "
+                                          f"or pick another name with --name")
+    body = {"name": name, **upload_body(conf, topology)}
+    with progress(f"submitting {name!r} and waiting for its workers"):
+        summary = nimbus.post("/topologies", body, timeout=LONG_TIMEOUT)
+    print_summary(args, summary, f"topology {name!r} submitted ({summary['id']}), {summary['status']}")
+    return 0
+
+
+def run_local(name: str, conf: dict, topology: object, secs: float, as_json: bool) -> int:
+    """Run on a LocalCluster for ``secs`` seconds, then print its info and kill it."""
+    from squall.local.cluster import LocalCluster
+
+    with LocalCluster() as cluster:
+        try:
+            cluster.submit_topology(name, conf, topology)  # type: ignore[arg-type]
+        except (InvalidTopologyError, RuntimeError) as e:
+            raise CliError(ExitCode.ERROR, f"{type(e).__name__}: {e}") from None
+        time.sleep(max(0.0, secs))
+        info = cluster.get_topology_info(name)
+        cluster.kill_topology(name, wait_secs=0)
+    if as_json:
+        print_json(info)
+    else:
+        for cid, c in sorted(info["components"].items()):
+            print(f"{cid}: emitted {c['emitted']}, acked {c['acked']}, failed {c['failed']}",
+                  file=sys.stdout)
+        print(f"topology {name!r} ran locally for {secs:g}s with {len(info['errors'])} error(s)")
+    return 0

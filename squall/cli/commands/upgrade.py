@@ -1,0 +1,57 @@
+"""``squall upgrade NAME FILE``: hot deploy, or with a selector a gray upgrade.
+
+Without a selector the new code and configuration replace the running ones (state kept,
+spouts replay). With ``--workers host:port,...`` (or worker numbers), ``--component C
+[--worker-num N]`` or ``--worker-num N`` only those workers move to the new version, which
+must have the running topology's shape; finish with ``complete-upgrade NAME`` or undo
+with ``rollback NAME``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from squall.cli.commands._shared import LONG_TIMEOUT, client, name_argument, print_summary
+from squall.cli.commands.rebalance import positive
+from squall.cli.commands.submit import prepare, upload_body
+from squall.cli.output import progress
+
+
+def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register the command."""
+    p = sub.add_parser("upgrade", parents=[common], help="hot deploy or gray upgrade a topology")
+    name_argument(p)
+    p.add_argument("file", metavar="FILE", help="the new version's .py file")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="override a config key")
+    p.add_argument("--workers", metavar="HOST:PORT,...", help="gray: upgrade these workers")
+    p.add_argument("--component", metavar="C", help="gray: upgrade the workers running component C")
+    p.add_argument("--worker-num", type=positive, metavar="N", help="gray: upgrade N workers")
+    p.add_argument("--wait", "-w", type=float, default=0.0, metavar="SECS",
+                   help="hot deploy: seconds the bolts drain before the old version stops")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Upgrade; returns once the new version runs where it should."""
+    _, conf, topology = prepare(args.file, args.name, args.conf)
+    body = upload_body(conf, topology)
+    gray = {}
+    if args.workers:
+        gray["workers"] = [w.strip() for w in args.workers.split(",") if w.strip()]
+    if args.component:
+        gray["component"] = args.component
+    if args.worker_num is not None:
+        gray["worker_num"] = args.worker_num
+    if gray:
+        body["gray"] = gray
+    else:
+        body["wait_secs"] = args.wait
+    kind = "gray upgrade" if gray else "hot deploy"
+    with progress(f"{kind} of {args.name!r}"):
+        summary = client(args).post(f"/topologies/{args.name}/upgrade", body, timeout=LONG_TIMEOUT)
+    up = summary.get("upgrade")
+    done = (f"topology {args.name!r}: workers {up['workers']} run version {up['to']}; "
+            f"complete-upgrade or rollback to finish") if up else (
+            f"topology {args.name!r} now runs version {summary['version']}")
+    print_summary(args, summary, done)
+    return 0

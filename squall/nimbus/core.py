@@ -1,0 +1,197 @@
+"""What every Nimbus operation builds on: records, locks, launching and stopping masters.
+
+Threading: the HTTP server runs each request on a thread of its own and the monitor has
+its own; every operation that changes a topology holds that topology's operation lock, so
+two changes to one topology never interleave (a second one gets 409 at once rather than
+waiting behind, say, a long kill). State lives in the store, never only here: what this
+object keeps in memory (launch handles, heartbeat observations) only sharpens decisions
+and is rebuilt after a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from squall.nimbus.config import NimbusConfig
+from squall.nimbus.errors import Conflict, NimbusError, NotFound, NotLeader
+from squall.nimbus.launcher import Launch, Launcher, pid_alive, stop_group
+from squall.nimbus.masters import call_master
+from squall.store import BlobStore, Election, Store
+from squall.store import keys as K
+
+log = logging.getLogger("squall.nimbus")
+
+
+class NimbusCore:
+    """Shared state and helpers of the Nimbus operations (see the module docstring)."""
+
+    def __init__(self, config: NimbusConfig, store: Store, election: Election, launcher: Launcher,
+                 blobs: BlobStore) -> None:
+        self.config = config
+        self.store = store
+        self.election = election
+        self.launcher = launcher
+        self.blobs = blobs
+        self.host = socket.gethostname()
+        self.started = time.time()
+        self.launches: dict[str, Launch] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    # ---- leadership and locks ----------------------------------------------------------
+
+    def require_leader(self) -> None:
+        """Raise ``NotLeader`` (naming the leader) unless this Nimbus leads."""
+        if self.election.is_leader():
+            return
+        leader = self.election.leader() or {}
+        url = leader.get("url")
+        where = f"; the leader is {url}" if url else "; no leader is elected yet"
+        raise NotLeader(f"this Nimbus ({self.config.url}) is a standby{where}", leader=url)
+
+    @contextmanager
+    def operation(self, name: str, what: str) -> Iterator[None]:
+        """Hold topology ``name``'s operation lock, or raise ``Conflict`` if it is taken."""
+        with self._locks_guard:
+            lock = self._locks.setdefault(name, threading.Lock())
+        if not lock.acquire(blocking=False):
+            raise Conflict(f"topology {name!r} is busy with another operation; try {what} again "
+                           f"once it is done")
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def try_operation(self, name: str) -> threading.Lock | None:
+        """The lock of ``name`` if it was free (now held by the caller), else None."""
+        with self._locks_guard:
+            lock = self._locks.setdefault(name, threading.Lock())
+        return lock if lock.acquire(blocking=False) else None
+
+    # ---- records -----------------------------------------------------------------------
+
+    def record(self, name: str) -> dict:
+        """Topology ``name``'s record, or ``NotFound``."""
+        rec = self.store.get(K.topology_key(name))
+        if rec is None:
+            raise NotFound(f"no topology named {name!r} is running")
+        return rec
+
+    def update(self, name: str, **changes: Any) -> dict:
+        """Apply ``changes`` to the record of ``name`` (which must exist)."""
+        def apply(old: dict | None) -> dict:
+            if old is None:
+                raise NotFound(f"no topology named {name!r} is running")
+            return {**old, **changes}
+        new = self.store.update(K.topology_key(name), apply)
+        assert new is not None
+        return new
+
+    def master(self, name: str) -> dict | None:
+        """The registration of ``name``'s topology master, if any."""
+        return self.store.get(K.master_key(name))
+
+    def live_master(self, rec: dict) -> dict | None:
+        """The master registration of the record's epoch, if it is running."""
+        m = self.master(rec["name"])
+        if m and m.get("epoch") == rec["epoch"] and m.get("state") == K.RUNNING and m.get("control"):
+            return m
+        return None
+
+    def control(self, rec: dict, method: str, path: str, body: dict | None = None,
+                timeout: float = 30.0) -> dict:
+        """A control request to ``rec``'s running master; ``NimbusError`` if there is none."""
+        m = self.live_master(rec)
+        if m is None:
+            state = (self.master(rec["name"]) or {}).get("state", "not registered")
+            raise Conflict(f"the topology master of {rec['name']!r} is not running ({state}); "
+                           f"Nimbus relaunches it, try again shortly")
+        return call_master(m["control"], rec["secret"], method, path, body, timeout)
+
+    @staticmethod
+    def status_after(rec: dict) -> str:
+        """The status once an operation is over: ACTIVE or INACTIVE as the spouts are."""
+        return K.ACTIVE if rec.get("active", True) else K.INACTIVE
+
+    # ---- launching and stopping masters -------------------------------------------------
+
+    def launch(self, rec: dict) -> Launch:
+        """Start the master of ``rec``'s epoch; returns at once (see ``wait_started``)."""
+        epoch = rec["epoch"]
+        started = time.time()
+        launch = self.launcher.launch(rec["name"], epoch, rec["spark_master"])
+        self.launches[rec["name"]] = launch
+        info = {"pid": launch.pid, "host": self.host, "log": str(launch.log_path), "started": started}
+
+        def note(old: dict | None) -> dict | None:
+            if old is None or old.get("epoch") != epoch:
+                return old
+            return {**old, "launcher": info}
+        self.store.update(K.topology_key(rec["name"]), note)
+        return launch
+
+    def wait_started(self, name: str, launch: Launch, timeout: float) -> dict:
+        """Wait until the launch's master runs; on failure stop it and raise ``NimbusError``."""
+        deadline = time.monotonic() + timeout
+        error = None
+        while error is None:
+            m = self.master(name)
+            if m and m.get("epoch") == launch.epoch:
+                if m.get("state") == K.RUNNING:
+                    return m
+                if m.get("state") == K.FAILED:
+                    error = m.get("error") or "its master failed"
+                    break
+            code = launch.exited()
+            if code is not None:
+                error = f"its master exited with status {code} before it started ({launch.log_tail()})"
+            elif time.monotonic() > deadline:
+                error = f"it did not start within {timeout:.0f}s (log: {launch.log_path})"
+            else:
+                time.sleep(0.2)
+        stop_group(launch.pid)
+        raise NimbusError(f"topology {name!r} failed to start: {error}")
+
+    def start(self, rec: dict) -> dict:
+        """Launch ``rec``'s master and wait for it (``submit_timeout_secs``)."""
+        launch = self.launch(rec)
+        m = self.wait_started(rec["name"], launch, self.config.submit_timeout_secs)
+        self.update(rec["name"], state=K.RUNNING, last_error=None)
+        return m
+
+    def stop_master(self, rec: dict, wait_secs: float) -> None:
+        """Ask ``rec``'s master to deactivate, wait ``wait_secs`` and stop; then make sure.
+
+        A master that does not answer (dead, hung, still starting) has its process group
+        stopped if it was launched on this host; one elsewhere fences itself when it sees
+        that its epoch is no longer current.
+        """
+        name = rec["name"]
+        asked = False
+        if self.live_master(rec) is not None:
+            try:
+                self.control(rec, "POST", "/kill", {"wait_secs": wait_secs},
+                             timeout=wait_secs + self.config.kill_timeout_secs)
+                asked = True
+            except NimbusError as e:
+                log.warning("topology %r: its master did not stop cleanly: %s", name, e)
+        launcher = rec.get("launcher") or {}
+        pid = launcher.get("pid")
+        if pid and launcher.get("host") == self.host:
+            launch = self.launches.get(name)
+            if asked:  # it stops its workers and exits by itself: give it the time to
+                deadline = time.monotonic() + self.config.kill_timeout_secs
+                while time.monotonic() < deadline:
+                    exited = launch.exited() if launch is not None and launch.pid == pid else (
+                        None if pid_alive(pid) else -1)
+                    if exited is not None:
+                        break
+                    time.sleep(0.2)
+            stop_group(pid, grace=5.0)  # whatever is left of the launch: JVM, driver, workers
+        self.launches.pop(name, None)

@@ -1,0 +1,69 @@
+"""``squall nimbus``: wire the store, the election, the monitor and the REST server, and run.
+
+Every Nimbus serves reads; only the elected leader changes anything and watches the
+topology masters. On SIGTERM or SIGINT it stops serving and gives up leadership; the
+topologies run on (their masters are processes of their own).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from types import FrameType
+
+from squall.nimbus.auth import load_or_create_token
+from squall.nimbus.config import NimbusConfig
+from squall.nimbus.launcher import Launcher
+from squall.nimbus.monitor import Monitor
+from squall.nimbus.server import NimbusServer
+from squall.nimbus.upgrades import Nimbus
+from squall.store import BlobStore, open_store
+
+log = logging.getLogger("squall.nimbus")
+
+
+def run_nimbus(config: NimbusConfig) -> int:
+    """Run Nimbus until a signal stops it; returns the exit status."""
+    config = config.resolved()
+    assert config.store and config.token_file and config.blob_dir and config.log_dir
+    token = load_or_create_token(config.token_file)
+    options = {"session_timeout": config.zk_session_timeout_secs} if config.store.startswith("zk://") else {}
+    store = open_store(config.store, **options)
+    try:
+        server = NimbusServer(config.host, config.port, token)
+    except OSError as e:
+        store.close()
+        raise OSError(f"Nimbus cannot listen on {config.host}:{config.port}: {e.strerror}") from None
+    election = store.election({"url": config.url, "pid": os.getpid(), "host": socket.gethostname(),
+                               "since": time.time()})
+    launcher = Launcher(store_uri=config.store, blob_dir=config.blob_dir, log_dir=config.log_dir,
+                        spark_submit=config.spark_submit, bind_host=config.host)
+    nimbus = Nimbus(config, store, election, launcher, BlobStore(config.blob_dir))
+    server.attach(nimbus)
+    monitor = Monitor(nimbus)
+    stopping = threading.Event()
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        if not stopping.is_set():
+            stopping.set()
+            log.info("Nimbus stopping (signal %d); topologies keep running", signum)
+            threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    election.start()
+    monitor.start()
+    log.info("squall nimbus %s serving (store %s, blobs %s)", config.url, config.store, config.blob_dir)
+    print(f"squall nimbus listening on {config.url}", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        monitor.stop()
+        election.stop()
+        store.close()
+    return 0

@@ -1,0 +1,180 @@
+"""Nimbus operations: submit, list, info, errors, activate, deactivate, rebalance, kill.
+
+The submission flow of JStorm's seed documents: validate again, refuse a name already
+running, give the topology an id, store code and configuration, plan its tasks (the
+master does, from the stored version), launch its Spark application and wait for its
+workers with a bounded timeout, reporting a failure in one line.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from squall.nimbus.core import NimbusCore, log
+from squall.nimbus.errors import Conflict, InvalidRequest, NimbusError
+from squall.nimbus.validation import check_topology_name, decode_upload, json_conf
+from squall.store import keys as K
+
+MESSAGE_TIMEOUT = "topology.message.timeout.secs"
+START_INACTIVE = "squall.topology.start.inactive"
+
+
+def positive_int(value: Any, what: str) -> int:
+    """``value`` if it is an integer >= 1, else ``InvalidRequest`` naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidRequest(f"{what} must be a positive integer, got {value!r}")
+    return value
+
+
+class Lifecycle(NimbusCore):
+    """The operations of the module docstring."""
+
+    # ---- submit ------------------------------------------------------------------------
+
+    def submit(self, body: dict) -> dict:
+        """Validate, store and launch a new topology; returns its summary once it runs."""
+        self.require_leader()
+        name = check_topology_name(body.get("name"))
+        upload = decode_upload(body, self.config.max_task_parallelism)
+        conf = json_conf(upload.conf)
+        active = not conf.get(START_INACTIVE)
+        with self.operation(name, "the submit"):
+            topology_id = f"{name}-{int(time.time())}-{secrets.token_hex(3)}"
+            rec = {
+                "name": name, "id": topology_id, "secret": secrets.token_hex(32),
+                "status": K.ACTIVE if active else K.INACTIVE, "active": active,
+                "version": 1, "versions": [1], "workers": None, "num_workers": upload.workers,
+                "parallelism": upload.parallelism, "epoch": 1, "upgrade": None,
+                "spark_master": conf.get("squall.spark.master") or self.config.spark_master,
+                "submitted": time.time(), "state": "LAUNCHING", "restarts": 0, "last_error": None,
+                "message_timeout_secs": float(conf.get(MESSAGE_TIMEOUT) or 30),
+            }
+            if not self.store.create(K.topology_key(name), rec):
+                raise Conflict(f"topology {name!r} is already running; kill it first or pick another name")
+            self.store.delete(K.master_key(name))  # a registration left by an earlier topology
+            try:
+                self.blobs.write(topology_id, 1, code=upload.code, topology=upload.topology_bytes, conf=conf)
+                self.start(rec)
+            except BaseException:
+                self.store.delete(K.topology_key(name))
+                self.store.delete(K.master_key(name))
+                self.blobs.remove(topology_id)
+                self.launches.pop(name, None)
+                raise
+            log.info("topology %r submitted as %s", name, topology_id)
+            return self.summary(self.record(name))
+
+    # ---- reads -------------------------------------------------------------------------
+
+    def summary(self, rec: dict) -> dict:
+        """One row of ``list``."""
+        m = self.master(rec["name"]) or {}
+        figures = m.get("summary") or {} if m.get("epoch") == rec["epoch"] else {}
+        upgrade = rec.get("upgrade")
+        return {
+            "name": rec["name"], "id": rec["id"], "status": rec["status"], "version": rec["version"],
+            "num_workers": figures.get("workers", rec.get("num_workers")),
+            "num_tasks": figures.get("tasks"), "uptime_secs": figures.get("uptime_secs"),
+            "emitted": figures.get("emitted"), "acked": figures.get("acked"),
+            "failed": figures.get("failed"), "num_errors": figures.get("errors"),
+            "master": rec.get("state"),
+            "upgrade": None if not upgrade else {
+                "from": upgrade["from"], "to": upgrade["to"], "workers": upgrade["workers"]},
+            "spark_master": rec["spark_master"],
+        }
+
+    def list_topologies(self) -> list[dict]:
+        """Every topology in the store, by name."""
+        recs = self.store.children(K.TOPOLOGIES)
+        return [self.summary(recs[n]) for n in sorted(recs)]
+
+    def info(self, name: str) -> dict:
+        """Record, master and live figures of ``name`` (components, workers, errors)."""
+        rec = self.record(name)
+        out: dict[str, Any] = self.summary(rec)
+        out.update(versions=rec["versions"], submitted=rec["submitted"], restarts=rec.get("restarts", 0),
+                   last_error=rec.get("last_error"), epoch=rec["epoch"],
+                   components={}, workers=[], errors=[])
+        m = self.master(name) or {}
+        out["master"] = {"state": rec.get("state"), "pid": m.get("pid"), "host": m.get("host"),
+                         "app_id": m.get("app_id"), "registered_epoch": m.get("epoch")}
+        if self.live_master(rec) is not None:
+            try:
+                live = self.control(rec, "GET", "/info", timeout=10.0)
+            except NimbusError as e:
+                out["master"]["error"] = str(e)
+            else:
+                out.update(components=live["components"], workers=live["workers"],
+                           errors=live["errors"], uptime_secs=live["uptime_secs"])
+        return out
+
+    def errors(self, name: str) -> list[dict]:
+        """The errors ``name``'s components reported (newest last)."""
+        return self.info(name)["errors"]
+
+    # ---- activate, deactivate, rebalance, kill ------------------------------------------
+
+    def set_active(self, name: str, active: bool) -> dict:
+        """Activate or deactivate the spouts of ``name``."""
+        self.require_leader()
+        verb = "activate" if active else "deactivate"
+        with self.operation(name, verb):
+            rec = self.record(name)
+            self.control(rec, "POST", f"/{verb}")
+            status = rec["status"]
+            if status in (K.ACTIVE, K.INACTIVE):
+                status = K.ACTIVE if active else K.INACTIVE
+            return self.summary(self.update(name, active=active, status=status))
+
+    def rebalance(self, name: str, body: dict) -> dict:
+        """New worker count and/or parallelism for ``name``; tuples replay, state moves."""
+        self.require_leader()
+        workers = body.get("workers")
+        if workers is not None:
+            positive_int(workers, "rebalance: the worker count")
+        parallelism = body.get("parallelism") or {}
+        if not isinstance(parallelism, dict):
+            raise InvalidRequest("rebalance: 'parallelism' must map components to task counts")
+        for cid, n in parallelism.items():
+            positive_int(n, f"rebalance: the parallelism of {cid!r}")
+        if workers is None and not parallelism:
+            raise InvalidRequest("rebalance needs a worker count or a component's parallelism")
+        wait = float(body.get("wait_secs") or 0)
+        with self.operation(name, "the rebalance"):
+            rec = self.record(name)
+            if rec["status"] == K.UPGRADING:
+                raise Conflict(f"topology {name!r} is being upgraded; complete-upgrade or rollback first")
+            self.update(name, status=K.REBALANCING)
+            try:
+                result = self.control(rec, "POST", "/rebalance",
+                                      {"workers": workers, "parallelism": parallelism, "wait_secs": wait},
+                                      timeout=wait + self.config.submit_timeout_secs)
+            finally:
+                self.update(name, status=self.status_after(rec))
+            merged = {**(rec.get("parallelism") or {}), **parallelism}
+            rec = self.update(name, workers=result["workers"], num_workers=result["workers"],
+                              parallelism=merged)
+            return self.summary(rec)
+
+    def kill(self, name: str, wait_secs: float | None) -> dict:
+        """Deactivate, wait (default: the message timeout), stop everything, free all."""
+        self.require_leader()
+        if wait_secs is not None and wait_secs < 0:
+            raise InvalidRequest(f"kill: the wait must be >= 0 seconds, got {wait_secs}")
+        with self.operation(name, "the kill"):
+            rec = self.record(name)
+            wait = rec.get("message_timeout_secs", 30.0) if wait_secs is None else wait_secs
+            rec = self.update(name, status=K.KILLED)
+            self.finish_kill(rec, wait)
+            return {"name": name, "status": K.KILLED}
+
+    def finish_kill(self, rec: dict, wait_secs: float) -> None:
+        """Stop ``rec``'s master and delete everything of it (also for a kill cut short)."""
+        name = rec["name"]
+        self.stop_master(rec, wait_secs)
+        self.store.delete(K.topology_key(name))
+        self.store.delete(K.master_key(name))
+        self.blobs.remove(rec["id"])
+        log.info("topology %r (%s) killed", name, rec["id"])

@@ -1,0 +1,348 @@
+"""A topology master as a Spark application of its own: the driver Nimbus spark-submits.
+
+``python -m squall.spark.app --store URI --blobs DIR --name NAME --epoch N`` (Nimbus runs
+it through ``spark-submit``) reads topology ``NAME``'s record from the store, loads its
+code version(s) from the blob store, starts a SparkContext on the record's Spark master,
+runs a ``TopologyMaster`` for it, and serves the control endpoint (``control``) through
+which Nimbus activates, deactivates, rebalances, upgrades and kills it.
+
+It registers in the store under ``masters/NAME`` (control URL, pid, state) and heartbeats
+there every second with a summary of its figures. It runs for as long as the record's
+``epoch`` is its own: when Nimbus relaunches the topology (a new epoch) or removes the
+record (a kill), this master stops its workers and exits, so two masters never drive the
+same topology for long. Nimbus itself may die and come back meanwhile: nothing here
+depends on it being up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+import cloudpickle
+
+from squall.api.config import SQUALL_SPARK_MASTER
+from squall.runtime.plan import TaskPlan, make_plan
+from squall.runtime.submission import prepare_conf, prepare_topology, with_parallelism
+from squall.spark import settings as S
+from squall.spark.context import cluster_slots, start_spark_context
+from squall.spark.control import ControlError, ControlServer
+from squall.spark.errors import InsufficientSlotsError
+from squall.spark.master import TopologyMaster
+from squall.spark.settings import setting
+from squall.spark.worker_main import WorkerCode, use_code
+from squall.store import BlobStore, Store, StoreError, open_store
+from squall.store import keys as K
+
+log = logging.getLogger("squall.spark.app")
+HEARTBEAT_SECS = 1.0
+
+
+class Fenced(Exception):
+    """A newer master of this topology exists, or the topology was killed."""
+
+
+def same_layout(a: TaskPlan, b: TaskPlan) -> bool:
+    """True when two plans put the same tasks of the same components on the same workers."""
+    return (a.num_workers == b.num_workers and a.component_tasks == b.component_tasks
+            and a.worker_executors == b.worker_executors and a.streams == b.streams)
+
+
+class TopologyApp:
+    """Runs topology ``name`` for launch ``epoch`` (see the module docstring)."""
+
+    def __init__(self, store: Store, blobs: BlobStore, name: str, epoch: int,
+                 log_dir: str | None = None) -> None:
+        self.store = store
+        self.blobs = blobs
+        self.name = name
+        self.epoch = epoch
+        self.log_dir = log_dir
+        self.master: TopologyMaster | None = None
+        self.sc: Any = None
+        self.record: dict = {}
+        self._codes: dict[tuple, WorkerCode] = {}
+        self._lock = threading.RLock()  # one control operation at a time
+        self._exit = threading.Event()
+        self._beats = 0
+        self._fenced = False
+        self.state = K.STARTING
+        self.error: str | None = None
+        self.control: ControlServer | None = None
+        self.control_url: str | None = None
+
+    # ---- loading ---------------------------------------------------------------------
+
+    def load_version(self, version: int) -> WorkerCode:
+        """The code, prepared topology and configuration of ``version`` (cached).
+
+        The record's worker count and parallelism (set by rebalances) apply to every version.
+        """
+        rec = self.record
+        cache_key = (version, rec.get("workers"), tuple(sorted((rec.get("parallelism") or {}).items())))
+        if cache_key in self._codes:
+            return self._codes[cache_key]
+        blobs = self.blobs.version(rec["id"], version)
+        use_code(blobs.code_path)  # the driver unpickles custom groupings of the user's modules
+        topology = cloudpickle.loads(blobs.topology_bytes())
+        topology = with_parallelism(topology, rec.get("parallelism") or {})
+        conf = blobs.conf()
+        if rec.get("workers"):
+            conf["topology.workers"] = rec["workers"]
+        conf[SQUALL_SPARK_MASTER] = rec["spark_master"]
+        conf = prepare_conf(conf, topology)
+        code = WorkerCode(version, prepare_topology(topology), conf, blobs.code_path)
+        self._codes[cache_key] = code
+        return code
+
+    def _check_slots(self, plan: TaskPlan, conf: dict) -> None:
+        slots = cluster_slots(self.sc, str(self.sc.master), float(setting(conf, S.EXECUTOR_WAIT)),
+                              setting(conf, S.MASTER_UI_URL))
+        if plan.num_workers > slots:
+            raise InsufficientSlotsError(
+                f"topology {self.name!r} asks for {plan.num_workers} workers but its Spark "
+                f"application ({self.sc.master}) has {slots} task slots; each worker holds one "
+                f"slot: lower the worker count or give the application more cores")
+
+    # ---- the run ---------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Start the topology and heartbeat until killed or fenced; the exit status."""
+        rec = self.store.get(K.topology_key(self.name))
+        if rec is None or rec.get("epoch") != self.epoch:
+            log.error("topology %r has no record for epoch %d: not starting", self.name, self.epoch)
+            return 3
+        self.record = rec
+        host = rec.get("bind_host") or "127.0.0.1"
+        self.control = ControlServer(host, rec["secret"], self._routes())
+        self.control_url = self.control.start()
+        # heartbeats start now, not once the workers run: starting Spark takes seconds
+        beater = threading.Thread(target=self._heartbeat_until_exit, name="squall-app-heartbeat",
+                                  daemon=True)
+        beater.start()
+        try:
+            self._start(rec)
+        except Exception as e:  # noqa: BLE001 - every start failure is reported to Nimbus
+            log.exception("topology %r failed to start", self.name)
+            self.error = _one_line(e)
+            self.state = K.FAILED
+            self._exit.set()
+            beater.join()
+            self._beat_now()
+            return self._shutdown(1)
+        self.state = K.RUNNING
+        self._beat_now()
+        log.info("topology %r (epoch %d) running; control endpoint %s", self.name, self.epoch,
+                 self.control_url)
+        self._exit.wait()
+        beater.join()
+        if self._fenced:
+            log.warning("topology %r: epoch %d is no longer current (relaunched or killed); "
+                        "stopping its workers", self.name, self.epoch)
+            with self._lock:
+                if self.master is not None:
+                    self.master.stop(wait_secs=0)
+            return self._shutdown(3)
+        self._beat_now()  # STOPPED, after a kill
+        return self._shutdown(0)
+
+    def _start(self, rec: dict) -> None:
+        base = self.load_version(rec["version"])
+        spark_conf = {k: v for k, v in base.conf.items() if k.startswith("spark.")}
+        spark_conf.setdefault("spark.app.name", f"squall-{self.name}")
+        self.sc = start_spark_context(rec["spark_master"], spark_conf, self.log_dir)
+        plan = make_plan(base.topology, base.conf)
+        self._check_slots(plan, base.conf)
+        master = TopologyMaster(self.name, base.topology, base.conf, plan, self.sc,
+                                active=bool(rec.get("active", True)), code_path=base.code_path,
+                                version=base.version, secret=bytes.fromhex(rec["secret"]))
+        upgrade = rec.get("upgrade") or {}
+        if upgrade.get("workers"):  # a relaunch in the middle of a gray upgrade
+            new = self.load_version(upgrade["to"])
+            for index in upgrade["workers"]:
+                master.worker_code[index] = new
+        self.master = master
+        master.start()
+
+    def _heartbeat_until_exit(self) -> None:
+        """The heartbeat thread: beat every second; end the run if this epoch is fenced."""
+        while not self._exit.wait(HEARTBEAT_SECS):
+            try:
+                rec = self.store.get(K.topology_key(self.name))
+                if rec is None or rec.get("epoch") != self.epoch:
+                    raise Fenced()
+                self._beat_now()
+            except Fenced:
+                self._fenced = True
+                self._exit.set()
+            except StoreError as e:
+                # the workers carry on without the store; Nimbus may relaunch us if it lasts
+                log.warning("topology %r: heartbeat not stored: %s", self.name, e)
+
+    def _beat_now(self) -> None:
+        try:
+            self._beat(self.state, control=self.control_url, error=self.error)
+        except Fenced:
+            self._fenced = True
+            self._exit.set()
+        except StoreError as e:
+            log.warning("topology %r: heartbeat not stored: %s", self.name, e)
+
+    def _shutdown(self, code: int) -> int:
+        if self.control is not None:
+            self.control.stop()
+        if self.sc is not None:
+            self.sc.stop()
+        return code
+
+    def _beat(self, state: str, **extra: Any) -> None:
+        self._beats += 1
+        entry = {"epoch": self.epoch, "state": state, "pid": os.getpid(), "host": socket.gethostname(),
+                 "beat": self._beats, "time": time.time(), **extra}
+        if self.sc is not None:
+            entry["app_id"] = self.sc.applicationId
+        if self.master is not None and state == K.RUNNING and not self._exit.is_set():
+            entry["summary"] = self._summary()
+            entry["versions"] = {str(k): v for k, v in self.master.worker_versions().items()}
+
+        def write(old: dict | None) -> dict:
+            if old is not None and old.get("epoch", 0) > self.epoch:
+                raise Fenced()
+            return entry
+        self.store.update(K.master_key(self.name), write)
+
+    def _summary(self) -> dict:
+        assert self.master is not None
+        info = self.master.info()
+        spouts = {c.id for c in self.master.topology.spouts}
+        comps = info["components"]
+        return {
+            "status": info["status"], "workers": info["num_workers"],
+            "tasks": sum(len(c["tasks"]) for c in comps.values()),
+            "emitted": sum(c["emitted"] for c in comps.values()),
+            "acked": sum(c["acked"] for cid, c in comps.items() if cid in spouts),
+            "failed": sum(c["failed"] for cid, c in comps.items() if cid in spouts),
+            "errors": len(info["errors"]), "uptime_secs": info["uptime_secs"],
+        }
+
+    # ---- control operations (control endpoint threads) -------------------------------
+
+    def _routes(self) -> dict:
+        return {
+            ("GET", "/info"): self.info,
+            ("POST", "/activate"): lambda body: self._set_active(True),
+            ("POST", "/deactivate"): lambda body: self._set_active(False),
+            ("POST", "/rebalance"): self.rebalance,
+            ("POST", "/upgrade"): self.upgrade,
+            ("POST", "/kill"): self.kill,
+        }
+
+    def _running(self) -> TopologyMaster:
+        if self.master is None:
+            raise ControlError(409, f"topology {self.name!r} is still starting")
+        return self.master
+
+    def info(self, _body: dict) -> dict:
+        """``get_topology_info`` plus each worker's version and this master's epoch."""
+        info = self._running().info()
+        info.update(epoch=self.epoch, pid=os.getpid(), spark_master=self.record.get("spark_master"),
+                    app_id=self.sc.applicationId if self.sc is not None else None)
+        return info
+
+    def _set_active(self, active: bool) -> dict:
+        with self._lock:
+            self._running().set_active(active)
+        return {"active": active}
+
+    def rebalance(self, body: dict) -> dict:
+        """Restart every worker under a new worker count and/or parallelism (state kept)."""
+        with self._lock:
+            old = self._running()
+            if old.worker_code:
+                raise ControlError(409, "a gray upgrade is in progress: complete or roll it back first")
+            topology = with_parallelism(old.topology, body.get("parallelism") or {})
+            conf = dict(old.conf)
+            if body.get("workers"):
+                conf["topology.workers"] = int(body["workers"])
+            conf = prepare_conf(conf, topology)
+            plan = make_plan(topology, conf)
+            try:
+                self._check_slots(plan, conf)
+            except InsufficientSlotsError as e:
+                raise ControlError(409, str(e)) from None
+            was_active = old.active
+            old.status = K.REBALANCING
+            old.stop(wait_secs=float(body.get("wait_secs") or 0))
+            new = TopologyMaster(self.name, topology, conf, plan, self.sc, active=was_active,
+                                 code_path=old.base.code_path, version=old.base.version, secret=old.secret)
+            self.master = new
+            new.start()
+            parallelism = {**(self.record.get("parallelism") or {}), **(body.get("parallelism") or {})}
+            self.record = {**self.record, "workers": plan.num_workers, "parallelism": parallelism}
+            return {"workers": plan.num_workers,
+                    "tasks": {c: len(t) for c, t in plan.component_tasks.items()}}
+
+    def upgrade(self, body: dict) -> dict:
+        """Run ``workers`` on ``version`` (gray upgrade, completion, rollback); ``base`` too."""
+        with self._lock:
+            master = self._running()
+            self.record = self.store.get(K.topology_key(self.name)) or self.record
+            code = self.load_version(int(body["version"]))
+            if not same_layout(make_plan(code.topology, code.conf), master.plan):
+                raise ControlError(409, f"version {code.version} does not have the running topology's "
+                                        f"shape (components, streams, tasks, workers)")
+            workers = [int(w) for w in body.get("workers") or []]
+            bad = [w for w in workers if not 0 <= w < master.plan.num_workers]
+            if bad:
+                raise ControlError(400, f"no worker {bad[0]}: the topology has workers "
+                                        f"0..{master.plan.num_workers - 1}")
+            timeout = float(setting(code.conf, S.START_TIMEOUT))
+            if workers:
+                master.run_version(workers, code, timeout)
+            if body.get("base"):
+                master.set_base(code)
+            return {"versions": master.worker_versions()}
+
+    def kill(self, body: dict) -> dict:
+        """Deactivate, wait ``wait_secs``, stop every worker, then end this application."""
+        with self._lock:
+            master = self._running()
+            master.status = K.KILLED
+            master.stop(wait_secs=float(body.get("wait_secs") or 0))
+        self.state = K.STOPPED
+        self._exit.set()
+        return {"stopped": True}
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"[:500]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the application's driver (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="squall-topology-master")
+    parser.add_argument("--store", required=True, help="the Nimbus store URI")
+    parser.add_argument("--blobs", required=True, help="the blob store directory")
+    parser.add_argument("--name", required=True, help="the topology's name")
+    parser.add_argument("--epoch", required=True, type=int, help="this launch's epoch")
+    parser.add_argument("--log-dir", default=None, help="where Spark's own log goes")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format=f"%(asctime)s squall master {args.name} pid {os.getpid()} "
+                               f"%(levelname)s %(name)s: %(message)s")
+    store = open_store(args.store)
+    try:
+        return TopologyApp(store, BlobStore(args.blobs), args.name, args.epoch, args.log_dir).run()
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

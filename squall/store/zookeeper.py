@@ -1,0 +1,238 @@
+"""``ZooKeeperStore``: the store on ZooKeeper through kazoo, for Nimbus HA (see ``base``).
+
+``zk://host:port[,host:port...]/root`` keeps key ``a/b`` at znode ``/root/a/b`` as JSON.
+``update`` is a compare-and-set loop on the znode version. Leadership is a kazoo ``Lock``
+whose contender nodes carry each candidate's info, so anyone can read who leads.
+
+Split brain (RELIABILITY C9): a leader whose connection is in doubt (SUSPENDED) stops
+acting as leader at once; if the session is LOST its lock node is gone, and it contends
+again once reconnected. ZooKeeper expires a dead leader's session after the session
+timeout (``session_timeout`` seconds), and the next contender in line takes over.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+from kazoo.retry import KazooRetry, RetryFailedError
+
+from squall.store.base import StoreError, Updater, check_key
+
+log = logging.getLogger("squall.store.zookeeper")
+T = TypeVar("T")
+ELECTION_PATH = "nimbus/election"
+
+
+def parse_zk_uri(uri: str) -> tuple[str, str]:
+    """(hosts, root) of ``zk://h1:p1,h2:p2/root``; the root defaults to ``/squall``.
+
+    >>> parse_zk_uri("zk://127.0.0.1:2181/squall-test")
+    ('127.0.0.1:2181', '/squall-test')
+    """
+    parts = urlsplit(uri)
+    if parts.scheme != "zk" or not parts.netloc:
+        raise StoreError(f"not a ZooKeeper store URI: {uri!r} (expected zk://host:port/root)")
+    root = parts.path.rstrip("/") or "/squall"
+    return parts.netloc, root
+
+
+class ZooKeeperStore:
+    """The ``Store`` protocol on ZooKeeper."""
+
+    def __init__(self, uri: str, session_timeout: float = 6.0, connect_timeout: float = 10.0) -> None:
+        self.uri = uri
+        hosts, self.root = parse_zk_uri(uri)
+        self.client = KazooClient(hosts=hosts, timeout=session_timeout,
+                                  connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=1.0))
+        try:
+            self.client.start(timeout=connect_timeout)
+        except Exception as e:  # noqa: BLE001 - kazoo raises its own timeout types
+            self.client.close()
+            raise StoreError(f"cannot reach ZooKeeper at {hosts} within {connect_timeout:.0f}s: "
+                             f"{type(e).__name__}") from None
+        self._retry = KazooRetry(max_tries=8, delay=0.1, max_delay=1.0, ignore_expire=False)
+        self._call(self.client.ensure_path, self.root)
+
+    def _path(self, key: str) -> str:
+        return f"{self.root}/{check_key(key)}"
+
+    def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            return self._retry.copy()(fn, *args, **kwargs)
+        except (RetryFailedError, KazooException) as e:
+            if isinstance(e, (NoNodeError, NodeExistsError, BadVersionError)):
+                raise
+            raise StoreError(f"ZooKeeper store {self.uri}: {type(e).__name__}: {e}") from None
+
+    def get(self, key: str) -> dict | None:
+        """See ``Store.get``."""
+        try:
+            data, _ = self._call(self.client.get, self._path(key))
+        except NoNodeError:
+            return None
+        return json.loads(data) if data else None
+
+    def put(self, key: str, value: dict) -> None:
+        """See ``Store.put``."""
+        self.update(key, lambda _old: value)
+
+    def create(self, key: str, value: dict) -> bool:
+        """See ``Store.create``."""
+        try:
+            self._call(self.client.create, self._path(key), json.dumps(value).encode(), makepath=True)
+        except NodeExistsError:
+            return False
+        return True
+
+    def update(self, key: str, fn: Updater) -> dict | None:
+        """See ``Store.update``: compare-and-set on the znode's version until it holds."""
+        path = self._path(key)
+        while True:
+            try:
+                data, stat = self._call(self.client.get, path)
+            except NoNodeError:
+                new = fn(None)
+                if new is None:
+                    return None
+                try:
+                    self._call(self.client.create, path, json.dumps(new).encode(), makepath=True)
+                    return new
+                except NodeExistsError:
+                    continue
+            new = fn(json.loads(data) if data else None)
+            try:
+                if new is None:
+                    self._call(self.client.delete, path, version=stat.version)
+                else:
+                    self._call(self.client.set, path, json.dumps(new).encode(), version=stat.version)
+                return new
+            except (BadVersionError, NoNodeError):
+                continue  # someone wrote in between: read again
+
+    def delete(self, key: str) -> None:
+        """See ``Store.delete`` (children go too)."""
+        try:
+            self._call(self.client.delete, self._path(key), recursive=True)
+        except NoNodeError:
+            pass
+
+    def children(self, prefix: str) -> dict[str, dict]:
+        """See ``Store.children``."""
+        try:
+            names = self._call(self.client.get_children, self._path(prefix))
+        except NoNodeError:
+            return {}
+        out = {}
+        for name in names:
+            value = self.get(f"{prefix}/{name}")
+            if value is not None:
+                out[name] = value
+        return out
+
+    def election(self, info: dict[str, Any]) -> ZooKeeperElection:
+        """See ``Store.election``."""
+        return ZooKeeperElection(self, info)
+
+    def close(self) -> None:
+        """End the session (its ephemeral nodes, the election's too, go with it)."""
+        try:
+            self.client.stop()
+        finally:
+            self.client.close()
+
+
+class ZooKeeperElection:
+    """Leadership as a kazoo ``Lock`` (see the module docstring)."""
+
+    def __init__(self, store: ZooKeeperStore, info: dict[str, Any]) -> None:
+        self.store = store
+        self.info = dict(info)
+        self.path = f"{store.root}/{ELECTION_PATH}"
+        self._holding = False
+        self._suspended = False
+        self._lost = threading.Event()
+        self._stop = threading.Event()
+        self._lock: Any = None
+        self._thread = threading.Thread(target=self._run, name="squall-election", daemon=True)
+        store.client.add_listener(self._on_state)
+
+    def _on_state(self, state: str) -> None:
+        # runs on kazoo's event thread: only flags here, never a blocking call
+        if state == KazooState.SUSPENDED:
+            self._suspended = True
+        elif state == KazooState.LOST:
+            self._suspended = True
+            self._lost.set()
+        else:
+            self._suspended = False
+
+    def start(self) -> None:
+        """See ``Election.start``."""
+        self._thread.start()
+
+    def _run(self) -> None:
+        client = self.store.client
+        while not self._stop.is_set():
+            if client.state != KazooState.CONNECTED:
+                self._stop.wait(0.2)
+                continue
+            self._lost.clear()
+            self._lock = client.Lock(self.path, json.dumps(self.info))
+            try:
+                got = self._lock.acquire(blocking=True)
+            except Exception as e:  # noqa: BLE001 - connection trouble: contend again
+                log.warning("Nimbus election: %s: %s; contending again", type(e).__name__, e)
+                self._stop.wait(0.5)
+                continue
+            if not got:
+                continue
+            self._holding = True
+            log.info("this Nimbus leads (%s)", self.info.get("url"))
+            while not self._stop.is_set() and not self._lost.is_set():
+                self._stop.wait(0.2)
+            self._holding = False
+            if self._lost.is_set():
+                log.warning("Nimbus lost its ZooKeeper session: no longer the leader")
+            self._release()
+
+    def _release(self) -> None:
+        try:
+            if self._lock is not None:
+                self._lock.release()
+        except Exception:  # noqa: BLE001 - the node may be gone with the session
+            pass
+
+    def is_leader(self) -> bool:
+        """See ``Election.is_leader``: holding the lock with the session not in doubt."""
+        return self._holding and not self._suspended
+
+    def leader(self) -> dict | None:
+        """See ``Election.leader``: the info of the first contender in line."""
+        if self.is_leader():
+            return self.info
+        try:
+            lock = self._lock or self.store.client.Lock(self.path)
+            contenders = self.store._call(lock.contenders)
+        except (StoreError, KazooException):
+            return None
+        for c in contenders:
+            try:
+                return json.loads(c)
+            except ValueError:
+                continue
+        return None
+
+    def stop(self) -> None:
+        """See ``Election.stop``."""
+        self._stop.set()
+        if self._lock is not None:
+            self._lock.cancel()
+        self._thread.join(5.0)
+        self._release()
