@@ -156,13 +156,17 @@ class WordCount(BasicBolt):
         declarer.declare(Fields("word", "count"))
 
 
-def build_topology(results_dir: str, *, sentences: int | None = None, seed: int | None = None,
-                   spouts: int = 5, splitters: int = 8, counters: int = 12) -> Any:
+def build_topology(results_dir: str | None = None, *, sentences: int | None = None,
+                   seed: int | None = None, spouts: int = 5, splitters: int = 8,
+                   counters: int = 12) -> Any:
     """The word count topology; parallelism as storm-starter's (5, 8, 12) by default.
 
     ``sentences`` makes the spout finite (that many sentences in all), ``seed`` makes its
-    choice of sentences reproducible; the counts land in ``results_dir``.
+    choice of sentences reproducible; the counts land in ``results_dir`` (default: a new
+    temporary directory, as when ``squall submit`` calls this with no arguments).
     """
+    if results_dir is None:
+        results_dir = tempfile.mkdtemp(prefix="squall-wordcount-")
     builder = TopologyBuilder()
     builder.set_spout("sentence", RandomSentenceSpout(limit=sentences, seed=seed), parallelism=spouts)
     builder.set_bolt("split", SplitSentence(), parallelism=splitters).shuffle_grouping("sentence")
