@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     for cid, c in sorted(info["components"].items()):
         rate = c["emitted"] / uptime if uptime else 0.0
         comps.append([cid, len(c["tasks"]), c["emitted"], f"{rate:.1f}", c["acked"], c["failed"],
-                      c["execute_latency_ms"], c["complete_latency_ms"], c["capacity"], c.get("errors")])
+                      f"{c['execute_latency_ms']:.3f}", f"{c['complete_latency_ms']:.1f}",
+                      f"{c['capacity']:.3f}", c.get("errors")])
     if comps:
         print()
         print(table(["COMPONENT", "TASKS", "EMITTED", "EMITTED/S", "ACKED", "FAILED", "EXEC MS",
