@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast lint bench clean
+.PHONY: setup demo test test-fast lint bench bench-full bench-clean clean
 
 $(STAMP): pyproject.toml scripts/setup.sh scripts/setup-java.sh scripts/setup-redis.sh scripts/setup-zookeeper.sh
 	bash scripts/setup.sh "$(PYTHON)" "$(VENV)"
@@ -27,6 +27,12 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks --quick
+
+bench-full: $(STAMP)
+	$(PY) -m benchmarks --full
+
+bench-clean:
+	rm -rf .bench benchmarks/results/*.json benchmarks/results/*.png
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

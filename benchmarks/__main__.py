@@ -1,89 +1,188 @@
-"""Run the benchmarks: ``python -m benchmarks [--quick]``.
+"""Run the benchmarks: ``python -m benchmarks [--quick|--full] [--workloads ...] [--systems ...]``.
 
-Prints a table and writes ``benchmarks/results/latest.json``: a list of rows with the keys
-``workload``, ``system``, ``acking``, ``throughput_tps``, ``latency_p50_ms``,
-``latency_p99_ms``, ``rss_mb``, ``duration_s`` and ``tuples`` (and a few more).
+Runs each named workload (``benchmarks.workloads``) on each named system
+(``benchmarks.systems``): squall on ``LocalCluster`` and on ``SparkCluster``, and its peers,
+each in a virtualenv of its own that is made on first use (``benchmarks.envs``). Prints a
+table with every system's figures and squall's ratio to each, and writes
+``benchmarks/results/latest.json`` (the rows), ``latest-meta.json`` (machine, versions,
+configuration) and PNG charts. A system that cannot be installed or started is listed
+with the reason, and the run goes on.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import subprocess
 import sys
-from collections.abc import Callable
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import wordcount_local
+from benchmarks import envs, meta, report
+from benchmarks.peers._common import pace
+from benchmarks.systems import SYSTEMS, System, missing_row, python_for, run_batch
+from benchmarks.workloads import FULL, MAX_RATE, QUICK, WORKLOADS, Profile, acking_variants, make_case
 
-RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
-
-Row = dict[str, Any]
-
-
-def workloads(args: argparse.Namespace) -> list[tuple[str, Callable[[], Row]]]:
-    """The measurements to run, by label, each a function returning a row."""
-    common = {"duration_s": args.duration, "warmup_s": args.warmup, "workers": args.workers}
-    return [
-        ("wordcount, ackers on", lambda: wordcount_local.run(acking=True, **common)),
-        ("wordcount, ackers off", lambda: wordcount_local.run(acking=False, **common)),
-    ]
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def _fmt(value: Any, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true",
+                      help=f"short cases ({QUICK.warmup_s:g}s warm-up, {QUICK.duration_s:g}s measured)")
+    size.add_argument("--full", action="store_true",
+                      help=f"long cases ({FULL.warmup_s:g}s warm-up, {FULL.duration_s:g}s measured; "
+                           "the default)")
+    parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), metavar="W",
+                        help=f"workloads to run (default: all): {', '.join(WORKLOADS)}")
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), metavar="S",
+                        help=f"systems to run on (default: all): {', '.join(SYSTEMS)}")
+    parser.add_argument("--warmup", type=float, help="override the warm-up seconds of every case")
+    parser.add_argument("--duration", type=float, help="override the measured seconds of every case")
+    parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
+    parser.add_argument("--reinstall", action="store_true", help="remake the peers' virtualenvs")
+    parser.add_argument("--out", type=Path, default=RESULTS, help=f"results directory ({RESULTS})")
+    args = parser.parse_args(argv)
+    args.workloads = _names(args.workloads, WORKLOADS, parser, "workload")
+    args.systems = _names(args.systems, SYSTEMS, parser, "system")
+    return args
 
 
-def table(rows: list[Row]) -> str:
-    """The rows as a text table."""
-    columns = [
-        ("workload", "workload", "<10", "s"),
-        ("system", "system", "<13", "s"),
-        ("acking", "acking", "<6", "s"),
-        ("sentences/s", "throughput_tps", ">11", ",.0f"),
-        ("words/s", "words_per_s", ">9", ",.0f"),
-        ("p50 ms", "latency_p50_ms", ">8", ".1f"),
-        ("p99 ms", "latency_p99_ms", ">8", ".1f"),
-        ("rss MB", "rss_mb", ">7", ".1f"),
-        ("secs", "duration_s", ">5", ".1f"),
-        ("tuples", "tuples", ">9", ",d"),
-    ]
-    lines = [" ".join(format(title, width) for title, _, width, _ in columns)]
-    lines.append(" ".join("-" * int(width[1:]) for _, _, width, _ in columns))
-    for row in rows:
-        cells = []
-        for _, key, width, spec in columns:
-            value = row.get(key)
-            text = str(value) if spec == "s" else _fmt(value, spec)
-            cells.append(format(text, width))
-        lines.append(" ".join(cells))
-    return "\n".join(lines)
+def _names(given: list[str], known: dict, parser: argparse.ArgumentParser, what: str) -> list[str]:
+    names = [n for item in given for n in item.split(",") if n]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        parser.error(f"unknown {what}(s): {', '.join(unknown)}; choose from {', '.join(known)}")
+    return [n for n in known if n in names]  # in the canonical order
+
+
+def profile_of(args: argparse.Namespace) -> Profile:
+    base = QUICK if args.quick else FULL
+    return Profile(base.name, args.warmup if args.warmup is not None else base.warmup_s,
+                   args.duration if args.duration is not None else base.duration_s)
+
+
+def plan(system: str, workloads: list[str], profile: Profile) -> list[dict]:
+    """The cases of ``workloads`` on ``system``, in order.
+
+    ``latency`` is paced at shares of ``wordcount``'s maximum: without ``wordcount`` in the
+    run, its one needed case (ackers on where the system has them) runs first.
+    """
+    cases = []
+    for name in workloads:
+        workload = WORKLOADS[name]
+        if system not in workload.SYSTEMS:
+            continue
+        if name == "latency" and "wordcount" not in workloads:
+            ack = acking_variants(system)[0]
+            cases.append(make_case("wordcount", MAX_RATE, system, profile, acking=ack))
+        cases.extend(workload.cases(profile, system))
+    return cases
+
+
+def describe(row: dict[str, Any]) -> str:
+    if row.get("error"):
+        return " ".join(str(row["error"]).split())[:100]
+    tps = row.get("throughput_tps")
+    p99 = row.get("latency_p99_ms")
+    text = f"{tps:,.0f} sentences/s" if tps else "no throughput"
+    return text + (f", p99 {p99:,.1f} ms" if p99 is not None else "")
+
+
+def show(row: dict) -> None:
+    print(f"  {row['id']}: {describe(row)}", file=sys.stderr, flush=True)
+
+
+def run_system(system: System, cases: list[dict], env_by_name: dict[str, envs.Env]) -> list[dict]:
+    """Run ``cases`` on ``system``: in one subprocess when it starts a JVM, else one per case.
+
+    A runner of many cases paces the latency cases itself; for one-case runners this does
+    it, from the rows measured before.
+    """
+    python, why = python_for(system, env_by_name)
+    if python is None:
+        rows = [missing_row(c, f"skipped: {why}") for c in cases]
+        for row in rows:
+            show(row)
+        return rows
+    if system.jvm:
+        return run_batch(system, python, cases, system.name, on_row=show)
+    rows: list[dict] = []
+    for i, case in enumerate(cases):
+        problem = pace(case, rows)
+        if problem:
+            rows.append(missing_row(case, problem))
+            show(rows[-1])
+            continue
+        rows.extend(run_batch(system, python, [case], f"{system.name}-{i:02d}", on_row=show))
+    return rows
+
+
+def ordered(rows: list[dict], cases: list[dict]) -> list[dict]:
+    """Rows by workload, then variant (in plan order), then system, ackers on first."""
+    workloads = list(WORKLOADS)
+    variants = list(dict.fromkeys((c["workload"], c["variant"]) for c in cases))
+    systems = list(SYSTEMS)
+
+    def key(row: dict) -> tuple:
+        wv = (row["workload"], row["variant"])
+        return (workloads.index(row["workload"]) if row["workload"] in workloads else 99,
+                variants.index(wv) if wv in variants else 99,
+                systems.index(row["system"]) if row["system"] in systems else 99,
+                not row.get("acking"))
+
+    return sorted(rows, key=key)
+
+
+def charts(out: Path, env_by_name: dict[str, envs.Env]) -> str:
+    env = env_by_name.get("charts")
+    if env is None or env.python is None:
+        return f"no charts: matplotlib env not installed ({env.reason if env else 'skipped'})"
+    done = subprocess.run([str(env.python), "-m", "benchmarks.charts", str(out)], cwd=envs.ROOT,
+                          capture_output=True, text=True, timeout=300)
+    if done.returncode:
+        return f"charts failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
+    return f"charts: {done.stdout.strip()}"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description="squall benchmarks")
-    parser.add_argument("--quick", action="store_true",
-                        help="short runs (3 s warm-up, 5 s measured each): under a minute in all")
-    parser.add_argument("--duration", type=float, default=None, help="measured seconds per run (20)")
-    parser.add_argument("--warmup", type=float, default=None, help="warm-up seconds per run (5)")
-    parser.add_argument("--workers", type=int, default=2, help="LocalCluster workers (2)")
-    parser.add_argument("--out", type=Path, default=RESULTS, help=f"result file ({RESULTS})")
-    args = parser.parse_args(argv)
-    if args.duration is None:
-        args.duration = 5.0 if args.quick else 20.0
-    if args.warmup is None:
-        args.warmup = 3.0 if args.quick else 5.0
+    args = parse_args(argv)
+    profile = profile_of(args)
+    started, started_at = time.monotonic(), datetime.now(UTC).isoformat(timespec="seconds")
+    needed = sorted({SYSTEMS[s].env for s in args.systems if SYSTEMS[s].env})
+    if not args.no_charts:
+        needed.append("charts")
+    if args.reinstall:
+        for name in needed:
+            envs.remove(name)
+    env_by_name = envs.ensure_all(needed)
+    print(f"envs ready after {time.monotonic() - started:.0f}s; running {profile.name} cases "
+          f"({profile.warmup_s:g}s warm-up + {profile.duration_s:g}s measured each)",
+          file=sys.stderr, flush=True)
 
-    rows = []
-    for label, workload in workloads(args):
-        print(f"running {label} ({args.warmup:g}s warm-up, {args.duration:g}s measured)...",
-              file=sys.stderr, flush=True)
-        rows.append(workload())
-    print(table(rows))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(rows, indent=2) + "\n")
-    print(f"wrote {args.out}", file=sys.stderr)
-    return 1 if any(row.get("errors") for row in rows) else 0
+    rows: list[dict] = []
+    planned: list[dict] = []
+    for name in args.systems:
+        cases = plan(name, args.workloads, profile)
+        if not cases:
+            continue
+        planned.extend(cases)
+        print(f"{name} ({len(cases)} cases):", file=sys.stderr, flush=True)
+        rows.extend(run_system(SYSTEMS[name], cases, env_by_name))
+
+    rows = report.complete(ordered(rows, planned))
+    wall = time.monotonic() - started
+    info = meta.build(rows=rows, args=vars(args) | {"out": str(args.out)}, profile=profile,
+                      envs=env_by_name, started_at=started_at, wall_s=wall, systems=SYSTEMS)
+    rows_path, meta_path = report.write(rows, info, args.out)
+    print(report.table(rows))
+    print(f"\nwrote {rows_path} and {meta_path.name}; {len(rows)} rows in {wall:.0f}s", file=sys.stderr)
+    if not args.no_charts:
+        print(charts(args.out, env_by_name), file=sys.stderr)
+    failed = [r for r in rows if r["system"] == "squall-local" and r.get("error")]
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
