@@ -10,6 +10,7 @@ squall itself) is zipped under its import path and added with ``sc.addPyFile``.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import io
 import shutil
@@ -94,6 +95,8 @@ def ship_user_modules(sc: SparkContext) -> str | None:
     if state is None:
         state = (Path(tempfile.mkdtemp(prefix="squall-spark-")), set[str]())
         sc._squall_shipping = state  # type: ignore[attr-defined]
+        # a context shared by several clusters may never see forget_shipped: clean at exit
+        atexit.register(shutil.rmtree, state[0], True)
     work_dir, shipped = state
     if digest in shipped:
         return None
