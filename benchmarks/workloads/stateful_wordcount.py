@@ -1,8 +1,10 @@
 """stateful_wordcount: the word count with its counts in checkpointed state (squall only).
 
-Three variants on the same topology and settings: ``plain`` (the dict-counting bolt, no
-checkpoints), ``memory`` (``StatefulBolt`` on ``InMemoryStateProvider``) and ``local``
-(``StatefulBolt`` on ``LocalStateProvider``, SQLite in a temporary directory). A stateful
+Four variants on the same topology and settings: ``plain`` (the dict-counting bolt, no
+checkpoints), ``memory`` (``StatefulBolt`` on ``InMemoryStateProvider``), ``local``
+(``StatefulBolt`` on ``LocalStateProvider``, SQLite in a temporary directory) and ``redis``
+(``RedisStateProvider`` on a ``redis-server`` this workload starts on 127.0.0.1, without
+persistence, and stops when the runner exits). A stateful
 bolt holds its input acks until the checkpoint that covers them commits (every
 ``topology.state.checkpoint.interval.ms``, 1000 by default), so ``max.spout.pending`` is
 raised for all three variants to let two intervals' worth of sentences be in flight (with
@@ -14,17 +16,23 @@ variant's queues hold what the large pending lets in.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import socket
+import subprocess
+import time
 from typing import Any
 
 from squall import Config
 
 NAME = "stateful_wordcount"
 SYSTEMS = ("squall-local", "squall-spark")
-VARIANTS = ("plain", "memory", "local")
+VARIANTS = ("plain", "memory", "local", "redis")
 PROVIDERS = {
     "memory": "squall.state.memory.InMemoryStateProvider",
     "local": "squall.state.local.LocalStateProvider",
+    "redis": "squall.state.redis.RedisStateProvider",
 }
 # per spout task: acks wait for the checkpoint's commit, so a spout needs about two
 # intervals' worth in flight; at 5000, throughput was bounded by pending / commit latency
@@ -60,4 +68,31 @@ def build(case: dict, probe_dir: str) -> tuple[Any, Config]:
     conf["topology.state.provider"] = PROVIDERS[variant]
     if variant == "local":
         conf["topology.state.provider.config"] = {"path": os.path.join(probe_dir, "state")}
+    if variant == "redis":
+        conf["topology.state.provider.config"] = {"host": "127.0.0.1", "port": start_redis(probe_dir)}
     return topology(probe_dir, case["workers"], count_bolt=StatefulWordCount(probe_dir)), conf
+
+
+def start_redis(workdir: str) -> int:
+    """Start a throwaway redis-server on a free loopback port; returns the port."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        raise RuntimeError("redis-server is not on PATH (scripts/setup-redis.sh installs it)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", workdir],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    atexit.register(proc.terminate)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
+                conn.sendall(b"PING\r\n")
+                if conn.recv(16).startswith(b"+PONG"):
+                    return port
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError(f"redis-server did not answer on 127.0.0.1:{port}")

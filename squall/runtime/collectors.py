@@ -153,7 +153,7 @@ class SpoutOutputCollector(_Emitter):
                 deliver(t, task, stream, values, None)
             task.ack_soon(msg_id)
             return
-        root = getrandbits(64)
+        root = task.new_root()
         ack_val = 0
         for t in targets:
             edge = getrandbits(64)

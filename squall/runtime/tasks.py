@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from random import getrandbits
 from typing import TYPE_CHECKING, Any
 
 from squall.api.components import BasicBolt, Bolt, Spout
@@ -57,12 +58,29 @@ class Task:
         self._ackers = ackers
         self._num_ackers = len(ackers)
         self._local_ackers: list[AckerTask | None] = [None] * len(ackers)
+        self._local_slots: list[int] = []
         self.acking = bool(ackers)
 
     def bind_ackers(self, tasks: dict[int, Task]) -> None:
         """Note which acker tasks live in this worker (their ledger is updated in place)."""
         self._local_ackers = [t if isinstance(t, AckerTask) else None
                               for t in (tasks.get(a) for a in self._ackers)]
+        self._local_slots = [i for i, t in enumerate(self._local_ackers) if t is not None]
+
+    def new_root(self) -> int:
+        """A random 64-bit root id whose acker lives in this worker, when one does.
+
+        The acker is ``root % ackers``: steering the low residue keeps the spout's init and
+        the acker's verdict inside the worker, while the id stays random.
+        """
+        root = getrandbits(64)
+        slots = self._local_slots
+        if slots:
+            n = self._num_ackers
+            root += slots[root % len(slots)] - root % n
+            if root >= 1 << 64:
+                root -= n
+        return root
 
     def acker_for(self, root: int) -> int:
         """The acker task that keeps ``root``'s ledger (fields grouping on the root id)."""
@@ -75,7 +93,7 @@ class Task:
         if acker is not None:
             acker.on_ack(root, value)
         else:
-            self.worker.deliver(self._ackers[i], self, ACK_ACK, [root, value], None)
+            self.worker.buffer_ack(self._ackers[i], self, root, value)
 
     def start(self) -> None:
         """Open or prepare the user component."""

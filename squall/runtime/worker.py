@@ -26,7 +26,7 @@ from squall.api.topology import StormTopology
 from squall.api.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
 from squall.runtime.assembly import make_task
 from squall.runtime.errors import ErrorLog
-from squall.runtime.plan import ACKER, SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
+from squall.runtime.plan import ACK_ACK, ACKER, SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
 from squall.runtime.serialization import CorruptFrameError, Encoder, SerializationError, frame, unframe
 from squall.runtime.tasks import PENDING_BUCKETS, AckerTask, BoltTask, SpoutTask, Task
 from squall.runtime.transport import Transport
@@ -84,6 +84,8 @@ class Worker:
         self._encoder = Encoder()
         self._out: dict[int, list[bytes]] = {}
         self._unsent: dict[int, deque[bytes]] = {}
+        self._acks: dict[tuple[int, int], int] = {}
+        self._ack_src: Task | None = None
         self._batch = int(conf.get("squall.transfer.batch.size") or 512)
         self._capacity = int(conf.get("topology.executor.receive.buffer.size") or 32768)
         self._high = int(self._capacity * float(conf.get("topology.backpressure.water.mark.high", 0.8)))
@@ -158,6 +160,25 @@ class Worker:
         buf.append(data)
         if len(buf) >= self._batch:
             self._flush(peer)
+
+    def buffer_ack(self, acker: int, src: Task, root: int, value: int) -> None:
+        """Ack for an acker in another worker: combined per root until the round ends.
+
+        The ledger only XORs what it receives, so the acks a round produces for one root
+        travel as one message (their XOR) instead of one per tuple.
+        """
+        key = (acker, root)
+        acks = self._acks
+        acks[key] = acks.get(key, 0) ^ value
+        self._ack_src = src
+
+    def _send_acks(self) -> None:
+        acks, self._acks = self._acks, {}
+        src = self._ack_src
+        assert src is not None  # set with every buffered ack
+        for (acker, root), value in acks.items():
+            if value:  # acks that cancel out tell the ledger nothing
+                self.deliver(acker, src, ACK_ACK, [root, value], None)
 
     def _flush(self, peer: int) -> None:
         buf = self._out[peer]
@@ -238,6 +259,8 @@ class Worker:
         for spout in self.spouts:
             if spout.inbox:
                 work += spout.process(BOLT_BATCH)
+        if self._acks:
+            self._send_acks()
         blocked = self._flush_all()
         fullest = max((len(t.inbox) for t in self.tasks.values()), default=0)
         if self.throttled:
