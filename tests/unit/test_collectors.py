@@ -73,6 +73,9 @@ class FakeTask:
     def acker_for(self, root):
         return ACKERS[root % len(ACKERS)]
 
+    def new_root(self):  # no acker in this worker: any random id
+        return random.getrandbits(64)
+
     def send_ack(self, root, value):  # as a task whose acker lives in another worker
         self.worker.deliver(self.acker_for(root), self, ACK_ACK, [root, value], None)
 

@@ -253,3 +253,18 @@ def test_basic_bolt_acks_or_fails_its_input(value, streams, reported):
     assert acker_streams(worker) == streams
     assert [str(e) for e in worker.errors] == reported
     assert task._basic.input is None
+
+
+def test_new_roots_are_steered_to_an_acker_in_the_same_worker():
+    worker, task = spout_task(ackers=(100, 101, 102, 103))
+    local = AckerTask(worker, 102, "__acker", None, {})
+    task.bind_ackers({102: local})
+    roots = {task.new_root() for _ in range(500)}
+    assert len(roots) == 500 and all(0 <= r < 1 << 64 for r in roots)
+    assert {task.acker_for(r) for r in roots} == {102}
+
+
+def test_without_a_local_acker_roots_spread_over_all_ackers():
+    _, task = spout_task(ackers=(100, 101, 102, 103))
+    task.bind_ackers({})
+    assert {task.acker_for(task.new_root()) for _ in range(500)} == {100, 101, 102, 103}
