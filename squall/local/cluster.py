@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from squall.api.errors import (
     AlreadyAliveError,
     InvalidTopologyError,
-    NotAliveError,
     TopologyStartError,
 )
 from squall.api.topology import StormTopology
+from squall.runtime.clusters import ClusterBase
 from squall.runtime.errors import ErrorLog
 from squall.runtime.info import topology_info
 from squall.runtime.plan import TaskPlan, make_plan
@@ -39,7 +37,7 @@ class _Running:
     started_at: float = field(default_factory=time.monotonic)
 
 
-class LocalCluster:
+class LocalCluster(ClusterBase[_Running]):
     """Runs topologies in this process; a context manager that kills them on exit.
 
     Workers exchange real serialized frames (msgpack, pickle fallback) through bounded
@@ -47,15 +45,8 @@ class LocalCluster:
     """
 
     def __init__(self, tap: Callable[[str, str, list], None] | None = None) -> None:
-        self._topologies: dict[str, _Running] = {}
-        self._lock = threading.RLock()
+        super().__init__()
         self._tap = tap
-
-    def __enter__(self) -> LocalCluster:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.shutdown()
 
     def shutdown(self) -> None:
         """Kill every topology still running and wait until all have stopped."""
@@ -107,12 +98,6 @@ class LocalCluster:
         running.workers = workers
         running.status = "ACTIVE" if active else "INACTIVE"
         running.started_at = time.monotonic()
-
-    def _get(self, name: str) -> _Running:
-        running = self._topologies.get(name)
-        if running is None:
-            raise NotAliveError(f"no topology named {name!r} is running")
-        return running
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -183,15 +168,6 @@ class LocalCluster:
         metrics = [t.metrics for w in running.workers for t in w.tasks.values()]
         return topology_info(name, running.status, running.plan, metrics,
                              running.errors.list(), time.monotonic() - running.started_at)
-
-    def list_topologies(self) -> list[dict]:
-        """A summary of each running topology."""
-        return [
-            {"name": r.name, "status": r.status, "workers": r.plan.num_workers,
-             "tasks": sum(len(ts) for ts in r.plan.component_tasks.values()),
-             "uptime_secs": round(time.monotonic() - r.started_at, 3)}
-            for r in self._topologies.values()
-        ]
 
     def workers(self, name: str) -> list[Worker]:
         """The live workers of ``name`` (for tests and tools)."""

@@ -10,13 +10,12 @@ one Spark application.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from squall.api.config import SQUALL_SPARK_MASTER
-from squall.api.errors import AlreadyAliveError, NotAliveError
+from squall.api.errors import AlreadyAliveError
 from squall.api.topology import StormTopology
+from squall.runtime.clusters import ClusterBase
 from squall.runtime.plan import make_plan
 from squall.runtime.submission import check_name, prepare_conf, prepare_topology, with_parallelism
 from squall.spark import settings as S
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("squall.spark")
 
 
-class SparkCluster:
+class SparkCluster(ClusterBase[TopologyMaster]):
     """Runs topologies on Spark; a context manager that kills them (and its Spark) on exit.
 
     ``master`` overrides the topologies' ``squall.spark.master``; ``spark_conf`` adds
@@ -48,14 +47,7 @@ class SparkCluster:
         self.log_dir = log_dir
         self._sc: SparkContext | None = None
         self._owns_sc = False
-        self._topologies: dict[str, TopologyMaster] = {}
-        self._lock = threading.RLock()
-
-    def __enter__(self) -> SparkCluster:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.shutdown()
+        super().__init__()
 
     @property
     def spark_context(self) -> SparkContext | None:
@@ -128,12 +120,6 @@ class SparkCluster:
                 f"lower topology.workers or give the cluster more cores"
             )
 
-    def _get(self, name: str) -> TopologyMaster:
-        master = self._topologies.get(name)
-        if master is None:
-            raise NotAliveError(f"no topology named {name!r} is running")
-        return master
-
     # ---- lifecycle -------------------------------------------------------------------
 
     def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
@@ -186,13 +172,3 @@ class SparkCluster:
     def get_topology_info(self, name: str) -> dict:
         """Status, per-component figures, workers (host, pid, restarts) and errors of ``name``."""
         return self._get(name).info()
-
-    def list_topologies(self) -> list[dict]:
-        """A summary of each running topology."""
-        now = time.monotonic()
-        return [
-            {"name": m.name, "status": m.status, "workers": m.plan.num_workers,
-             "tasks": sum(len(ts) for ts in m.plan.component_tasks.values()),
-             "uptime_secs": round(now - m.started_at, 3)}
-            for m in self._topologies.values()
-        ]

@@ -1,0 +1,59 @@
+"""What every cluster shares: its running topologies by name, and the context manager."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Generic, Protocol, TypeVar
+
+from squall.api.errors import NotAliveError
+from squall.runtime.plan import TaskPlan
+
+
+class RunningTopology(Protocol):
+    """What a cluster keeps per running topology."""
+
+    name: str
+    status: str
+    plan: TaskPlan
+    started_at: float
+
+
+T = TypeVar("T", bound=RunningTopology)
+
+
+class ClusterBase(Generic[T]):
+    """Running topologies by name, a lock for lifecycle calls, and ``with`` support.
+
+    Subclasses implement ``shutdown`` (kill what runs and wait), called on leaving ``with``.
+    """
+
+    def __init__(self) -> None:
+        self._topologies: dict[str, T] = {}
+        self._lock = threading.RLock()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        """Kill every topology still running and wait until all have stopped."""
+        raise NotImplementedError
+
+    def _get(self, name: str) -> T:
+        running = self._topologies.get(name)
+        if running is None:
+            raise NotAliveError(f"no topology named {name!r} is running")
+        return running
+
+    def list_topologies(self) -> list[dict]:
+        """A summary of each running topology."""
+        now = time.monotonic()
+        return [
+            {"name": r.name, "status": r.status, "workers": r.plan.num_workers,
+             "tasks": sum(len(ts) for ts in r.plan.component_tasks.values()),
+             "uptime_secs": round(now - r.started_at, 3)}
+            for r in self._topologies.values()
+        ]
