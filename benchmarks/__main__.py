@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = report.complete(ordered(rows, planned))
     wall = time.monotonic() - started
-    info = meta.build(rows=rows, args=vars(args) | {"out": str(args.out)}, profile=profile,
+    info = meta.build(rows=rows, args=vars(args) | {"out": _shown(args.out)}, profile=profile,
                       envs=env_by_name, started_at=started_at, wall_s=wall, systems=SYSTEMS)
     rows_path, meta_path = report.write(rows, info, args.out)
     print(report.table(rows))
@@ -185,5 +185,14 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when inside it (no machine paths in results)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 if __name__ == "__main__":
     sys.exit(main())
+
