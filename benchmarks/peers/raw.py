@@ -49,6 +49,16 @@ MAX_PENDING = 500
 SETTLE_S = Probe.FLUSH_SECS + 0.15
 
 
+def _connect(ctx: Any, kind: int, ports: list[int]) -> list[Any]:
+    """One socket of ``kind`` connected to each loopback port."""
+    sockets = []
+    for port in ports:
+        sock = ctx.socket(kind)
+        sock.connect(f"tcp://127.0.0.1:{port}")
+        sockets.append(sock)
+    return sockets
+
+
 def _bind(ctx: Any, kind: int) -> tuple[Any, int]:
     sock = ctx.socket(kind)
     port = sock.bind_to_random_port("tcp://127.0.0.1")
@@ -68,11 +78,7 @@ class Producer:
         self.acks, port = _bind(self.ctx, zmq.PULL)
         conn.send(port)
         consumer_ports = conn.recv()
-        self.outs = []
-        for p in consumer_ports:
-            s = self.ctx.socket(zmq.PUSH)
-            s.connect(f"tcp://127.0.0.1:{p}")
-            self.outs.append(s)
+        self.outs = _connect(self.ctx, zmq.PUSH, consumer_ports)
         self.n = len(self.outs)
         self.probe = Probe(probe_dir, f"p{index}-spout")
         self.acking = bool(case["acking"])
@@ -169,11 +175,7 @@ class Consumer:
         self.pull, port = _bind(self.ctx, zmq.PULL)
         conn.send(port)
         producer_ports = conn.recv()
-        self.acks = []
-        for p in producer_ports:
-            s = self.ctx.socket(zmq.PUSH)
-            s.connect(f"tcp://127.0.0.1:{p}")
-            self.acks.append(s)
+        self.acks = _connect(self.ctx, zmq.PUSH, producer_ports)
         self.probe = Probe(probe_dir, f"c{index}-sink")
         self.acking = bool(case["acking"])
         self.pipeline = case["workload"] == "pipeline"

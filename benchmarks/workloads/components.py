@@ -13,6 +13,7 @@ from typing import Any
 
 from benchmarks.peers._common import SENTENCES
 from benchmarks.peers._measure import Probe
+from examples.word_count import SplitSentence  # noqa: F401 - the example's split, re-used
 from squall import BasicBolt, Fields, Spout, StatefulBolt
 
 CATCH_UP = 64  # most sentences a paced spout emits in one next_tuple when behind
@@ -80,17 +81,6 @@ class SentenceSpout(Spout):
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(Fields("sentence"))
-
-
-class SplitSentence(BasicBolt):
-    """Splits a sentence into words, as storm-starter's SplitSentence."""
-
-    def execute(self, tup: Any, collector: Any) -> None:
-        for word in tup[0].split(" "):
-            collector.emit([word])
-
-    def declare_output_fields(self, declarer: Any) -> None:
-        declarer.declare(Fields("word"))
 
 
 class WordCount(BasicBolt):

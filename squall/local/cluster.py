@@ -17,7 +17,7 @@ from squall.runtime.clusters import ClusterBase
 from squall.runtime.errors import ErrorLog
 from squall.runtime.info import topology_info
 from squall.runtime.plan import TaskPlan, make_plan
-from squall.runtime.submission import check_name, prepare_conf, prepare_topology, with_parallelism
+from squall.runtime.submission import check_name, prepare_conf, prepare_topology
 from squall.runtime.transport import InProcessHub
 from squall.runtime.worker import Worker
 
@@ -148,12 +148,7 @@ class LocalCluster(ClusterBase[_Running]):
         """
         with self._lock:
             running = self._get(name)
-            topology = with_parallelism(running.topology, parallelism or {})
-            conf = dict(running.conf)
-            if num_workers is not None:
-                conf["topology.workers"] = num_workers
-            conf = prepare_conf(conf, topology)
-            plan = make_plan(topology, conf)
+            topology, conf, plan = self._rebalanced(running, num_workers, parallelism)
             was_active = running.status != "INACTIVE"
             running.status = "REBALANCING"
             self._stop_workers(running, wait_secs)

@@ -7,7 +7,9 @@ import time
 from typing import Any, Generic, Protocol, TypeVar
 
 from squall.api.errors import NotAliveError
-from squall.runtime.plan import TaskPlan
+from squall.api.topology import StormTopology
+from squall.runtime.plan import TaskPlan, make_plan
+from squall.runtime.submission import prepare_conf, with_parallelism
 
 
 class RunningTopology(Protocol):
@@ -15,6 +17,8 @@ class RunningTopology(Protocol):
 
     name: str
     status: str
+    topology: StormTopology
+    conf: dict
     plan: TaskPlan
     started_at: float
 
@@ -47,6 +51,17 @@ class ClusterBase(Generic[T]):
         if running is None:
             raise NotAliveError(f"no topology named {name!r} is running")
         return running
+
+    @staticmethod
+    def _rebalanced(running: T, num_workers: int | None,
+                    parallelism: dict[str, int] | None) -> tuple[StormTopology, dict, TaskPlan]:
+        """The topology, configuration and plan ``running`` gets from a rebalance (validated)."""
+        topology = with_parallelism(running.topology, parallelism or {})
+        conf = dict(running.conf)
+        if num_workers is not None:
+            conf["topology.workers"] = num_workers
+        conf = prepare_conf(conf, topology)
+        return topology, conf, make_plan(topology, conf)
 
     def list_topologies(self) -> list[dict]:
         """A summary of each running topology."""

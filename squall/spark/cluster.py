@@ -17,7 +17,7 @@ from squall.api.errors import AlreadyAliveError
 from squall.api.topology import StormTopology
 from squall.runtime.clusters import ClusterBase
 from squall.runtime.plan import make_plan
-from squall.runtime.submission import check_name, prepare_conf, prepare_topology, with_parallelism
+from squall.runtime.submission import check_name, prepare_conf, prepare_topology
 from squall.spark import settings as S
 from squall.spark.context import DEFAULT_MASTER, cluster_slots, start_spark_context
 from squall.spark.errors import InsufficientSlotsError, SparkSetupError
@@ -151,12 +151,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
         """
         with self._lock:
             old = self._get(name)
-            topology = with_parallelism(old.topology, parallelism or {})
-            conf = dict(old.conf)
-            if num_workers is not None:
-                conf["topology.workers"] = num_workers
-            conf = prepare_conf(conf, topology)
-            plan = make_plan(topology, conf)
+            topology, conf, plan = self._rebalanced(old, num_workers, parallelism)
             assert self._sc is not None
             self._check_slots(self._sc, name, plan.num_workers, conf, exclude=name)
             was_active = old.status != "INACTIVE"
