@@ -3,36 +3,49 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# the hot path, compiled with Cython from these sources (scripts/compile.py)
+COMPILED := squall/_compiled.json
+HOT := $(wildcard squall/api/tuple.py squall/api/tuple.pxd squall/runtime/*.pxd) \
+	$(patsubst %.pxd,%.py,$(wildcard squall/runtime/*.pxd)) squall/_speedups.py scripts/compile.py
 
-.PHONY: setup demo test test-fast lint bench bench-full bench-clean clean
+.PHONY: setup compile demo test test-fast lint bench bench-full bench-clean clean
 
 $(STAMP): pyproject.toml scripts/setup.sh scripts/setup-java.sh scripts/setup-redis.sh scripts/setup-zookeeper.sh
 	bash scripts/setup.sh "$(PYTHON)" "$(VENV)"
 	touch $(STAMP)
 
-setup: $(STAMP)
+$(COMPILED): $(STAMP) $(HOT)
+	$(PY) scripts/compile.py
 
-demo: $(STAMP)
+setup: $(STAMP) $(COMPILED)
+
+compile: $(STAMP)
+	$(PY) scripts/compile.py
+
+demo: $(STAMP) $(COMPILED)
 	$(PY) -m examples.word_count --seconds 10 --workers 2
 
-test: $(STAMP)
+test: $(STAMP) $(COMPILED)
 	$(PY) -m pytest
+	@echo "squall: the core tests again on the plain-Python hot path (SQUALL_PURE_PYTHON=1)"
+	SQUALL_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider tests/unit tests/integration
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(COMPILED)
 	$(PY) -m pytest -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check squall tests examples benchmarks
 	$(VENV)/bin/mypy
 
-bench: $(STAMP)
+bench: $(STAMP) $(COMPILED)
 	$(PY) -m benchmarks --quick
 
-bench-full: $(STAMP)
+bench-full: $(STAMP) $(COMPILED)
 	$(PY) -m benchmarks --full
 
 bench-clean:
 	rm -rf .bench benchmarks/results/*.json benchmarks/results/*.png
 
 clean:
+	-$(PY) scripts/compile.py --clean
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -11,6 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# before anything imports the hot path: a stale compiled build must never load
+from squall import _speedups  # noqa: E402
+
+_speedups.install()
+
 _EXPORTS = {
     "Spout": "squall.api.components",
     "Bolt": "squall.api.components",

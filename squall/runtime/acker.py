@@ -9,18 +9,23 @@ tuple of the tree has been acked. The spout task that emitted the root is learnt
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from squall.runtime.rotating import RotatingMap
 
 
-@dataclass
 class _Entry:
-    value: int = 0
-    spout_task: int | None = None
-    failed: bool = False
-    seen: set[int] = field(default_factory=set)
+    """One root in flight: its XOR value, its spout task once known, what was acked."""
+
+    __slots__ = ("value", "spout_task", "failed", "seen")
+
+    def __init__(self) -> None:
+        self.value = 0
+        self.spout_task: int | None = None
+        self.failed = False
+        # ack values that crossed a transport, so a redelivered one is ignored (A13)
+        self.seen: set[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,7 @@ class AckerLedger:
     """Roots in flight and their XOR values; expired roots are dropped on ``rotate``."""
 
     def __init__(self, buckets: int = 3) -> None:
-        self._pending: RotatingMap[int, _Entry] = RotatingMap(buckets)
+        self._pending: RotatingMap = RotatingMap(buckets)
         self.duplicates = 0
 
     def __len__(self) -> int:
@@ -59,13 +64,23 @@ class AckerLedger:
         entry.value ^= value
         return self._settle(root, entry)
 
-    def ack(self, root: int, value: int) -> Outcome | None:
-        """A tuple of the tree was acked: its edge XOR the edges anchored to it."""
+    def ack(self, root: int, value: int, once: bool = True) -> Outcome | None:
+        """A tuple of the tree was acked: its edge XOR the edges anchored to it.
+
+        ``once``: the value came through a transport that may redeliver it, so a repeat
+        is ignored. An ack applied in place by a task of this worker cannot repeat (its
+        tuple is marked done) and skips that bookkeeping.
+        """
         entry = self._entry(root)
-        if value in entry.seen:
-            self.duplicates += 1
-            return None
-        entry.seen.add(value)
+        if once:
+            seen = entry.seen
+            if seen is None:
+                entry.seen = {value}
+            elif value in seen:
+                self.duplicates += 1
+                return None
+            else:
+                seen.add(value)
         entry.value ^= value
         return self._settle(root, entry)
 

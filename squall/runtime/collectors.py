@@ -139,18 +139,18 @@ class SpoutOutputCollector(_Emitter):
 
     def _send(self, stream: str, values: list, targets: list[int], msg_id: Any) -> None:
         task = self._spout_task
-        deliver = self._worker.deliver
+        worker = self._worker  # its cpdef methods are not cached as bound methods (compiled)
         self._metrics.emitted += 1
         self._metrics.transferred += len(targets)
         if self._worker.tap is not None:
             self._worker.tap(task.component, stream, values)
         if msg_id is None:
             for t in targets:
-                deliver(t, task, stream, values, None)
+                worker.deliver(t, task, stream, values, None)
             return
         if not task.acking or not targets:
             for t in targets:
-                deliver(t, task, stream, values, None)
+                worker.deliver(t, task, stream, values, None)
             task.ack_soon(msg_id)
             return
         root = task.new_root()
@@ -158,9 +158,9 @@ class SpoutOutputCollector(_Emitter):
         for t in targets:
             edge = getrandbits(64)
             ack_val ^= edge
-            deliver(t, task, stream, values, {root: edge})
+            worker.deliver(t, task, stream, values, {root: edge})
         task.track(root, msg_id)
-        deliver(task.acker_for(root), task, ACK_INIT, [root, ack_val, task.task_id], None)
+        worker.deliver(task.acker_for(root), task, ACK_INIT, [root, ack_val, task.task_id], None)
 
 
 class OutputCollector(_Emitter):
@@ -169,7 +169,6 @@ class OutputCollector(_Emitter):
     def __init__(self, task: BoltTask, routes: dict[str, StreamRoute]) -> None:
         super().__init__(task, routes)
         self._bolt_task = task
-        self._send_ack = task.send_ack
         self._acking = task.acking
 
     def emit(self, values: list, anchors: Tuple | list[Tuple] | None = None,
@@ -188,35 +187,36 @@ class OutputCollector(_Emitter):
     def _send(self, stream: str, values: list, targets: list[int],
               anchors: Tuple | list[Tuple] | None) -> None:
         task = self._bolt_task
-        deliver = self._worker.deliver
+        worker = self._worker
         self._metrics.emitted += 1
         self._metrics.transferred += len(targets)
         if self._worker.tap is not None:
             self._worker.tap(task.component, stream, values)
         if anchors is None or not task.acking:
             for t in targets:
-                deliver(t, task, stream, values, None)
+                worker.deliver(t, task, stream, values, None)
             return
         if isinstance(anchors, Tuple):
-            ids_of = anchors._ids
+            anchor = anchors  # typed as a Tuple when compiled
+            ids_of = anchor._ids
             if ids_of is None:
                 for t in targets:
-                    deliver(t, task, stream, values, None)
+                    worker.deliver(t, task, stream, values, None)
                 return
             if len(ids_of) == 1:  # the common case: one anchor from one spout tuple
                 (root,) = ids_of
                 for t in targets:
                     edge = getrandbits(64)
-                    anchors._ack_val ^= edge
-                    deliver(t, task, stream, values, {root: edge})
+                    anchor._ack_val ^= edge
+                    worker.deliver(t, task, stream, values, {root: edge})
                 return
-            tracked = [anchors]
+            tracked = [anchor]
         else:
             # anchoring twice to one input must not cancel the edge (A4)
             tracked = [a for a in {id(a): a for a in anchors}.values() if a._ids]
         if not tracked:
             for t in targets:
-                deliver(t, task, stream, values, None)
+                worker.deliver(t, task, stream, values, None)
             return
         for t in targets:
             ids: dict[int, int] = {}
@@ -226,7 +226,7 @@ class OutputCollector(_Emitter):
                 a._ack_val ^= edge
                 for root in a._ids:  # type: ignore[union-attr]
                     ids[root] = ids.get(root, 0) ^ edge
-            deliver(t, task, stream, values, ids)
+            worker.deliver(t, task, stream, values, ids)
 
     def ack(self, tup: Tuple) -> None:
         """The input ``tup`` is done; its tree completes when all its tuples are."""
@@ -235,10 +235,10 @@ class OutputCollector(_Emitter):
         tup._done = True
         ids = tup._ids
         if ids is not None and self._acking:
-            send_ack = self._send_ack
+            task = self._bolt_task
             extra = tup._ack_val
             for root, value in ids.items():
-                send_ack(root, value ^ extra)
+                task.send_ack(root, value ^ extra)
         if tup.stream is not TICK_STREAM:  # acking a tick is a no-op, not a metric
             m = self._metrics
             m.acked += 1

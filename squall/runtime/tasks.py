@@ -40,9 +40,6 @@ class Task:
     """What every task has: its ids, inbox, metrics and acker routing."""
 
     kind = "task"
-    # True for tasks whose ``apply`` runs no user code and so may be called in place of
-    # queueing (the acker): saves a tuple, a queue round trip and a dispatch per ack.
-    inline = False
 
     def __init__(self, worker: Worker, task_id: int, component: str, context: TopologyContext,
                  conf: dict) -> None:
@@ -60,6 +57,9 @@ class Task:
         self._local_ackers: list[AckerTask | None] = [None] * len(ackers)
         self._local_slots: list[int] = []
         self.acking = bool(ackers)
+        # True for tasks whose ``apply`` runs no user code and so may be called in place of
+        # queueing (the acker): saves a tuple, a queue round trip and a dispatch per ack.
+        self.inline = False
 
     def bind_ackers(self, tasks: dict[int, Task]) -> None:
         """Note which acker tasks live in this worker (their ledger is updated in place)."""
@@ -89,7 +89,7 @@ class Task:
     def send_ack(self, root: int, value: int) -> None:
         """Tell ``root``'s acker that edges XOR-ing to ``value`` are done."""
         i = root % self._num_ackers
-        acker = self._local_ackers[i]
+        acker = self._local_ackers[i]  # an AckerTask or None (typed when compiled)
         if acker is not None:
             acker.on_ack(root, value)
         else:
@@ -104,11 +104,10 @@ class Task:
     def process(self, budget: int) -> int:
         """Handle up to ``budget`` queued tuples; returns how many were handled."""
         inbox = self.inbox
-        handle = self.handle
         popleft = inbox.popleft
         n = min(budget, len(inbox))
         for _ in range(n):
-            handle(popleft())
+            self.handle(popleft())
         return n
 
     def handle(self, tup: Tuple) -> None:
@@ -127,7 +126,7 @@ class SpoutTask(Task):
         self.spout = spout
         self.collector = SpoutOutputCollector(self, routes)
         # root id -> (msg_id, emit time); timed out by rotation, never by a scan
-        self.pending: RotatingMap[int, tuple[Any, float]] = RotatingMap(PENDING_BUCKETS)
+        self.pending: RotatingMap = RotatingMap(PENDING_BUCKETS)
         max_pending = conf.get("topology.max.spout.pending")
         self.max_pending: int | None = int(max_pending) if max_pending else None
         self._ack_soon: list[Any] = []
@@ -316,11 +315,11 @@ class AckerTask(Task):
     """The ``__acker`` system bolt: keeps the XOR ledger and tells spouts the outcome."""
 
     kind = "acker"
-    inline = True
 
     def __init__(self, worker: Worker, task_id: int, component: str, context: TopologyContext,
                  conf: dict) -> None:
         super().__init__(worker, task_id, component, context, conf)
+        self.inline = True
         self.ledger = AckerLedger(PENDING_BUCKETS)
 
     def handle(self, tup: Tuple) -> None:
@@ -348,7 +347,7 @@ class AckerTask(Task):
     def on_ack(self, root: int, value: int) -> None:
         """An ack from a task of this worker (the hottest ledger message, taken directly)."""
         self.metrics.executed += 1
-        outcome = self.ledger.ack(root, value)
+        outcome = self.ledger.ack(root, value, False)
         if outcome is not None:
             self._tell(outcome)
 

@@ -142,7 +142,8 @@ class Worker:
         task = self.tasks.get(target)
         if task is not None:
             if task.inline:
-                task.apply(stream, values)  # type: ignore[attr-defined]
+                acker: AckerTask = task  # type: ignore[assignment]  # typed when compiled
+                acker.apply(stream, values)
                 return
             task.inbox.append(
                 Tuple(values, src.out_fields[stream], src.component, stream, src.task_id, ids)

@@ -21,13 +21,19 @@ from squall.runtime.collectors import (
 from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import ConstantRouter, DirectOnly
+from squall.runtime.tasks import BoltTask, SpoutTask
+from squall.runtime.worker import Worker
 
 ACKERS = [100, 101]
 FIELDS = Fields("word")
 
 
-class FakeWorker:
-    """Records what tasks deliver; acker messages go to a real ledger on ``pump``."""
+class FakeWorker(Worker):
+    """Records what tasks deliver; acker messages go to a real ledger on ``pump``.
+
+    A ``Worker`` subclass (the compiled collectors accept no other type), whose hooks are
+    set as attributes, since the compiled code reads the worker's fields directly.
+    """
 
     def __init__(self):
         self.sent: list[tuple] = []
@@ -35,15 +41,14 @@ class FakeWorker:
         self.errors: list[BaseException] = []
         self.ledger = AckerLedger()
         self.outcomes: list[Outcome] = []
+        self.tap = self._tap
+        self.clock = lambda: 0.0
 
-    def tap(self, component, stream, values):
+    def _tap(self, component, stream, values):
         self.tapped.append((component, stream, values))
 
     def deliver(self, target, src, stream, values, ids):
         self.sent.append((target, src.component, stream, values, ids))
-
-    def clock(self):
-        return 0.0
 
     def report_error(self, task, error):
         self.errors.append(error)
@@ -62,7 +67,7 @@ class FakeWorker:
         return tuples
 
 
-class FakeTask:
+class _FakeTask:
     def __init__(self, worker, component, task_id, acking=True):
         self.worker, self.component, self.task_id = worker, component, task_id
         self.metrics = TaskMetrics(component, task_id)
@@ -86,6 +91,14 @@ class FakeTask:
         self.soon.append(msg_id)
 
 
+class FakeSpoutTask(_FakeTask, SpoutTask):
+    pass
+
+
+class FakeBoltTask(_FakeTask, BoltTask):
+    pass
+
+
 def routes(*targets, direct=(10, 11)):
     return {
         "default": StreamRoute("default", 1, [ConstantRouter(list(targets))], None),
@@ -94,11 +107,11 @@ def routes(*targets, direct=(10, 11)):
 
 
 def spout(worker, *targets, acking=True):
-    return SpoutOutputCollector(FakeTask(worker, "words", 1, acking), routes(*targets))
+    return SpoutOutputCollector(FakeSpoutTask(worker, "words", 1, acking), routes(*targets))
 
 
 def bolt(worker, task_id, *targets, acking=True):
-    return OutputCollector(FakeTask(worker, f"bolt{task_id}", task_id, acking), routes(*targets))
+    return OutputCollector(FakeBoltTask(worker, f"bolt{task_id}", task_id, acking), routes(*targets))
 
 
 # ---- emit checks (E4) ------------------------------------------------------------------
@@ -126,7 +139,7 @@ def test_emit_errors_name_component_and_stream(make):
 
 
 def test_emit_direct_refuses_a_string_like_emit():
-    c = SpoutOutputCollector(FakeTask(FakeWorker(), "words", 1), {
+    c = SpoutOutputCollector(FakeSpoutTask(FakeWorker(), "words", 1), {
         "picked": StreamRoute("picked", 2, [], DirectOnly([10]))})
     with pytest.raises(TypeError):
         c.emit_direct(10, "ab", stream="picked")

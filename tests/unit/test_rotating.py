@@ -15,7 +15,7 @@ def test_needs_two_buckets():
 
 
 def test_put_get_pop_contains_len_iter():
-    m: RotatingMap[str, int] = RotatingMap(3)
+    m: RotatingMap = RotatingMap(3)
     m.put("a", 1)
     m.put_new("b", 2)
     assert m.get("a") == 1 and m.get("b") == 2
@@ -29,7 +29,7 @@ def test_put_get_pop_contains_len_iter():
 
 
 def test_put_moves_an_old_key_to_the_newest_bucket():
-    m: RotatingMap[str, int] = RotatingMap(2)
+    m: RotatingMap = RotatingMap(2)
     m.put("a", 1)
     m.rotate()
     m.put("a", 2)  # re-put: must not leave a stale copy in the old bucket
@@ -39,7 +39,7 @@ def test_put_moves_an_old_key_to_the_newest_bucket():
 
 
 def test_rotate_returns_what_expired():
-    m: RotatingMap[str, int] = RotatingMap(3)
+    m: RotatingMap = RotatingMap(3)
     m.put("a", 1)
     assert m.rotate() == {}
     m.put("b", 2)
@@ -50,7 +50,7 @@ def test_rotate_returns_what_expired():
 
 
 def test_touch():
-    m: RotatingMap[str, int] = RotatingMap(2)
+    m: RotatingMap = RotatingMap(2)
     assert m.touch("a") is False
     m.put("a", 1)
     assert m.touch("a") is True  # already newest
@@ -68,7 +68,7 @@ def expiry_time(buckets: int, timeout: Fraction, put_at: Fraction,
     worker's timer does; a put or touch at the same instant as a rotation comes after it.
     """
     every = timeout / (buckets - 1)
-    m: RotatingMap[str, int] = RotatingMap(buckets)
+    m: RotatingMap = RotatingMap(buckets)
     events = sorted([(put_at, "put")] + [(t, "touch") for t in touches])
     tick = 1
     for when, what in events:
@@ -97,7 +97,7 @@ def test_expiry_within_the_documented_window(buckets, offset):
 def test_a7_every_other_tuple_acked_timeout_10s():
     # RELIABILITY A7: timeout 10 s, 3 buckets rotated every 5 s; tuples 1, 2, 3 fed at t=0;
     # 1 and 3 acked; at 9 s tuple 2 is still pending, after 21 s it has been failed.
-    pending: RotatingMap[int, str] = RotatingMap(3)
+    pending: RotatingMap = RotatingMap(3)
     for msg in (1, 2, 3):
         pending.put(msg, f"msg{msg}")
     assert pending.pop(1) and pending.pop(3)

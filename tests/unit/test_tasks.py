@@ -14,20 +14,21 @@ from squall.runtime.collectors import StreamRoute
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import ConstantRouter
 from squall.runtime.tasks import AckerTask, BoltTask, SpoutTask
+from squall.runtime.worker import Worker
 
 ACKER = 100
 
 
-class FakeWorker:
+class FakeWorker(Worker):
+    """A ``Worker`` subclass (the compiled tasks accept no other type) recording deliveries."""
+
     def __init__(self, ackers=(ACKER,)):
         self.plan = SimpleNamespace(acker_tasks=list(ackers))
         self.sent: list[tuple] = []
         self.errors: list[BaseException] = []
         self.tap = None
         self.now = 0.0
-
-    def clock(self):
-        return self.now
+        self.clock = lambda: self.now  # a field: the compiled tasks read it directly
 
     def deliver(self, target, src, stream, values, ids):
         self.sent.append((target, stream, values, ids))

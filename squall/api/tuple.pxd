@@ -1,0 +1,15 @@
+# C layout of the tuple for the compiled hot path (scripts/compile.py); tuple.py is the source.
+
+cdef class MessageId:
+    cdef public object anchors_to_ids
+
+cdef class Tuple:
+    cdef public object values
+    cdef public object fields
+    cdef public object component
+    cdef public object stream
+    cdef public object task
+    cdef public object _ids
+    cdef public object _ack_val
+    cdef public bint _done
+    cdef public double _t0

@@ -1,0 +1,42 @@
+# C layout for the compiled hot path (scripts/compile.py); collectors.py is the source.
+cimport cython
+
+from squall.api.tuple cimport Tuple
+from squall.runtime.tasks cimport BoltTask, SpoutTask, Task
+from squall.runtime.worker cimport Worker
+
+cdef class StreamRoute:
+    cdef public object stream
+    cdef public Py_ssize_t arity
+    cdef public list routers
+    cdef public object single
+    cdef public object direct
+
+cdef class _Emitter:
+    cdef public Task _task
+    cdef public dict _routes
+    cdef public Worker _worker
+    cdef public object _metrics
+    cdef public object _component
+    @cython.locals(route=StreamRoute)
+    cpdef tuple _route(self, object stream, object values)
+
+cdef class SpoutOutputCollector(_Emitter):
+    cdef public SpoutTask _spout_task
+    @cython.locals(task=SpoutTask, worker=Worker)
+    cpdef _send(self, object stream, list values, list targets, object msg_id)
+
+cdef class OutputCollector(_Emitter):
+    cdef public BoltTask _bolt_task
+    cdef public object _send_ack
+    cdef public bint _acking
+    cpdef list emit(self, object values, object anchors=*, object stream=*)
+    @cython.locals(task=BoltTask, worker=Worker, anchor=Tuple)
+    cpdef _send(self, object stream, list values, list targets, object anchors)
+    @cython.locals(ids=dict, task=BoltTask)
+    cpdef ack(self, Tuple tup)
+    cpdef fail(self, Tuple tup)
+
+cdef class BasicOutputCollector:
+    cdef public OutputCollector _collector
+    cdef public object input

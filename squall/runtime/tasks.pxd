@@ -1,0 +1,61 @@
+# C layout for the compiled hot path (scripts/compile.py); tasks.py is the source.
+cimport cython
+
+from squall.api.tuple cimport Tuple
+from squall.runtime.acker cimport AckerLedger
+from squall.runtime.collectors cimport BasicOutputCollector, OutputCollector, SpoutOutputCollector
+from squall.runtime.rotating cimport RotatingMap
+from squall.runtime.worker cimport Worker
+
+cdef class Task:
+    cdef public Worker worker
+    cdef public object task_id
+    cdef public object component
+    cdef public object context
+    cdef public object conf
+    cdef public object inbox
+    cdef public dict out_fields
+    cdef public object metrics
+    cdef public list _ackers
+    cdef public Py_ssize_t _num_ackers
+    cdef public list _local_ackers
+    cdef public list _local_slots
+    cdef public bint acking
+    cdef public bint inline
+    cdef dict __dict__
+    cdef object __weakref__
+    cpdef object new_root(self)
+    cpdef object acker_for(self, object root)
+    @cython.locals(acker=AckerTask)
+    cpdef send_ack(self, object root, object value)
+    cpdef Py_ssize_t process(self, Py_ssize_t budget)
+    cpdef handle(self, Tuple tup)
+
+cdef class SpoutTask(Task):
+    cdef public object spout
+    cdef public SpoutOutputCollector collector
+    cdef public RotatingMap pending
+    cdef public object max_pending
+    cdef public list _ack_soon
+    cdef public bint active
+    cpdef bint can_emit(self)
+    cpdef Py_ssize_t next_tuple(self)
+    cpdef track(self, object root, object msg_id)
+    cpdef handle(self, Tuple tup)
+
+cdef class BoltTask(Task):
+    cdef public object bolt
+    cdef public OutputCollector collector
+    cdef public BasicOutputCollector _basic
+    cdef public object barrier
+    cdef public Py_ssize_t _sample_every
+    cdef public Py_ssize_t _count
+    cpdef handle(self, Tuple tup)
+    cpdef _execute_basic(self, Tuple tup)
+
+cdef class AckerTask(Task):
+    cdef public AckerLedger ledger
+    cpdef handle(self, Tuple tup)
+    cpdef apply(self, object stream, list v)
+    cpdef on_ack(self, object root, object value)
+    cpdef _tell(self, object outcome)

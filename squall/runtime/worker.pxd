@@ -1,0 +1,31 @@
+# C layout for the compiled hot path (scripts/compile.py); worker.py is the source.
+cimport cython
+
+from squall.api.tuple cimport Tuple
+from squall.runtime.tasks cimport AckerTask, Task
+
+cdef class Timer:
+    cdef public double due
+    cdef public double interval
+    cdef public object action
+
+cdef class Worker:
+    cdef public object topology_name, topology, conf, plan, index, transport, errors, clock, tap
+    cdef public bint active
+    cdef public dict tasks
+    cdef public list spouts, processors
+    cdef public object _task_worker, _encoder
+    cdef public dict _out, _unsent, _acks
+    cdef public object _ack_src
+    cdef public Py_ssize_t _batch, _capacity, _high, _low
+    cdef public bint throttled
+    cdef public dict _fields
+    cdef public list _timers
+    cdef public object _commands
+    cdef public bint _running, _graceful
+    cdef public object _thread, started, stopped, start_error
+    cdef public Py_ssize_t corrupt_frames, misrouted, rounds, idle_rounds
+    cdef dict __dict__
+    @cython.locals(task=Task, acker=AckerTask)
+    cpdef deliver(self, object target, Task src, object stream, object values, object ids)
+    cpdef buffer_ack(self, object acker, Task src, object root, object value)
