@@ -2,6 +2,7 @@
 cimport cython
 
 from squall.api.tuple cimport Tuple
+from squall.runtime.metrics cimport TaskMetrics
 from squall.runtime.tasks cimport BoltTask, SpoutTask, Task
 from squall.runtime.worker cimport Worker
 
@@ -16,7 +17,7 @@ cdef class _Emitter:
     cdef public Task _task
     cdef public dict _routes
     cdef public Worker _worker
-    cdef public object _metrics
+    cdef public TaskMetrics _metrics
     cdef public object _component
     @cython.locals(route=StreamRoute)
     cpdef tuple _route(self, object stream, object values)
@@ -33,7 +34,7 @@ cdef class OutputCollector(_Emitter):
     cpdef list emit(self, object values, object anchors=*, object stream=*)
     @cython.locals(task=BoltTask, worker=Worker, anchor=Tuple)
     cpdef _send(self, object stream, list values, list targets, object anchors)
-    @cython.locals(ids=dict, task=BoltTask)
+    @cython.locals(ids=dict, task=BoltTask, m=TaskMetrics)
     cpdef ack(self, Tuple tup)
     cpdef fail(self, Tuple tup)
 

@@ -3,30 +3,41 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 
 
-@dataclass
+# The counters of TaskMetrics, in the order heartbeats carry them.
+FIELDS = ("component", "task", "emitted", "transferred", "acked", "failed", "executed",
+          "exec_sampled_ms", "exec_samples", "process_ms", "process_samples", "complete_ms",
+          "complete_samples", "complete_recent", "capacity")
+
+
 class TaskMetrics:
-    """Counters of one task. Plain ints: reads from other threads may lag, never tear."""
+    """Counters of one task. Plain numbers: reads from other threads may lag, never tear."""
 
-    component: str
-    task: int
-    emitted: int = 0
-    transferred: int = 0
-    acked: int = 0
-    failed: int = 0
-    executed: int = 0
-    exec_sampled_ms: float = 0.0
-    exec_samples: int = 0
-    process_ms: float = 0.0
-    process_samples: int = 0
-    complete_ms: float = 0.0
-    complete_samples: int = 0
-    # the latest samples only: percentiles follow the current load, and stay cheap to sort
-    complete_recent: deque[float] = field(default_factory=lambda: deque(maxlen=4096))
-    capacity: float = 0.0
-    _window_executed: int = 0
+    __slots__ = (*FIELDS, "_window_executed")
+
+    def __init__(self, component: str, task: int, emitted: int = 0, transferred: int = 0,
+                 acked: int = 0, failed: int = 0, executed: int = 0,
+                 exec_sampled_ms: float = 0.0, exec_samples: int = 0, process_ms: float = 0.0,
+                 process_samples: int = 0, complete_ms: float = 0.0, complete_samples: int = 0,
+                 capacity: float = 0.0) -> None:
+        self.component = component
+        self.task = task
+        self.emitted = emitted
+        self.transferred = transferred
+        self.acked = acked
+        self.failed = failed
+        self.executed = executed
+        self.exec_sampled_ms = exec_sampled_ms
+        self.exec_samples = exec_samples
+        self.process_ms = process_ms
+        self.process_samples = process_samples
+        self.complete_ms = complete_ms
+        self.complete_samples = complete_samples
+        # the latest samples only: percentiles follow the current load, and stay cheap to sort
+        self.complete_recent: deque[float] = deque(maxlen=4096)
+        self.capacity = capacity
+        self._window_executed = 0
 
     def record_complete(self, ms: float) -> None:
         """A spout tuple tree completed ``ms`` after its emit."""

@@ -3,6 +3,7 @@ cimport cython
 
 from squall.api.tuple cimport Tuple
 from squall.runtime.acker cimport AckerLedger
+from squall.runtime.metrics cimport TaskMetrics
 from squall.runtime.collectors cimport BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from squall.runtime.rotating cimport RotatingMap
 from squall.runtime.worker cimport Worker
@@ -15,7 +16,7 @@ cdef class Task:
     cdef public object conf
     cdef public object inbox
     cdef public dict out_fields
-    cdef public object metrics
+    cdef public TaskMetrics metrics
     cdef public list _ackers
     cdef public Py_ssize_t _num_ackers
     cdef public list _local_ackers
@@ -50,6 +51,7 @@ cdef class BoltTask(Task):
     cdef public object barrier
     cdef public Py_ssize_t _sample_every
     cdef public Py_ssize_t _count
+    @cython.locals(m=TaskMetrics)
     cpdef handle(self, Tuple tup)
     cpdef _execute_basic(self, Tuple tup)
 

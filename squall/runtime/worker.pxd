@@ -2,7 +2,7 @@
 cimport cython
 
 from squall.api.tuple cimport Tuple
-from squall.runtime.tasks cimport AckerTask, Task
+from squall.runtime.tasks cimport AckerTask, SpoutTask, Task
 
 cdef class Timer:
     cdef public double due
@@ -28,4 +28,12 @@ cdef class Worker:
     cdef dict __dict__
     @cython.locals(task=Task, acker=AckerTask)
     cpdef deliver(self, object target, Task src, object stream, object values, object ids)
+    @cython.locals(task=Task, acker=AckerTask, tasks=dict, fields=dict, n=Py_ssize_t)
+    cpdef Py_ssize_t _receive(self, Py_ssize_t room)
+    @cython.locals(task=Task, spout=SpoutTask, timer=Timer, work=Py_ssize_t)
+    cpdef Py_ssize_t run_once(self)
+    @cython.locals(task=Task, fullest=Py_ssize_t, n=Py_ssize_t)
+    cpdef Py_ssize_t _fullest(self)
+    @cython.locals(spout=SpoutTask, emitted=Py_ssize_t, n=Py_ssize_t)
+    cpdef Py_ssize_t _run_spouts(self)
     cpdef buffer_ack(self, object acker, Task src, object root, object value)

@@ -229,7 +229,8 @@ class Worker:
                     self.misrouted += 1
                     continue
                 if task.inline:
-                    task.apply(stream, values)  # type: ignore[attr-defined]
+                    acker: AckerTask = task  # type: ignore[assignment]  # typed when compiled
+                    acker.apply(stream, values)
                     n += 1
                     continue
                 comp = component_of[src]
@@ -251,7 +252,7 @@ class Worker:
                 timer.due = now + timer.interval
                 timer.action()
                 work += 1
-        fullest = max((len(t.inbox) for t in self.tasks.values()), default=0)
+        fullest = self._fullest()
         if fullest < self._capacity:
             work += self._receive(self._capacity - fullest)
         for task in self.processors:
@@ -263,7 +264,7 @@ class Worker:
         if self._acks:
             self._send_acks()
         blocked = self._flush_all()
-        fullest = max((len(t.inbox) for t in self.tasks.values()), default=0)
+        fullest = self._fullest()
         if self.throttled:
             self.throttled = blocked or fullest > self._low
         else:
@@ -273,6 +274,15 @@ class Worker:
             self._flush_all()
         self.rounds += 1
         return work
+
+    def _fullest(self) -> int:
+        """The length of the longest task queue."""
+        fullest = 0
+        for task in self.tasks.values():
+            n = len(task.inbox)
+            if n > fullest:
+                fullest = n
+        return fullest
 
     def _run_spouts(self) -> int:
         emitted = 0

@@ -21,12 +21,12 @@ master -> worker
 
 from __future__ import annotations
 
-import dataclasses
 from collections import deque
 from typing import Any
 
 import msgpack
 
+from squall.runtime.metrics import FIELDS as METRIC_FIELDS
 from squall.runtime.metrics import TaskMetrics
 
 REGISTER = "register"
@@ -68,10 +68,8 @@ def identity(topology: str, worker: int, launch: int, attempt: int, pid: int) ->
 def metrics_to_dict(m: TaskMetrics) -> dict:
     """A task's metrics as plain data for a heartbeat."""
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(m):
-        if f.name.startswith("_"):
-            continue
-        value = getattr(m, f.name)
+    for name in METRIC_FIELDS:
+        value = getattr(m, name)
         if isinstance(value, deque):
             for _ in range(3):  # the loop thread may append meanwhile
                 try:
@@ -81,14 +79,13 @@ def metrics_to_dict(m: TaskMetrics) -> dict:
                     continue
             else:
                 value = []
-        out[f.name] = value
+        out[name] = value
     return out
 
 
 def metrics_from_dict(d: dict, carried: dict | None = None) -> TaskMetrics:
     """Rebuild ``TaskMetrics``; ``carried`` adds counters of the task's earlier processes."""
-    names = {f.name for f in dataclasses.fields(TaskMetrics) if not f.name.startswith("_")}
-    kwargs = {k: v for k, v in d.items() if k in names}
+    kwargs = {k: v for k, v in d.items() if k in METRIC_FIELDS}
     m = TaskMetrics(**{k: v for k, v in kwargs.items() if k != "complete_recent"})
     m.complete_recent.extend(kwargs.get("complete_recent", ()))
     for key, value in (carried or {}).items():

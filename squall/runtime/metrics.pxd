@@ -1,0 +1,15 @@
+# C layout for the compiled hot path (scripts/compile.py); metrics.py is the source.
+
+cdef class TaskMetrics:
+    cdef public object component, task
+    cdef public long long emitted, transferred, acked, failed, executed
+    cdef public double exec_sampled_ms
+    cdef public long long exec_samples
+    cdef public double process_ms
+    cdef public long long process_samples
+    cdef public double complete_ms
+    cdef public long long complete_samples
+    cdef public object complete_recent
+    cdef public double capacity
+    cdef public long long _window_executed
+    cpdef record_complete(self, double ms)
