@@ -1,16 +1,23 @@
-"""Python opcodes and CPU time per word-count sentence, workers driven in this thread.
+"""Python opcodes, CPU instructions and CPU time per word-count sentence, workers driven in this thread.
 
     python -m benchmarks.opcodes [--workers 2] [--sentences 2000]
+    python -m benchmarks.opcodes --instructions [--workers 2]
 
 The opcode count (``sys.settrace`` opcode events) is the same on every run, so it measures a
 change to the hot path even on a busy machine, where wall and CPU times move by 20% or more.
-It counts Python-level work only: time spent in C (msgpack, dict and deque operations) is
-not in it, which the CPU time (best of 5 runs, no tracing) covers.
+It counts Python-level work only: time spent in C (msgpack, dict and deque operations, and
+the whole hot path when it runs compiled) is not in it. ``--instructions`` counts machine
+instructions instead, with valgrind's callgrind (about a minute): the difference between
+runs of 1,000 and 3,000 sentences, so start-up cancels out. It is as repeatable as the
+opcode count and sees compiled code too; compare builds with ``SQUALL_PURE_PYTHON=1``.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import shutil
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -134,13 +141,55 @@ def cpu_us(n: int, sentences: int, acking: bool, runs: int = 5) -> float:
     return best / sentences * 1e6
 
 
+def _drive_once(n: int, sentences: int, acking: bool) -> None:
+    warm = workers(n, 200, acking)  # imports and first-call caches, outside the difference
+    drive(warm, 200)
+    ws = workers(n, sentences, acking)
+    drive(ws, sentences)
+
+
+def _instructions(n: int, sentences: int, acking: bool) -> int:
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+         "-m", "benchmarks.opcodes", "--drive", str(n), str(sentences), "on" if acking else "off"],
+        capture_output=True, text=True, check=True,
+    )
+    match = re.search(r"Collected : (\d+)", out.stderr)
+    if match is None:
+        raise SystemExit(f"callgrind printed no total: {out.stderr[-500:]}")
+    return int(match.group(1))
+
+
+def instructions_per_sentence(n: int, acking: bool) -> float:
+    """Machine instructions per sentence: callgrind totals at 3,000 and 1,000 sentences."""
+    return (_instructions(n, 3000, acking) - _instructions(n, 1000, acking)) / 2000
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Print opcodes and CPU time per sentence, ackers on and off."""
+    """Print opcodes and CPU time (or instructions) per sentence, ackers on and off."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--sentences", type=int, default=2000)
     parser.add_argument("--top", type=int, default=12, help="functions to list (ackers on)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count machine instructions with valgrind instead")
+    parser.add_argument("--drive", nargs=3, metavar=("WORKERS", "SENTENCES", "ACKING"),
+                        help=argparse.SUPPRESS)  # one run, for --instructions
     args = parser.parse_args(argv)
+    if args.drive:
+        _drive_once(int(args.drive[0]), int(args.drive[1]), args.drive[2] == "on")
+        return 0
+    from squall import _speedups
+
+    print(f"hot path: {_speedups.STATE}")
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+        for acking in (True, False):
+            ir = instructions_per_sentence(args.workers, acking)
+            print(f"ackers {'on ' if acking else 'off'}: {ir:,.0f} instructions/sentence "
+                  f"({args.workers} worker(s))")
+        return 0
     for acking in (True, False):
         ops, per = opcodes(args.workers, args.sentences, acking)
         cpu = cpu_us(args.workers, args.sentences * 3, acking)
