@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -52,11 +53,12 @@ def test_send_to_unknown_or_absent_peer_returns_false_at_once(ctx):
     a = ZmqTransport(ctx, hwm=4)
     started = time.monotonic()
     assert a.send(5, b"x") is False  # no address yet
-    dead = ZmqTransport(ctx)
-    address = dead.address
-    dead.close()
-    a.set_peers({1: address})
-    assert not any(a.send(1, b"x") for _ in range(50))  # nobody listens: never blocks
+    # a port held bound but not listening: connections are refused, and no other socket
+    # can take the port meanwhile (a closed transport's port could be reused by one)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        a.set_peers({1: f"tcp://127.0.0.1:{held.getsockname()[1]}"})
+        assert not any(a.send(1, b"x") for _ in range(50))  # nobody listens: never blocks
     assert time.monotonic() - started < 1.0
     a.close()
 
