@@ -9,8 +9,7 @@ tuple of the tree has been acked. The spout task that emitted the root is learnt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from squall.runtime.rotating import RotatingMap
 
@@ -28,9 +27,8 @@ class _Entry:
         self.seen: set[int] | None = None
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What the acker tells a spout task about one root."""
+class Outcome(NamedTuple):
+    """What the acker tells a spout task about one root (a named tuple: made once per root)."""
 
     kind: Literal["ack", "fail", "reset"]
     root: int

@@ -18,7 +18,10 @@ ACK_INIT = "__ack_init"
 ACK_ACK = "__ack_ack"
 ACK_FAIL = "__ack_fail"
 ACK_RESET = "__ack_reset_timeout"
+# a worker's acks for one acker in another worker, sent once a round: root, value, root, ...
+ACK_ACKS = "__ack_acks"
 SYSTEM_STREAM_FIELDS = {
+    ACK_ACKS: Fields("roots_and_values"),
     ACK_INIT: Fields("root", "value", "task"),
     ACK_ACK: Fields("root", "value"),
     ACK_FAIL: Fields("root"),

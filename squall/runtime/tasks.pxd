@@ -58,6 +58,7 @@ cdef class BoltTask(Task):
 cdef class AckerTask(Task):
     cdef public AckerLedger ledger
     cpdef handle(self, Tuple tup)
+    @cython.locals(ledger=AckerLedger, i=Py_ssize_t)
     cpdef apply(self, object stream, list v)
     cpdef on_ack(self, object root, object value)
     cpdef _tell(self, object outcome)

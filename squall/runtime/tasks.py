@@ -25,7 +25,7 @@ from squall.runtime.collectors import (
     StreamRoute,
 )
 from squall.runtime.metrics import TaskMetrics
-from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
+from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.rotating import RotatingMap
 
 if TYPE_CHECKING:
@@ -329,6 +329,14 @@ class AckerTask(Task):
     def apply(self, stream: str, v: list) -> None:
         """Apply one ledger message and forward any verdict to its spout task (queued there)."""
         outcome: Outcome | None
+        if stream == ACK_ACKS:
+            ledger = self.ledger
+            for i in range(0, len(v) - 1, 2):
+                self.metrics.executed += 1
+                outcome = ledger.ack(v[i], v[i + 1])
+                if outcome is not None:
+                    self._tell(outcome)
+            return
         if stream == ACK_ACK:
             outcome = self.ledger.ack(v[0], v[1])
         elif stream == ACK_INIT:

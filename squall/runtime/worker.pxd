@@ -36,4 +36,7 @@ cdef class Worker:
     cpdef Py_ssize_t _fullest(self)
     @cython.locals(spout=SpoutTask, emitted=Py_ssize_t, n=Py_ssize_t)
     cpdef Py_ssize_t _run_spouts(self)
+    @cython.locals(acks=dict, pending=dict, flat=list)
+    cpdef _send_acks(self)
+    @cython.locals(acks=dict)
     cpdef buffer_ack(self, object acker, Task src, object root, object value)

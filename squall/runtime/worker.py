@@ -26,7 +26,7 @@ from squall.api.topology import StormTopology
 from squall.api.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
 from squall.runtime.assembly import make_task
 from squall.runtime.errors import ErrorLog
-from squall.runtime.plan import ACK_ACK, ACKER, SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
+from squall.runtime.plan import ACK_ACKS, ACKER, SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
 from squall.runtime.serialization import CorruptFrameError, Encoder, SerializationError, frame, unframe
 from squall.runtime.tasks import PENDING_BUCKETS, AckerTask, BoltTask, SpoutTask, Task
 from squall.runtime.transport import Transport
@@ -84,7 +84,7 @@ class Worker:
         self._encoder = Encoder()
         self._out: dict[int, list[bytes]] = {}
         self._unsent: dict[int, deque[bytes]] = {}
-        self._acks: dict[tuple[int, int], int] = {}
+        self._acks: dict[int, dict[int, int]] = {}  # remote acker -> root -> XOR this round
         self._ack_src: Task | None = None
         self._batch = int(conf.get("squall.transfer.batch.size") or 512)
         self._capacity = int(conf.get("topology.executor.receive.buffer.size") or 32768)
@@ -168,18 +168,25 @@ class Worker:
         The ledger only XORs what it receives, so the acks a round produces for one root
         travel as one message (their XOR) instead of one per tuple.
         """
-        key = (acker, root)
-        acks = self._acks
-        acks[key] = acks.get(key, 0) ^ value
+        acks = self._acks.get(acker)
+        if acks is None:
+            acks = self._acks[acker] = {}
+        acks[root] = acks.get(root, 0) ^ value
         self._ack_src = src
 
     def _send_acks(self) -> None:
-        acks, self._acks = self._acks, {}
+        """One message per remote acker for the round's acks: ``[root, value, root, ...]``."""
+        pending, self._acks = self._acks, {}
         src = self._ack_src
         assert src is not None  # set with every buffered ack
-        for (acker, root), value in acks.items():
-            if value:  # acks that cancel out tell the ledger nothing
-                self.deliver(acker, src, ACK_ACK, [root, value], None)
+        for acker, acks in pending.items():
+            flat: list[int] = []
+            for root, value in acks.items():
+                if value:  # acks that cancel out tell the ledger nothing
+                    flat.append(root)
+                    flat.append(value)
+            if flat:
+                self.deliver(acker, src, ACK_ACKS, flat, None)
 
     def _flush(self, peer: int) -> None:
         buf = self._out[peer]

@@ -11,7 +11,7 @@ from squall.api.errors import FailedException, ReportedFailedException
 from squall.api.fields import Fields
 from squall.api.tuple import Tuple
 from squall.runtime.collectors import StreamRoute
-from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
+from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import ConstantRouter
 from squall.runtime.tasks import AckerTask, BoltTask, SpoutTask
 from squall.runtime.worker import Worker
@@ -208,6 +208,18 @@ def test_acker_task_forwards_verdicts_to_the_spout_task():
     acker.handle(Tuple([7], Fields("root"), "b", "weird", 9, None))
     assert [(t, s, v) for t, s, v, _ in worker.sent] == [(3, ACK_RESET, [7]), (3, ACK_ACK, [7])]
     assert acker.metrics.executed == 3
+
+
+def test_acker_task_applies_a_round_of_remote_acks_in_one_message():
+    worker = FakeWorker()
+    acker = AckerTask(worker, ACKER, "__acker", None, {})
+    acker.apply(ACK_INIT, [7, 0b1100, 3])
+    acker.apply(ACK_INIT, [8, 0b0011, 4])
+    acker.apply(ACK_ACKS, [7, 0b0100, 8, 0b0011, 7, 0b1000])
+    assert [(t, s, v) for t, s, v, _ in worker.sent] == [(4, ACK_ACK, [8]), (3, ACK_ACK, [7])]
+    acker.apply(ACK_ACKS, [7, 0b0100])  # a redelivered batch completes nothing twice (A13)
+    assert len(worker.sent) == 2
+    assert acker.metrics.executed == 6
 
 
 def test_acker_task_expire_rotates_its_ledger():
