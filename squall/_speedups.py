@@ -34,6 +34,7 @@ MODULES = (
     "squall.runtime.hashing",
     "squall.runtime.rotating",
     "squall.runtime.metrics",
+    "squall.runtime.serialization",
 )
 
 log = logging.getLogger("squall")

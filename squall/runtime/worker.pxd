@@ -2,6 +2,7 @@
 cimport cython
 
 from squall.api.tuple cimport Tuple
+from squall.runtime.serialization cimport Encoder
 from squall.runtime.tasks cimport AckerTask, SpoutTask, Task
 
 cdef class Timer:
@@ -14,7 +15,8 @@ cdef class Worker:
     cdef public bint active
     cdef public dict tasks
     cdef public list spouts, processors
-    cdef public object _task_worker, _encoder
+    cdef public object _task_worker
+    cdef public Encoder _encoder
     cdef public dict _out, _unsent, _acks
     cdef public object _ack_src
     cdef public Py_ssize_t _batch, _capacity, _high, _low

@@ -1,0 +1,5 @@
+# C layout for the compiled hot path (scripts/compile.py); serialization.py is the source.
+
+cdef class Encoder:
+    cdef public object _packer
+    cpdef bytes pack(self, list message)
