@@ -34,7 +34,7 @@ test-fast: $(STAMP) $(COMPILED)
 	$(PY) -m pytest -m "not slow"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check squall tests examples benchmarks
+	$(VENV)/bin/ruff check squall tests examples benchmarks scripts conftest.py
 	$(VENV)/bin/mypy
 
 bench: $(STAMP) $(COMPILED)

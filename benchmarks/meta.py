@@ -55,12 +55,16 @@ def machine() -> dict[str, Any]:
 
 
 def squall_version() -> dict[str, Any]:
-    """The squall version and git commit benchmarked (and whether the tree was dirty)."""
+    """The squall version and commit benchmarked, dirty or not, and how the hot path ran."""
     import squall
 
     commit = _first_line(["git", "rev-parse", "HEAD"])
     dirty = bool(_first_line(["git", "status", "--porcelain", "--untracked-files=no"]))
-    return {"squall": squall.__version__, "commit": commit, "dirty": dirty}
+    from squall import _speedups
+
+    # "compiled" (the Cython build of the hot path), or "pure", "stale", "forced" (its sources)
+    return {"squall": squall.__version__, "commit": commit, "dirty": dirty,
+            "hot_path": _speedups.STATE}
 
 
 def system_versions(rows: list[dict]) -> dict[str, dict]:

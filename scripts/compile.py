@@ -15,6 +15,7 @@ import os
 import sys
 import sysconfig
 import time
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +46,8 @@ def build() -> None:
     except ImportError as e:
         raise SystemExit(f"squall: cannot compile the hot path: {e} (pip install 'cython>=3,<4')") from e
     clean()
+    # setuptools warns that pyproject's [tool.setuptools] table is "beta": not ours to fix
+    warnings.filterwarnings("ignore", message=".*tool.setuptools.*")
     started = time.monotonic()
     extensions = [Extension(m, [str(Path(*m.split(".")).with_suffix(".py"))]) for m in MODULES]
     os.chdir(ROOT)

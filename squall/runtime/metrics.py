@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import deque
 
-
 # The counters of TaskMetrics, in the order heartbeats carry them.
 FIELDS = ("component", "task", "emitted", "transferred", "acked", "failed", "executed",
           "exec_sampled_ms", "exec_samples", "process_ms", "process_samples", "complete_ms",
