@@ -23,6 +23,7 @@ TOPOLOGY_BACKPRESSURE_HIGH = "topology.backpressure.water.mark.high"
 TOPOLOGY_BACKPRESSURE_LOW = "topology.backpressure.water.mark.low"
 SQUALL_TRANSFER_BATCH_SIZE = "squall.transfer.batch.size"
 SQUALL_SPARK_MASTER = "squall.spark.master"
+SQUALL_SPOUT_MAX_RETRIES = "squall.spout.max.retries"
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(TOPOLOGY_BACKPRESSURE_LOW, 0.2, "queue fill that lets the spouts run again"),
     Setting(SQUALL_TRANSFER_BATCH_SIZE, 512, "tuples per batch sent to another worker"),
     Setting("squall.metrics.window.secs", 10, "window over which capacity is computed"),
+    Setting(SQUALL_SPOUT_MAX_RETRIES, None,
+            "failures of one spout msg id before it is given up (error reported, spout's ack "
+            "called); None: the spout's fail decides forever"),
 )
 
 DEFAULTS: dict[str, Any] = {s.key: s.default for s in SETTINGS}

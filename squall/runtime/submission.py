@@ -52,6 +52,11 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
     _positive(merged, "topology.tick.tuple.freq.secs", allow_none=True, integer=False)
     _positive(merged, "topology.executor.receive.buffer.size", allow_none=False, integer=True)
     _positive(merged, "squall.transfer.batch.size", allow_none=False, integer=True)
+    retries = merged.get("squall.spout.max.retries")
+    if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
+        raise InvalidTopologyError(
+            f"config squall.spout.max.retries must be a non-negative integer or None, got {retries!r}"
+        )
     for comp in topology.components.values():
         freq = comp.conf.get("topology.tick.tuple.freq.secs")
         if freq is not None and (isinstance(freq, bool) or not isinstance(freq, (int, float)) or freq <= 0):

@@ -39,6 +39,8 @@ cdef class SpoutTask(Task):
     cdef public object max_pending
     cdef public list _ack_soon
     cdef public bint active
+    cdef public object max_retries
+    cdef public dict _failures
     cpdef bint can_emit(self)
     cpdef Py_ssize_t next_tuple(self)
     cpdef track(self, object root, object msg_id)

@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("squall.task")
 PENDING_BUCKETS = 3
+MAX_COUNTED_FAILURES = 65536  # failing msg ids counted per spout task for max retries
+
+
+class MaxRetriesError(RuntimeError):
+    """A spout message failed more often than ``squall.spout.max.retries`` allows."""
 _VERDICT_STREAMS = {"ack": ACK_ACK, "fail": ACK_FAIL, "reset": ACK_RESET}
 
 
@@ -131,6 +136,11 @@ class SpoutTask(Task):
         self.max_pending: int | None = int(max_pending) if max_pending else None
         self._ack_soon: list[Any] = []
         self.active = False
+        retries = conf.get("squall.spout.max.retries")
+        # the system's own spouts (checkpoints) decide their replays themselves
+        system = component.startswith(("$", "__"))
+        self.max_retries: int | None = None if retries is None or system else int(retries)
+        self._failures: dict[Any, int] = {}  # msg id -> failures so far, while it has some
 
     def start(self) -> None:
         """Open the spout."""
@@ -196,18 +206,52 @@ class SpoutTask(Task):
         if stream == ACK_ACK:
             self.metrics.acked += 1
             self.metrics.record_complete((self.worker.clock() - emitted_at) * 1000.0)
+            if self._failures:
+                self._forget(msg_id)
             self._call(self.spout.ack, msg_id)
         elif stream == ACK_FAIL:
-            self.metrics.failed += 1
-            self._call(self.spout.fail, msg_id)
+            self._failed(msg_id)
 
     def expire(self) -> int:
         """Rotate the pending buckets; fail what timed out. Returns how many."""
         expired = self.pending.rotate()
         for msg_id, _ in expired.values():
-            self.metrics.failed += 1
-            self._call(self.spout.fail, msg_id)
+            self._failed(msg_id)
         return len(expired)
+
+    def _failed(self, msg_id: Any) -> None:
+        """A tree failed or timed out: the spout's ``fail`` (it decides to replay).
+
+        Unless ``msg_id`` has failed ``squall.spout.max.retries`` times already (E1): then
+        the message is given up, the error reported and the spout's ``ack`` called, so that
+        a poison message cannot be replayed forever.
+        """
+        self.metrics.failed += 1
+        limit = self.max_retries
+        if limit is not None:
+            try:
+                count = self._failures.pop(msg_id, 0) + 1
+            except TypeError:  # an unhashable msg id cannot be counted: plain fail
+                count = 0
+            if count > limit:
+                self.worker.report_error(self, MaxRetriesError(
+                    f"message {msg_id!r} failed {count} times "
+                    f"(squall.spout.max.retries={limit}): given up and acked"
+                ))
+                self._call(self.spout.ack, msg_id)
+                return
+            if count:
+                if len(self._failures) >= MAX_COUNTED_FAILURES:
+                    # msg ids the spout never replays must not hold memory forever
+                    del self._failures[next(iter(self._failures))]
+                self._failures[msg_id] = count
+        self._call(self.spout.fail, msg_id)
+
+    def _forget(self, msg_id: Any) -> None:
+        try:
+            self._failures.pop(msg_id, None)
+        except TypeError:
+            pass
 
     def _call(self, fn: Any, *args: Any) -> None:
         try:

@@ -9,6 +9,7 @@ from tests.integration.components import (
     ForwardBolt,
     ListSpout,
     NeverAckBolt,
+    RaiseOnBolt,
     SlowBolt,
 )
 
@@ -245,3 +246,25 @@ def test_a_spout_blocking_in_next_tuple_does_not_deadlock_and_acks_catch_up():
     with LocalCluster() as cluster:
         cluster.submit_topology("t", conf(1, **{"topology.message.timeout.secs": 1}), b.create_topology())
         assert wait_for(lambda: len({m for _, m in RECORD["spout.acked"]}) == 20, timeout=15)
+
+
+
+def test_a_poison_message_is_given_up_after_max_retries_and_the_rest_flows():
+    # E1: the bolt always raises for 13; the spout replays every failure; with
+    # squall.spout.max.retries=2 the third failure acks it, with the error reported
+    items = [[i] for i in range(40)]
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout(items), 2)
+    b.set_bolt("bolt", RaiseOnBolt(13), 2).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(**{"squall.spout.max.retries": 2}), b.create_topology())
+        assert wait_for(lambda: len(RECORD["spout.acked"]) >= 40)
+        time.sleep(0.2)  # nothing more may arrive: the poison message is not replayed again
+        info = cluster.get_topology_info("t")
+    assert sorted(m for _, m in RECORD["spout.acked"]) == list(range(40))
+    assert [m for _, m, _ in RECORD["spout.failed"]] == [13, 13]
+    assert sorted(RECORD["raise.ok"]) == [i for i in range(40) if i != 13]
+    messages = [e["message"] for e in info["errors"]]
+    assert sum("cannot handle 13" in m for m in messages) == 3
+    assert any("MaxRetriesError: message 13 failed 3 times (squall.spout.max.retries=2)" in m
+               for m in messages)

@@ -203,6 +203,10 @@ def test_gray_upgrade_one_worker_then_complete(world):
     assert {w["version"] for w in world.info()["workers"]} == {3}
     done = time.time()
     progress(world)
+    # the 40 acks can all land within a second of `done` (on a busy machine they did):
+    # wait for counts written after that second, then every one must be version 3
+    wait_for(lambda: any(r.time > done + 1.0 for r in R.records(world.out)), 60,
+             "counts written after the upgrade completed")
     assert {r.version for r in R.records(world.out) if r.time > done + 1.0} == {"v3"}
     refused(world.cli("complete-upgrade", NAME), 5, "not being upgraded")
     assert_exact(world)

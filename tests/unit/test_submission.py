@@ -98,6 +98,8 @@ BAD_VALUES = [
     ("topology.tick.tuple.freq.secs", "1"),
     ("topology.executor.receive.buffer.size", 0), ("topology.executor.receive.buffer.size", 10.5),
     ("squall.transfer.batch.size", 0), ("squall.transfer.batch.size", "512"),
+    ("squall.spout.max.retries", -1), ("squall.spout.max.retries", 2.5),
+    ("squall.spout.max.retries", "3"), ("squall.spout.max.retries", True),
 ]
 
 
@@ -111,6 +113,7 @@ def test_bad_values_are_refused_naming_key_and_value(key, value):
 
 GOOD_VALUES = [
     ("topology.workers", 4), ("topology.message.timeout.secs", 0.5),
+    ("squall.spout.max.retries", 0), ("squall.spout.max.retries", 5),
     ("topology.max.spout.pending", None), ("topology.max.spout.pending", 1),
     ("topology.tick.tuple.freq.secs", None), ("topology.tick.tuple.freq.secs", 0.25),
 ]

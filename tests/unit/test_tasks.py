@@ -123,6 +123,45 @@ def test_fail_verdict_calls_fail():
     assert task.spout.failed == ["m1"] and task.metrics.failed == 1
 
 
+def test_max_retries_gives_a_poison_message_up_after_that_many_failures():
+    # E1: the message fails twice (the spout replays it), the third failure acks it instead
+    worker, task = spout_task(["poison"] * 4, conf={"squall.spout.max.retries": 2})
+    for _ in range(3):
+        task.next_tuple()
+        task.handle(verdict(ACK_FAIL, roots(task)[0]))
+    assert task.spout.failed == ["poison", "poison"]
+    assert task.spout.acked == ["poison"]
+    assert task.metrics.failed == 3 and task.metrics.acked == 0
+    (error,) = worker.errors
+    assert "message 'poison' failed 3 times (squall.spout.max.retries=2)" in str(error)
+    assert task._failures == {}  # counted no longer: a later replay starts again
+    task.next_tuple()
+    task.handle(verdict(ACK_FAIL, roots(task)[0]))
+    assert task.spout.failed == ["poison", "poison", "poison"]
+
+
+def test_max_retries_counts_timeouts_and_forgets_a_message_once_acked():
+    _, task = spout_task(["m", "m", "m"], conf={"squall.spout.max.retries": 1})
+    task.next_tuple()
+    for _ in range(3):
+        task.expire()  # timed out: a failure like any other
+    assert task.spout.failed == ["m"]
+    task.next_tuple()
+    task.handle(verdict(ACK_ACK, roots(task)[0]))
+    assert task.spout.acked == ["m"] and task._failures == {}
+    task.next_tuple()
+    task.handle(verdict(ACK_FAIL, roots(task)[0]))  # its count started again at 0
+    assert task.spout.failed == ["m", "m"]
+
+
+def test_without_max_retries_the_spout_decides_forever():
+    _, task = spout_task(["m"] * 20)
+    for _ in range(20):
+        task.next_tuple()
+        task.handle(verdict(ACK_FAIL, roots(task)[0]))
+    assert task.spout.failed == ["m"] * 20 and task.spout.acked == []
+
+
 def test_verdict_for_unknown_root_is_ignored():
     _, task = spout_task()
     task.handle(verdict(ACK_ACK, 12345))
