@@ -29,7 +29,6 @@ cdef class SpoutOutputCollector(_Emitter):
 
 cdef class OutputCollector(_Emitter):
     cdef public BoltTask _bolt_task
-    cdef public object _send_ack
     cdef public bint _acking
     cpdef list emit(self, object values, object anchors=*, object stream=*)
     @cython.locals(task=BoltTask, worker=Worker, anchor=Tuple)

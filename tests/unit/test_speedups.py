@@ -24,9 +24,11 @@ needs_build = pytest.mark.skipif(
 
 
 def probe(pythonpath: Path, **env: str) -> tuple[str, str]:
+    # not inherited: make test runs this file again under SQUALL_PURE_PYTHON=1
+    base = {k: v for k, v in os.environ.items() if k != "SQUALL_PURE_PYTHON"}
     out = subprocess.run(
         [sys.executable, "-c", "from pathlib import Path; " + PROBE],
-        env={**os.environ, "PYTHONPATH": str(pythonpath), **env},
+        env={**base, "PYTHONPATH": str(pythonpath), **env},
         capture_output=True, text=True, timeout=60, check=True, cwd=pythonpath,
     )
     return out.stdout.strip(), out.stderr.strip()
