@@ -95,8 +95,3 @@ def install() -> None:
         log.warning("squall: the compiled hot path is older than its sources; running the "
                     "plain Python (run `make setup` or `python scripts/compile.py` to recompile)")
     sys.meta_path.insert(0, _PureFinder())
-
-
-def compiled() -> bool:
-    """True when the hot path runs compiled in this process."""
-    return STATE == "compiled"
