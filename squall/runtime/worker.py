@@ -37,6 +37,7 @@ EMPTY = Fields()
 BOLT_BATCH = 256
 SPOUT_BATCH = 64
 FRAMES_PER_ROUND = 64
+TIMER_SLACK = 1e-9  # float sums of intervals must not make a timer a round late
 IDLE_WAIT = 0.05  # the longest a worker with nothing to do sleeps before it looks again
 
 
@@ -267,8 +268,12 @@ class Worker:
             # make it busy by asking
         now = self.clock()
         for timer in self._timers:
-            if now >= timer.due:
-                timer.due = now + timer.interval
+            if now + TIMER_SLACK >= timer.due:
+                # fixed rate, as Storm's recurring timers: a late round does not shift
+                # later firings; missed ones are skipped rather than fired in a burst
+                timer.due += timer.interval
+                if timer.due <= now + TIMER_SLACK:
+                    timer.due = now + timer.interval
                 timer.action()
                 work += 1
         fullest = self._fullest()
