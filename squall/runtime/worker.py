@@ -37,6 +37,8 @@ EMPTY = Fields()
 BOLT_BATCH = 256
 SPOUT_BATCH = 64
 FRAMES_PER_ROUND = 64
+THREADED = "squall.task.threaded"  # component configuration: a thread per task
+THREAD_STOP_TIMEOUT = 30.0
 TIMER_SLACK = 1e-9  # float sums of intervals must not make a timer a round late
 IDLE_WAIT = 0.05  # the longest a worker with nothing to do sleeps before it looks again
 
@@ -83,6 +85,7 @@ class Worker:
         self.tasks: dict[int, Task] = {}
         self.spouts: list[SpoutTask] = []
         self.processors: list[Task] = []
+        self.threads: list[Any] = []  # TaskThread of each task with a thread of its own
         self._task_worker = plan.task_worker()
         self._encoder = Encoder()
         self._out: dict[int, list[bytes]] = {}
@@ -135,8 +138,16 @@ class Worker:
                     self.tasks[task_id] = task
         for task in self.tasks.values():
             task.bind_ackers(self.tasks)
-        self.spouts = [t for t in self.tasks.values() if isinstance(t, SpoutTask)]
-        self.processors = [t for t in self.tasks.values() if not isinstance(t, SpoutTask)]
+        own = {t.task_id for t in self.tasks.values()
+               if t.kind in ("spout", "bolt") and t.conf.get(THREADED)}
+        if own:
+            from squall.runtime.threads import TaskThread  # threads.py builds on this module
+
+            self.threads = [TaskThread(self, self.tasks[t]) for t in sorted(own)]
+        self.spouts = [t for t in self.tasks.values()
+                       if isinstance(t, SpoutTask) and t.task_id not in own]
+        self.processors = [t for t in self.tasks.values()
+                           if not isinstance(t, SpoutTask) and t.task_id not in own]
         for peer in range(plan.num_workers):
             if peer != self.index:
                 self._out[peer] = []
@@ -285,6 +296,9 @@ class Worker:
         for spout in self.spouts:
             if spout.inbox:
                 work += spout.process(BOLT_BATCH)
+        for th in self.threads:
+            if th.outbox:
+                work += th.drain()
         if self._acks:
             self._send_acks()
         blocked = self._flush_all()
@@ -296,6 +310,9 @@ class Worker:
         if not self.throttled and self.active:
             work += self._run_spouts()
             self._flush_all()
+        for th in self.threads:
+            if th.task.inbox or th.spout is not None:
+                th.poke()
         self.rounds += 1
         self.work_done += work
         return work
@@ -378,11 +395,23 @@ class Worker:
     # ---- lifecycle ---------------------------------------------------------------------
 
     def open_tasks(self) -> None:
-        """Build, then open spouts and prepare bolts; raises ``TopologyStartError``."""
+        """Build, then open spouts and prepare bolts; raises ``TopologyStartError``.
+
+        A task with a thread of its own is opened on that thread.
+        """
         self.build()
+        own = {th.task.task_id: th for th in self.threads}
+        for th in self.threads:
+            th.start()
         for task in self.tasks.values():
+            th = own.get(task.task_id)
             try:
-                task.start()
+                if th is None:
+                    task.start()
+                else:
+                    th.started.wait()
+                    if th.start_error is not None:
+                        raise th.start_error
             except Exception as e:  # noqa: BLE001 - user code: report and stop the start
                 self.errors.report(task.component, task.task_id, e)
                 raise TopologyStartError(
@@ -391,8 +420,17 @@ class Worker:
                 ) from e
         self._install_timers()
         if self.active:
-            for spout in self.spouts:
-                spout.activate()
+            self._apply_active(True)
+
+    def _apply_active(self, active: bool) -> None:
+        """Tell every spout (on its own thread where it has one, waiting until it was told)."""
+        self.active = active
+        for spout in self.spouts:
+            spout.activate() if active else spout.deactivate()
+        told = [th.post(th.spout.activate if active else th.spout.deactivate)
+                for th in self.threads if th.spout is not None]
+        for done in told:
+            done.wait()  # at most one call of that spout away
 
     def _install_timers(self) -> None:
         now = self.clock()
@@ -400,9 +438,18 @@ class Worker:
         if self.plan.acker_tasks and conf.get("topology.enable.message.timeouts", True):
             timeout = float(conf.get("topology.message.timeout.secs") or 30)
             every = timeout / (PENDING_BUCKETS - 1)
-            expirable = [t for t in self.tasks.values() if isinstance(t, (SpoutTask, AckerTask))]
-            if expirable:
-                self._timers.append(Timer(now + every, every, lambda: [t.expire() for t in expirable]))  # type: ignore[func-returns-value]
+            own = {th.task.task_id: th for th in self.threads}
+            expirable = [t for t in self.tasks.values()
+                         if isinstance(t, (SpoutTask, AckerTask)) and t.task_id not in own]
+            # a spout on a thread of its own rotates its pending map on that thread
+            posted = [th for th in self.threads if th.spout is not None]
+            if expirable or posted:
+                def expire() -> None:
+                    for t in expirable:
+                        t.expire()
+                    for th in posted:
+                        th.post(th.spout.expire)
+                self._timers.append(Timer(now + every, every, expire))
         system_task = self.plan.component_tasks[SYSTEM][self.index]
         for task in self.tasks.values():
             if isinstance(task, BoltTask):
@@ -434,6 +481,8 @@ class Worker:
         try:
             self.open_tasks()
         except BaseException as e:  # noqa: BLE001 - handed to whoever waits for the start
+            for th in self.threads:
+                th.stop(True, THREAD_STOP_TIMEOUT)  # the tasks that did open are closed
             self.start_error = e
             self._running = False
             self.started.set()
@@ -444,9 +493,13 @@ class Worker:
         try:
             self.loop()
         finally:
+            own = {th.task.task_id for th in self.threads}
+            for th in self.threads:
+                th.stop(self._graceful, THREAD_STOP_TIMEOUT)
             if self._graceful:
                 for task in self.tasks.values():
-                    task.stop()
+                    if task.task_id not in own:
+                        task.stop()
             self.transport.close()
             self.stopped.set()
             self._release_commands()
@@ -481,11 +534,7 @@ class Worker:
         Returns an event set once it is done: from then on no ``next_tuple`` call starts
         (deactivate), and each spout's ``activate``/``deactivate`` has been called.
         """
-        def apply() -> None:
-            self.active = active
-            for spout in self.spouts:
-                spout.activate() if active else spout.deactivate()
-        return self.call(apply)
+        return self.call(lambda: self._apply_active(active))
 
     def stop(self, graceful: bool = True) -> threading.Event:
         """Stop the loop; on a graceful stop spouts are closed and bolts cleaned up."""
@@ -507,13 +556,17 @@ class Worker:
         something to emit for an idle one.
         """
         calls = []
-        for spout in self.spouts:
+        spouts = self.spouts + [th.spout for th in self.threads if th.spout is not None]
+        for spout in spouts:
             spout.idle_until = 0.0
             calls.append(spout.calls if self.active and spout.can_emit() else -1)
-        return (self.work_done, self.is_idle(), sum(len(s.pending) for s in self.spouts),
+        for th in self.threads:
+            th.poke()
+        return (self.work_done, self.is_idle(), sum(len(s.pending) for s in spouts),
                 tuple(calls))
 
     def is_idle(self) -> bool:
         """True when no task has queued tuples and nothing waits to be sent."""
         return (not any(t.inbox for t in self.tasks.values())
-                and not any(self._out.values()) and not any(self._unsent.values()))
+                and not any(self._out.values()) and not any(self._unsent.values())
+                and all(th.idle() for th in self.threads))
