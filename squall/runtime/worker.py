@@ -86,6 +86,8 @@ class Worker:
         self.spouts: list[SpoutTask] = []
         self.processors: list[Task] = []
         self.threads: list[Any] = []  # TaskThread of each task with a thread of its own
+        self.asyncs: list[Any] = []  # AsyncBoltTask of each AsyncBolt task
+        self._aio: Any = None  # the event loop of the async tasks, made on first use
         self._task_worker = plan.task_worker()
         self._encoder = Encoder()
         self._out: dict[int, list[bytes]] = {}
@@ -144,6 +146,8 @@ class Worker:
             from squall.runtime.threads import TaskThread  # threads.py builds on this module
 
             self.threads = [TaskThread(self, self.tasks[t]) for t in sorted(own)]
+        self.asyncs = [t for t in self.tasks.values() if hasattr(t, "pump")]
+        own |= {t.task_id for t in self.asyncs}
         self.spouts = [t for t in self.tasks.values()
                        if isinstance(t, SpoutTask) and t.task_id not in own]
         self.processors = [t for t in self.tasks.values()
@@ -299,6 +303,8 @@ class Worker:
         for th in self.threads:
             if th.outbox:
                 work += th.drain()
+        for at in self.asyncs:
+            work += at.pump()
         if self._acks:
             self._send_acks()
         blocked = self._flush_all()
@@ -387,6 +393,20 @@ class Worker:
             if work == 0:
                 self.idle_rounds += 1
                 self.transport.wait(self._wait_time())
+
+    def async_runner(self) -> Any:
+        """The event loop of this worker's async tasks (started on first use)."""
+        if self._aio is None:
+            from squall.runtime.async_tasks import AsyncRunner
+
+            self._aio = AsyncRunner(f"squall-async-{self.index}")
+        return self._aio
+
+    def close_async_runner(self) -> None:
+        """Cancel the async calls in flight and stop their event loop (idempotent)."""
+        if self._aio is not None:
+            self._aio.close()
+            self._aio = None
 
     def report_error(self, task: Task, error: BaseException) -> None:
         """Record an error raised by ``task``'s user code (log + topology info)."""
@@ -500,6 +520,7 @@ class Worker:
                 for task in self.tasks.values():
                     if task.task_id not in own:
                         task.stop()
+            self.close_async_runner()
             self.transport.close()
             self.stopped.set()
             self._release_commands()
@@ -569,4 +590,5 @@ class Worker:
         """True when no task has queued tuples and nothing waits to be sent."""
         return (not any(t.inbox for t in self.tasks.values())
                 and not any(self._out.values()) and not any(self._unsent.values())
-                and all(th.idle() for th in self.threads))
+                and all(th.idle() for th in self.threads)
+                and all(at.idle() for at in self.asyncs))
