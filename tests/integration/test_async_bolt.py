@@ -115,7 +115,8 @@ def conf(**extra):
 def test_results_come_in_input_order_or_as_they_complete(server, ordered):
     feeder = FeederSpout(Fields("value", "ms"))
     with LocalCluster() as cluster:
-        tracked = tracked_topology(cluster, "t", conf(), topology(feeder, Lookup(server["port"], ordered=ordered)))
+        lookup = Lookup(server["port"], ordered=ordered)
+        tracked = tracked_topology(cluster, "t", conf(), topology(feeder, lookup))
         for i, ms in enumerate([400, 300, 200, 100, 0]):  # the first asked is the last to answer
             feeder.feed([str(i), ms], msg_id=i)
         tracked.wait_idle(timeout=30)
