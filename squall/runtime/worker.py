@@ -88,6 +88,8 @@ class Worker:
         self.threads: list[Any] = []  # TaskThread of each task with a thread of its own
         self.asyncs: list[Any] = []  # AsyncBoltTask of each AsyncBolt task
         self._aio: Any = None  # the event loop of the async tasks, made on first use
+        self.stuck: dict[int, dict] = {}  # task id -> the call it is stuck in (the watchdog's)
+        self._watchdog: Any = None
         self._task_worker = plan.task_worker()
         self._encoder = Encoder()
         self._out: dict[int, list[bytes]] = {}
@@ -394,6 +396,15 @@ class Worker:
                 self.idle_rounds += 1
                 self.transport.wait(self._wait_time())
 
+    def _start_watchdog(self) -> None:
+        limit = float(self.conf.get("squall.task.stuck.secs", 30) or 0)
+        if limit > 0:
+            from squall.runtime.stuck import Watchdog  # a thread; only where it is wanted
+
+            cycle = float(self.conf.get("squall.backpressure.cycle.secs", 30) or 30)
+            self._watchdog = Watchdog(self, limit, cycle)
+            self._watchdog.start()
+
     def async_runner(self) -> Any:
         """The event loop of this worker's async tasks (started on first use)."""
         if self._aio is None:
@@ -509,6 +520,7 @@ class Worker:
             self.stopped.set()
             self._release_commands()
             return
+        self._start_watchdog()
         self.started.set()
         try:
             self.loop()
@@ -521,6 +533,8 @@ class Worker:
                     if task.task_id not in own:
                         task.stop()
             self.close_async_runner()
+            if self._watchdog is not None:
+                self._watchdog.stop()
             self.transport.close()
             self.stopped.set()
             self._release_commands()

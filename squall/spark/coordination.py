@@ -8,8 +8,9 @@ worker -> master
                   up and its receive socket is bound at ``address``; ``proof`` is the tag
                   of its identity under the topology's secret (see ``transport``).
     ``started``   {worker, launch, error}: its tasks are open (error None) or failed to open.
-    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames}: alive; task metrics;
-                  new errors; frames dropped for lacking the topology's secret.
+    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames, stuck}: alive; task
+                  metrics; new errors; frames dropped for lacking the topology's secret;
+                  its tasks stuck in one call now.
     ``applied``   {seq}: the activate/deactivate ``seq`` took effect (spouts told; no
                   ``next_tuple`` starts after a deactivate).
 master -> worker

@@ -356,6 +356,7 @@ class TopologyMaster:
             inc.applied = max(inc.applied, int(msg.get("seq") or 0))
         elif t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
+            inc.stuck = list(msg.get("stuck") or [])
             inc.rejected_frames = int(msg.get("rejected_frames") or 0)
             self.errors.extend(msg["errors"])
             self._send(ident, co.ACK)
