@@ -16,6 +16,12 @@ from squall.api.components import (
     Spout,
     StatefulBolt,
 )
+from squall.api.config import (
+    TOPOLOGY_MAX_TASK_PARALLELISM,
+    TOPOLOGY_TASKS,
+    check_component_conf,
+    component_tasks,
+)
 from squall.api.errors import InvalidTopologyError
 from squall.api.fields import Fields
 from squall.api.topology import ComponentSpec, Grouping, Input, StormTopology
@@ -51,7 +57,6 @@ class ComponentDeclarer:
         self.kind = kind
         self.component = component
         self.parallelism = parallelism
-        self.num_tasks: int | None = None
         self.inputs: list[Input] = []
         self.conf: dict[str, Any] = {}
         self.memory_load_mb: float | None = None
@@ -101,10 +106,22 @@ class ComponentDeclarer:
         """Route with a user ``CustomStreamGrouping``."""
         return self._grouping(component, stream, Grouping("custom", custom=grouping))
 
+    @property
+    def num_tasks(self) -> int | None:
+        """The tasks set by ``set_num_tasks`` or ``add_configuration("topology.tasks", n)``."""
+        return self.conf.get(TOPOLOGY_TASKS)
+
     def set_num_tasks(self, n: int) -> ComponentDeclarer:
-        """Tasks for this component (default: its parallelism), spread over its executors."""
-        self.num_tasks = n
-        return self
+        """Tasks for this component (default: its parallelism), spread over its executors.
+
+        As Storm's, this is the component configuration ``topology.tasks``; with fewer
+        tasks than the parallelism, the component gets one executor per task.
+        """
+        return self.add_configuration(TOPOLOGY_TASKS, n)
+
+    def set_max_task_parallelism(self, n: int | None) -> ComponentDeclarer:
+        """Cap this component's tasks (and so its executors): ``topology.max.task.parallelism``."""
+        return self.add_configuration(TOPOLOGY_MAX_TASK_PARALLELISM, n)
 
     def set_memory_load(self, mb: float) -> ComponentDeclarer:
         """Memory hint per task, in MB, for the scheduler."""
@@ -117,8 +134,18 @@ class ComponentDeclarer:
         return self
 
     def add_configuration(self, key: str, value: Any) -> ComponentDeclarer:
-        """Configuration for this component only."""
+        """Configuration for this component only; wins over ``get_component_configuration``."""
+        if not isinstance(key, str) or not key:
+            raise InvalidTopologyError(
+                f"component {self.id!r}: configuration keys are non-empty strings, got {key!r}"
+            )
         self.conf[key] = value
+        return self
+
+    def add_configurations(self, conf: dict) -> ComponentDeclarer:
+        """``add_configuration`` for every item of ``conf``."""
+        for key, value in conf.items():
+            self.add_configuration(key, value)
         return self
 
 
@@ -168,13 +195,11 @@ class TopologyBuilder:
         streams = {cid: _declared_streams(d) for cid, d in self._declarers.items()}
         components = {}
         for cid, d in sorted(self._declarers.items()):
-            parallelism = _check_count(cid, "parallelism", d.parallelism)
-            num_tasks = _check_count(cid, "num_tasks", parallelism if d.num_tasks is None else d.num_tasks)
-            if num_tasks < parallelism:
-                raise InvalidTopologyError(
-                    f"component {cid!r}: num_tasks {num_tasks} is below parallelism "
-                    f"{parallelism}; each executor needs at least one task"
-                )
+            hint = _check_count(cid, "parallelism", d.parallelism)
+            # Storm's merge: the component's own configuration, then the builder's on top
+            conf = {**_component_conf(d), **d.conf}
+            check_component_conf(cid, conf)
+            num_tasks, parallelism = component_tasks(hint, conf)
             _check_inputs(d, streams)
             components[cid] = ComponentSpec(
                 id=cid,
@@ -185,7 +210,7 @@ class TopologyBuilder:
                 num_tasks=num_tasks,
                 inputs=tuple(d.inputs),
                 streams=streams[cid],
-                conf={**(_component_conf(d)), **d.conf},
+                conf=conf,
                 memory_load_mb=d.memory_load_mb,
                 cpu_load_percent=d.cpu_load_percent,
                 stateful=isinstance(d.component, StatefulBolt),

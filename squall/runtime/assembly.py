@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import cloudpickle
 
 from squall.api.components import BasicBolt, Bolt, Spout, StatefulBolt
+from squall.api.config import task_conf
 from squall.api.context import TopologyContext, WorkerTopologyContext
 from squall.api.errors import TopologyStartError
 from squall.runtime.checkpoint import CHECKPOINT_STREAM, Barrier
@@ -33,7 +34,7 @@ def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
     if comp == ACKER:
         return AckerTask(worker, task_id, comp, ctx, worker.conf)
     spec = worker.topology.components[comp]
-    conf = {**worker.conf, **spec.conf}
+    conf = task_conf(worker.conf, spec.conf)
     try:
         obj = cloudpickle.loads(spec.payload)
     except Exception as e:  # noqa: BLE001 - any unpickling failure stops the start
