@@ -78,6 +78,19 @@ class ComponentDeclarer:
             fields = Fields(fields)  # a name, or an iterable of names
         return self._grouping(component, stream, Grouping("fields", fields=fields))
 
+    def partial_key_grouping(
+        self, component: str, fields: Fields, stream: str = DEFAULT_STREAM
+    ) -> ComponentDeclarer:
+        """Storm's partial key grouping: each key has two candidate tasks (two stable hashes)
+        and each tuple goes to the one this emitter has sent fewer tuples to.
+
+        A key's tuples are split over at most two tasks, so a skewed key spreads its load
+        where fields grouping would pile it on one task; the bolt must merge partial results.
+        """
+        if not isinstance(fields, Fields):
+            fields = Fields(fields)  # a name, or an iterable of names
+        return self._grouping(component, stream, Grouping("partial_key", fields=fields))
+
     def all_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> ComponentDeclarer:
         """Every task gets every tuple."""
         return self._grouping(component, stream, Grouping("all"))
@@ -305,14 +318,14 @@ def _check_grouping(where: str, inp: Input, stream_def: Any) -> None:
             f"{where} uses {g.kind} grouping on direct {origin}; direct streams need "
             f"direct_grouping"
         )
-    if g.kind == "fields":
+    if g.kind in ("fields", "partial_key"):
         assert g.fields is not None
         if len(g.fields) == 0:
-            raise InvalidTopologyError(f"{where}: fields_grouping on {origin} names no field")
+            raise InvalidTopologyError(f"{where}: {g.kind}_grouping on {origin} names no field")
         for name in g.fields:
             if name not in stream_def.fields:
                 raise InvalidTopologyError(
-                    f"{where}: fields_grouping on {origin} uses unknown field {name!r}; "
+                    f"{where}: {g.kind}_grouping on {origin} uses unknown field {name!r}; "
                     f"the stream has {stream_def.fields.to_list()}"
                 )
     if g.kind == "custom":
