@@ -233,7 +233,3 @@ def test_make_router_uses_load_awareness_only_when_it_can_matter():
                        source="s", load=load)
     assert isinstance(none, ShuffleRouter)  # Storm's none grouping is not load-aware
 
-
-def test_load_aware_router_pickles_like_the_others():
-    route = aware(Queues())
-    assert route([])[0] in LOCAL
