@@ -81,11 +81,12 @@ class ComponentDeclarer:
     def partial_key_grouping(
         self, component: str, fields: Fields, stream: str = DEFAULT_STREAM
     ) -> ComponentDeclarer:
-        """Storm's partial key grouping: each key has two candidate tasks (two stable hashes)
-        and each tuple goes to the one this emitter has sent fewer tuples to.
+        """Storm's partial key grouping: the less loaded of each key's two candidate tasks.
 
-        A key's tuples are split over at most two tasks, so a skewed key spreads its load
-        where fields grouping would pile it on one task; the bolt must merge partial results.
+        The candidates come from two stable hashes of ``fields``; the load is what this
+        emitter has sent to each. A key's tuples are split over at most two tasks, so a
+        skewed key spreads its load where fields grouping would pile it on one task; the
+        bolt must merge partial results.
         """
         if not isinstance(fields, Fields):
             fields = Fields(fields)  # a name, or an iterable of names

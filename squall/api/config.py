@@ -153,8 +153,11 @@ _TYPED = (
 
 
 def check_positive(where: str, key: str, value: Any, *, integer: bool, allow_none: bool) -> None:
-    """Raise ``InvalidTopologyError`` naming ``where``, ``key`` and ``value`` unless it is a
-    positive integer (or number), or None when allowed."""
+    """Raise ``InvalidTopologyError`` naming ``where``, ``key`` and ``value`` if it is bad.
+
+    Good values are positive integers (positive numbers unless ``integer``), and None when
+    ``allow_none``.
+    """
     if value is None and allow_none:
         return
     ok_type = int if integer else (int, float)

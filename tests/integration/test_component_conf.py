@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from squall import Bolt, Config, Fields, LocalCluster, TopologyBuilder
+from squall import Bolt, Config, LocalCluster, TopologyBuilder
 from squall.testing import MockedSources, complete_topology
 from tests.integration.components import RECORD, ListSpout, WhoGotIt, record, reset
 from tests.integration.test_acking import wait_for

@@ -29,9 +29,10 @@ from squall.runtime.routing import (
 )
 
 FIELDS = Fields("word", "count")
+WORD = Fields("word")
 
 
-def pkg(targets, fields=Fields("word")):
+def pkg(targets, fields=WORD):
     return PartialKeyRouter(list(targets), FIELDS, fields)
 
 
