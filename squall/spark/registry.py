@@ -40,6 +40,7 @@ class Incarnation:
     start_error: str | None = None
     metrics: list[dict] = field(default_factory=list)
     rejected_frames: int = 0  # frames its transport dropped for lacking the topology's secret
+    applied: int = 0  # the last activate/deactivate it confirmed (its seq)
 
 
 @dataclass

@@ -221,7 +221,10 @@ class _MasterLink:
                 if t == co.ADDRESSES:
                     transport.set_peers(msg["addresses"])
                 elif t in (co.ACTIVATE, co.DEACTIVATE):
-                    worker.set_active(t == co.ACTIVATE)
+                    # confirmed only once applied: the master's deactivate returns then, and
+                    # no next_tuple starts after it (at most one spout call away)
+                    if worker.set_active(t == co.ACTIVATE).wait(STOP_TIMEOUT):
+                        self.send(co.APPLIED, seq=int(msg.get("seq") or 0))
                 elif t in (co.STOP, co.REJECT):
                     worker.stop(graceful=bool(msg.get("graceful", True)))
                     if not worker.join(STOP_TIMEOUT):
