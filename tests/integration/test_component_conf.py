@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections import Counter
 
 from squall import Bolt, Config, LocalCluster, TopologyBuilder
-from squall.testing import MockedSources, complete_topology
+from squall.testing import MockedSources, complete_topology, simulated_time, tracked_topology
 from tests.integration.components import RECORD, ListSpout, WhoGotIt, record, reset
-from tests.integration.test_acking import wait_for
 from tests.integration.test_groupings import Source
 
 
@@ -88,23 +87,24 @@ def test_per_component_keys_reach_the_task_and_topology_wide_ones_do_not():
     b.set_spout("slow", PendingOne([[i] for i in range(60)], tag="slow"))
     b.set_spout("free", ListSpout([[i] for i in range(60)], tag="free"))
     b.set_bolt("a", TickedA()).shuffle_grouping("slow").shuffle_grouping("free") \
-        .add_configuration("topology.tick.tuple.freq.secs", 0.05) \
+        .add_configuration("topology.tick.tuple.freq.secs", 1) \
         .add_configuration("topology.message.timeout.secs", 1) \
         .add_configuration("user.key", 3)
     b.set_bolt("b", TickedB()).shuffle_grouping("slow")
     b.set_bolt("c", TickedB()).shuffle_grouping("free")
-    topology = b.create_topology()
     conf = Config()
     conf.set_num_workers(1)
     conf.set_max_spout_pending(50)
     conf["user.key"] = 1
-    with LocalCluster() as cluster:
-        cluster.submit_topology("cc", conf, topology)
-        assert wait_for(lambda: len(RECORD["slow.acked"]) == 60 and len(RECORD["free.acked"]) == 60)
-        assert wait_for(lambda: Counter(RECORD["tick"])["TickedA"] >= 3, timeout=10)
-        assert "TickedB" not in Counter(RECORD["tick"])  # the topology sets no tick
+    with simulated_time(), LocalCluster() as cluster:
+        tracked = tracked_topology(cluster, "cc", conf, b.create_topology())
+        tracked.wait_idle()
+        assert len(RECORD["slow.acked"]) == 60 and len(RECORD["free.acked"]) == 60
+        assert RECORD["tick"] == []  # the clock has not moved
+        cluster.advance_time(3.5, increment=0.5)
+        assert Counter(RECORD["tick"]) == {"TickedA": 3}  # only "a" ticks: the topology sets none
     seen = dict(RECORD["conf"])
-    assert seen["a"]["topology.tick.tuple.freq.secs"] == 0.05
+    assert seen["a"]["topology.tick.tuple.freq.secs"] == 1
     assert seen["a"]["user.key"] == 3 and seen["b"]["user.key"] == 1
     assert seen["a"]["topology.my.own.key"] == "from-component"  # unknown topology.* kept
     assert seen["a"]["topology.workers"] == 1  # topology-wide: the component cannot change it
@@ -112,4 +112,3 @@ def test_per_component_keys_reach_the_task_and_topology_wide_ones_do_not():
     assert seen["b"]["topology.tick.tuple.freq.secs"] is None
     assert max(RECORD["slow.max_in_flight"]) == 1  # the component's max.spout.pending
     assert max(RECORD["free.max_in_flight"]) > 1  # the topology's 50
-
