@@ -36,6 +36,7 @@ _EXPORTS = {
     "NotAliveError": "squall.api.errors",
     "AlreadyAliveError": "squall.api.errors",
     "LocalCluster": "squall.local.cluster",
+    "PartialKeyGrouping": "squall.runtime.groupings",
     "submit_topology": "squall.cli.remote",
 }
 
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from squall.api.tuple import Tuple
     from squall.cli.remote import submit_topology
     from squall.local.cluster import LocalCluster
+    from squall.runtime.groupings import PartialKeyGrouping
 
 
 def __getattr__(name: str) -> Any:

@@ -118,6 +118,15 @@ def second_hash(h: int) -> int:
     return h
 
 
+def two_choices(h: int, n: int) -> tuple[int, int]:
+    """Two indexes below ``n`` for a key of hash ``h``: distinct when ``n`` > 1."""
+    first = h % n
+    second = second_hash(h) % n
+    if second == first:
+        second = (second + 1) % n
+    return first, second
+
+
 class PartialKeyRouter:
     """Storm's partial key grouping: the less loaded of a key's two candidate tasks.
 
@@ -144,12 +153,7 @@ class PartialKeyRouter:
             h = stable_hash(values[self._indexes[0]])
         else:
             h = hash_values([values[i] for i in self._indexes])
-        n = self._n
-        first = h % n
-        second = second_hash(h) % n
-        if second == first:
-            second = (second + 1) % n
-        return first, second
+        return two_choices(h, self._n)
 
     def __call__(self, values: list) -> list[int]:
         """Target task ids for ``values``."""

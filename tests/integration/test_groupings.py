@@ -10,6 +10,7 @@ from squall import (
     CustomStreamGrouping,
     Fields,
     GlobalStreamId,
+    PartialKeyGrouping,
     Spout,
     TopologyBuilder,
 )
@@ -135,6 +136,14 @@ def test_partial_key_grouping_sends_each_key_to_at_most_two_tasks():
     assert any(len(per_task) == 2 for per_task in tasks_by_key.values())  # keys do split
     totals = Counter(task for task, _ in emitted)
     assert len(totals) == 4 and max(totals.values()) - min(totals.values()) <= 2
+
+
+def test_partial_key_grouping_object_as_a_custom_grouping_routes_as_the_declarers():
+    by_object, _ = run(lambda d: d.custom_grouping("src", PartialKeyGrouping(Fields("key"))),
+                       workers=2, n_items=340)
+    by_declarer, _ = run(lambda d: d.partial_key_grouping("src", Fields("key")), workers=2,
+                         n_items=340)
+    assert sorted(by_object) == sorted(by_declarer)  # one emitter: the same choices in order
 
 
 class ByFieldName(CustomStreamGrouping):

@@ -16,8 +16,10 @@ from collections import Counter
 import cloudpickle
 import pytest
 
+from squall.api.components import GlobalStreamId
 from squall.api.fields import Fields
 from squall.api.topology import Grouping
+from squall.runtime.groupings import PartialKeyGrouping
 from squall.runtime.routing import (
     LOAD_CHECK_EVERY,
     FieldsRouter,
@@ -234,3 +236,67 @@ def test_make_router_uses_load_awareness_only_when_it_can_matter():
                        source="s", load=load)
     assert isinstance(none, ShuffleRouter)  # Storm's none grouping is not load-aware
 
+
+
+# ---- PartialKeyGrouping, the object (Storm's PartialKeyGroupingTest, line by line) ----------
+
+
+class Context:
+    """Answers get_component_output_fields as a WorkerTopologyContext (Storm's test mocks it)."""
+
+    def __init__(self, fields):
+        self.fields = fields
+        self.asked = []
+
+    def get_component_output_fields(self, component, stream):
+        self.asked.append((component, stream))
+        return self.fields
+
+
+def alternates(grouping, message):
+    choice1 = grouping.choose_tasks(0, message)
+    assert len(choice1) == 1
+    choice2 = grouping.choose_tasks(0, message)
+    assert choice2 != choice1
+    choice3 = grouping.choose_tasks(0, message)
+    assert choice3 != choice2 and choice3 == choice1
+
+
+def test_grouping_is_serializable():
+    grouping = PartialKeyGrouping(Fields("some_field"))
+    assert cloudpickle.loads(cloudpickle.dumps(grouping)).fields == Fields("some_field")
+
+
+def test_choose_tasks():
+    grouping = PartialKeyGrouping()
+    grouping.prepare(None, None, [0, 1, 2, 3, 4, 5])
+    alternates(grouping, ["key1"])
+
+
+def test_choose_tasks_without_consecutive_task_ids():
+    grouping = PartialKeyGrouping()
+    grouping.prepare(None, None, [9, 8, 7, 1, 2, 3])
+    alternates(grouping, ["key1"])
+
+
+def test_choose_tasks_fields():
+    grouping = PartialKeyGrouping(Fields("test"))
+    context = Context(Fields("test"))
+    grouping.prepare(context, GlobalStreamId("src", "default"), [0, 1, 2, 3, 4, 5])
+    assert context.asked == [("src", "default")]
+    alternates(grouping, ["key1"])
+
+
+def test_the_object_routes_as_the_declarer_grouping():
+    grouping = PartialKeyGrouping("word")
+    grouping.prepare(Context(FIELDS), GlobalStreamId("src", "default"), [1, 2, 3, 4, 5])
+    route = pkg([1, 2, 3, 4, 5])
+    for i in range(300):
+        values = [f"w{i % 37}", i]
+        assert grouping.choose_tasks(9, values) == route(values)
+    assert grouping.choose_tasks(9, []) == []
+
+
+def test_fields_without_a_context_is_a_clear_error():
+    with pytest.raises(ValueError, match="context"):
+        PartialKeyGrouping(Fields("w")).prepare(None, None, [1, 2])
