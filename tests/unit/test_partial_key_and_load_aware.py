@@ -295,6 +295,12 @@ def test_the_object_routes_as_the_declarer_grouping():
         values = [f"w{i % 37}", i]
         assert grouping.choose_tasks(9, values) == route(values)
     assert grouping.choose_tasks(9, []) == []
+    by_count = PartialKeyGrouping(["count"])  # the key is not the first field
+    by_count.prepare(Context(FIELDS), GlobalStreamId("src", "default"), [1, 2, 3, 4, 5])
+    route = pkg([1, 2, 3, 4, 5], Fields("count"))
+    for i in range(300):
+        values = ["same word", i % 41]
+        assert by_count.choose_tasks(9, values) == route(values)
 
 
 def test_fields_without_a_context_is_a_clear_error():
