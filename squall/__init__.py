@@ -36,6 +36,11 @@ _EXPORTS = {
     "AlreadyAliveError": "squall.api.errors",
     "LocalCluster": "squall.local.cluster",
     "submit_topology": "squall.cli.remote",
+    "WindowedBolt": "squall.windows",
+    "StatefulWindowedBolt": "squall.windows",
+    "TupleWindow": "squall.windows",
+    "Count": "squall.windows",
+    "Duration": "squall.windows",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -64,6 +69,7 @@ if TYPE_CHECKING:
     from squall.api.tuple import Tuple
     from squall.cli.remote import submit_topology
     from squall.local.cluster import LocalCluster
+    from squall.windows import Count, Duration, StatefulWindowedBolt, TupleWindow, WindowedBolt
 
 
 def __getattr__(name: str) -> Any:

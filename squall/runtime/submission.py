@@ -9,6 +9,7 @@ from typing import Any
 from squall.api.config import effective_conf
 from squall.api.errors import InvalidTopologyError
 from squall.api.topology import StormTopology
+from squall.runtime.window_checks import check_windows
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
@@ -64,6 +65,7 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
                 f"component {comp.id!r}: topology.tick.tuple.freq.secs must be a positive "
                 f"number, got {freq!r}"
             )
+    check_windows(merged, topology)
     if topology.stateful:
         interval = merged.get("topology.state.checkpoint.interval.ms")
         if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
