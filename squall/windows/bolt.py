@@ -145,7 +145,11 @@ class _FieldTimestamp:
         self.name = name
 
     def __call__(self, tup: Any) -> int:
-        value = tup[self.name]
+        try:
+            value = tup[self.name]
+        except (KeyError, ValueError, IndexError):
+            raise ValueError(f"tuple from {tup.component!r} on stream {tup.stream!r} has no "
+                             f"timestamp field {self.name!r} (fields: {list(tup.fields)})") from None
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"timestamp field {self.name!r} must hold integer milliseconds, "
                              f"got {value!r}")

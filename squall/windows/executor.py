@@ -142,8 +142,6 @@ class WindowedBoltExecutor(Bolt):
         """Watermarks on event time; due windows and sessions on processing time."""
         if self.watermarks is not None:
             self.watermarks.run()
-            if self.sessions is not None:
-                self.sessions.close_until(self.watermarks.last_watermark)
             return
         now = clock.time_ms()
         if self.sessions is not None:

@@ -69,6 +69,11 @@ class SessionWindowManager:
             self.listener(key, [s.values[i] for i in order], s.start, s.last + self.gap)
         return len(due)
 
+    def add_event(self, event: Any) -> None:
+        """A watermark (event time): close the sessions it passed."""
+        if event.is_watermark:
+            self.close_until(event.timestamp)
+
     def pending(self) -> list[Any]:
         """Every value in an open session."""
         return [v for sessions in self.sessions.values() for s in sessions for v in s.values]
