@@ -207,13 +207,13 @@ def test_session_window_on_event_time_merges_out_of_order_tuples():
     bolt = Recorder().with_session_window(Duration.milliseconds(10)).with_timestamp_field("ts")
     executor = bolt.as_bolt()
     executor.prepare(executor.get_component_configuration(), Context(), Collector())
-    for ts in [100, 105, 118, 130, 110]:  # 110 bridges the two sessions
+    for ts in [100, 105, 118, 125, 110]:  # 110 bridges the two sessions
         executor.execute(tup([ts]))
-    executor.watermarks.run()  # watermark 130: nothing closes before 140
+    executor.watermarks.run()  # watermark 125: nothing closes before 135
     assert bolt.windows == []
     executor.execute(tup([200]))
     executor.watermarks.run()
-    assert [stamps(w) for w in bolt.windows] == [[100, 105, 110, 118, 130]]
+    assert [stamps(w) for w in bolt.windows] == [[100, 105, 110, 118, 125]]
 
 
 def test_window_length_is_required():
