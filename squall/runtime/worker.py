@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
+from time import perf_counter
 from typing import Any
 
 from squall.api.errors import TopologyStartError
 from squall.api.fields import Fields
 from squall.api.topology import StormTopology
 from squall.api.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
+from squall.runtime import clock as runtime_clock
 from squall.runtime.assembly import make_task
 from squall.runtime.errors import ErrorLog
 from squall.runtime.plan import ACK_ACKS, ACKER, SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
@@ -36,7 +37,7 @@ EMPTY = Fields()
 BOLT_BATCH = 256
 SPOUT_BATCH = 64
 FRAMES_PER_ROUND = 64
-IDLE_WAIT = 0.001  # a spout that emitted nothing is asked again after 1 ms, as Storm's
+IDLE_WAIT = 0.05  # the longest a worker with nothing to do sleeps before it looks again
 
 
 class Timer:
@@ -63,7 +64,7 @@ class Worker:
         index: int,
         transport: Transport,
         errors: ErrorLog | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
         tap: Callable[[str, str, list], None] | None = None,
         active: bool = True,
     ) -> None:
@@ -74,7 +75,8 @@ class Worker:
         self.index = index
         self.transport = transport
         self.errors = errors or ErrorLog()
-        self.clock = clock
+        # simulated while a test runs under squall.testing.simulated_time()
+        self.clock = clock or runtime_clock.current()
         self.tap = tap
         self.active = active
         self.tasks: dict[int, Task] = {}
@@ -93,7 +95,11 @@ class Worker:
         self.throttled = False
         self._fields: dict[tuple[str, str], Fields] = {}
         self._timers: list[Timer] = []
-        self._commands: deque[Callable[[], None]] = deque()
+        self._commands: deque[tuple[Callable[[], None], threading.Event]] = deque()
+        # real seconds per round for spouts' next_tuple calls: slow spouts cannot delay
+        # ticks, timeouts or commands by more than one call
+        self._spout_budget = float(conf.get("squall.spout.round.budget.ms", 5)) / 1000.0
+        self._spout_cursor = 0
         self._running = False
         self._graceful = True
         self._thread: threading.Thread | None = None
@@ -104,6 +110,7 @@ class Worker:
         self.misrouted = 0
         self.rounds = 0
         self.idle_rounds = 0
+        self.work_done = 0
 
     # ---- building --------------------------------------------------------------------
 
@@ -251,8 +258,13 @@ class Worker:
         """One round of the loop; returns the amount of work done (0 when idle)."""
         work = 0
         while self._commands:
-            self._commands.popleft()()
-            work += 1
+            fn, done = self._commands.popleft()
+            try:
+                fn()
+            finally:
+                done.set()
+            # not counted as work: a test asking whether the cluster is quiet must not
+            # make it busy by asking
         now = self.clock()
         for timer in self._timers:
             if now >= timer.due:
@@ -280,6 +292,7 @@ class Worker:
             work += self._run_spouts()
             self._flush_all()
         self.rounds += 1
+        self.work_done += work
         return work
 
     def _fullest(self) -> int:
@@ -292,22 +305,51 @@ class Worker:
         return fullest
 
     def _run_spouts(self) -> int:
+        """Call the spouts for at most the round's budget of real time.
+
+        Each spout is asked up to ``SPOUT_BATCH`` times while it emits; the next round
+        starts with the spout after the one that used up the budget, so every spout gets
+        its turn however slow the others are. A spout that emitted nothing is left alone
+        for its progressive wait (``SpoutTask.went_idle``).
+        """
+        spouts = self.spouts
+        count = len(spouts)
         emitted = 0
-        for spout in self.spouts:
+        if count == 0:
+            return 0
+        now = perf_counter()
+        deadline = now + self._spout_budget
+        start = self._spout_cursor
+        for k in range(count):
+            spout = spouts[(start + k) % count]
+            if spout.idle_until > now:
+                continue
             for _ in range(SPOUT_BATCH):
                 if not spout.can_emit():
                     break
                 n = spout.next_tuple()
                 if n == 0:
+                    spout.went_idle(perf_counter())
                     break
+                spout.idle_streak = 0
                 emitted += n
+                if perf_counter() >= deadline:
+                    break
+            now = perf_counter()
+            if now >= deadline:
+                self._spout_cursor = (start + k + 1) % count
+                break
         return emitted
 
     def _wait_time(self) -> float:
+        """How long the loop may sleep: until a timer is due or a spout wants asking."""
+        wait = IDLE_WAIT
+        if self.active and not self.throttled:
+            real = perf_counter()
+            for spout in self.spouts:
+                if spout.can_emit():
+                    wait = min(wait, max(0.0, spout.idle_until - real))
         now = self.clock()
-        wait = 0.05
-        if self.active and any(s.can_emit() for s in self.spouts):
-            wait = IDLE_WAIT
         for timer in self._timers:
             wait = min(wait, max(0.0, timer.due - now))
         return wait
@@ -391,6 +433,7 @@ class Worker:
             self._running = False
             self.started.set()
             self.stopped.set()
+            self._release_commands()
             return
         self.started.set()
         try:
@@ -401,30 +444,69 @@ class Worker:
                     task.stop()
             self.transport.close()
             self.stopped.set()
+            self._release_commands()
 
-    def call(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the loop thread at the start of the next round."""
-        self._commands.append(fn)
+    def call(self, fn: Callable[[], None]) -> threading.Event:
+        """Run ``fn`` on the loop thread at the start of the next round.
+
+        The returned event is set once ``fn`` has run, or once the loop has ended without
+        running it (a stopped worker calls no user code any more).
+        """
+        done = threading.Event()
+        self._commands.append((fn, done))
+        if self.stopped.is_set():
+            self._release_commands()
         self.transport.wake()
+        return done
 
-    def set_active(self, active: bool) -> None:
-        """Activate or deactivate the spouts (on the loop thread)."""
+    def query(self, fn: Callable[[], Any], timeout: float | None = None) -> Any:
+        """``fn()`` computed on the loop thread between rounds; ``TimeoutError`` if it did not run."""
+        result: list[Any] = []
+        if not self.call(lambda: result.append(fn())).wait(timeout) or not result:
+            raise TimeoutError(f"worker {self.index} did not answer within {timeout}s")
+        return result[0]
+
+    def _release_commands(self) -> None:
+        while self._commands:
+            self._commands.popleft()[1].set()
+
+    def set_active(self, active: bool) -> threading.Event:
+        """Activate or deactivate the spouts (on the loop thread).
+
+        Returns an event set once it is done: from then on no ``next_tuple`` call starts
+        (deactivate), and each spout's ``activate``/``deactivate`` has been called.
+        """
         def apply() -> None:
             self.active = active
             for spout in self.spouts:
                 spout.activate() if active else spout.deactivate()
-        self.call(apply)
+        return self.call(apply)
 
-    def stop(self, graceful: bool = True) -> None:
+    def stop(self, graceful: bool = True) -> threading.Event:
         """Stop the loop; on a graceful stop spouts are closed and bolts cleaned up."""
         def halt() -> None:
             self._graceful = graceful
             self._running = False
-        self.call(halt)
+        return self.call(halt)
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the loop thread to end; True if it did."""
         return self.stopped.wait(timeout)
+
+    def snapshot(self) -> tuple[int, bool, int, tuple[int, ...]]:
+        """What a quiet check compares, read on the loop thread between rounds.
+
+        (work done so far, idle, spout trees pending, next_tuple calls of each spout that
+        may emit, -1 for one that may not). Spouts waiting after an empty call are asked
+        again in the coming round, so a quiet check never mistakes a waiting spout with
+        something to emit for an idle one.
+        """
+        calls = []
+        for spout in self.spouts:
+            spout.idle_until = 0.0
+            calls.append(spout.calls if self.active and spout.can_emit() else -1)
+        return (self.work_done, self.is_idle(), sum(len(s.pending) for s in self.spouts),
+                tuple(calls))
 
     def is_idle(self) -> bool:
         """True when no task has queued tuples and nothing waits to be sent."""
