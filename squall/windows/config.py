@@ -63,7 +63,8 @@ class WindowConfig:
         if self.event_time:
             return self.watermark_interval_ms / 1000.0
         if self.session_gap_ms is not None:
-            return self.session_gap_ms / 1000.0
+            # a session closes within a second of its gap (or within the gap, if shorter)
+            return min(self.session_gap_ms, 1000) / 1000.0
         if self.sliding_ms is not None:
             return self.sliding_ms / 1000.0
         return None
