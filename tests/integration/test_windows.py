@@ -157,3 +157,40 @@ def test_a_window_longer_than_the_message_timeout_is_refused_at_submit():
             cluster.submit_topology("long", conf, topology(feeder, bolt))
         conf.set_message_timeout_secs(40)
         cluster.submit_topology("long", conf, topology(feeder, bolt))
+
+
+def stateful_topology(feeder, bolt):
+    b = TopologyBuilder()
+    b.set_spout("feed", feeder)
+    b.set_bolt("window", bolt).shuffle_grouping("feed")
+    return b.create_topology()
+
+
+def stateful_conf():
+    c = Config()
+    c.update({"topology.state.checkpoint.interval.ms": 1000, "topology.message.timeout.secs": 30})
+    return c
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_stateful_windowed_bolt_acks_at_checkpoints_and_keeps_its_state(persistent):
+    from squall.state import memory
+    from tests.integration.window_components import StatefulWindowSum
+
+    memory.clear()
+    feeder = FeederSpout(Fields("msgid", "value"))
+    bolt = StatefulWindowSum().with_tumbling_window(Count(3))
+    bolt = bolt.with_persistence() if persistent else bolt.with_message_id_field("msgid")
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology("swin", stateful_conf(), stateful_topology(feeder, bolt))
+        cluster.advance_time(1)  # INITSTATE
+        for i in range(1, 7):
+            feeder.feed([i, i * 10], msg_id=i)
+        cluster.wait_quiet(10)
+        assert RECORD["swindow"] == [[10, 20, 30], [40, 50, 60]]
+        assert feeder.acked == []  # acks wait for the checkpoint that covers them
+        cluster.advance_time(3)
+        # persistent: every tuple is saved in the window, so all are acked; otherwise only
+        # those that left the window (the first three)
+        assert sorted(feeder.acked) == ([1, 2, 3, 4, 5, 6] if persistent else [1, 2, 3])
+    memory.clear()
