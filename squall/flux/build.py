@@ -24,7 +24,7 @@ from squall.flux.document import (
     section,
 )
 from squall.flux.errors import FluxError
-from squall.flux.objects import Objects, import_class
+from squall.flux.objects import Objects
 from squall.flux.yamlfile import Node
 
 GROUPINGS = ("SHUFFLE", "FIELDS", "ALL", "GLOBAL", "NONE", "DIRECT", "LOCAL_OR_SHUFFLE",
@@ -116,8 +116,9 @@ def _declare(builder: TopologyBuilder, kind: str, d: Node, obj: Any) -> Componen
     if "numTasks" in d:
         n = d["numTasks"]
         if not isinstance(n, int) or isinstance(n, bool) or n < parallelism:
-            raise FluxError(d.file, d.line_of("numTasks"), f"{kind} {d['id']!r}: numTasks must be an "
-                                                           f"integer >= parallelism ({parallelism}), got {n!r}")
+            raise FluxError(d.file, d.line_of("numTasks"),
+                            f"{kind} {d['id']!r}: numTasks must be an integer >= parallelism "
+                            f"({parallelism}), got {n!r}")
         declarer.set_num_tasks(n)
     memory = sum(float(d.get(k) or 0) for k in ("onHeapMemoryLoad", "offHeapMemoryLoad"))
     if memory:

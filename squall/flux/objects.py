@@ -1,5 +1,8 @@
-"""Making objects from Flux definitions: ``className`` by import path, constructor or
-factory arguments (with ``ref``/``reflist``), ``properties`` and ``configMethods``."""
+"""Making objects from Flux definitions.
+
+``className`` by import path, constructor or factory arguments (with ``ref``/``reflist``),
+``properties`` and ``configMethods``.
+"""
 
 from __future__ import annotations
 
@@ -167,8 +170,9 @@ class Objects:
             try:
                 method(*args)
             except Exception as e:  # noqa: BLE001
-                raise FluxError(call.file, call.line_of("args" if "args" in call else "name"),
-                                f"{label}: {name}({_show(args, {})}) raised {type(e).__name__}: {e}") from None
+                where = call.line_of("args" if "args" in call else "name")
+                raise FluxError(call.file, where, f"{label}: {name}({_show(args, {})}) raised "
+                                                  f"{type(e).__name__}: {e}") from None
 
 
 def _sub(prop: Node) -> Node:

@@ -254,8 +254,8 @@ class PersistentWindowedBoltExecutor(WindowedBoltExecutor, StatefulBolt):
         if self.manager is not None:
             state["manager"] = self.manager.get_state()
         if self.watermarks is not None:
-            state["watermark"] = [self.watermarks.last_watermark,
-                                  [[list(s), ts] for s, ts in self.watermarks.stream_ts.items()]]
+            streams: list = [[list(s), ts] for s, ts in self.watermarks.stream_ts.items()]  # type: ignore[call-overload]
+            state["watermark"] = [self.watermarks.last_watermark, streams]
         return state
 
     def _restore(self) -> None:

@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from examples import word_count as wc
 from squall import Config, LocalCluster
 from squall.flux import load_yaml
-from examples import word_count as wc
 
 ROOT = Path(__file__).resolve().parents[2]
 YAML = ROOT / "examples" / "word_count.yaml"

@@ -153,7 +153,8 @@ def test_a_window_longer_than_the_message_timeout_is_refused_at_submit():
     conf = Config()
     conf.set_message_timeout_secs(30)
     with LocalCluster() as cluster:
-        with pytest.raises(InvalidTopologyError, match=r"35000 ms is more than topology.message.timeout.secs 30"):
+        too_long = r"35000 ms is more than topology.message.timeout.secs 30"
+        with pytest.raises(InvalidTopologyError, match=too_long):
             cluster.submit_topology("long", conf, topology(feeder, bolt))
         conf.set_message_timeout_secs(40)
         cluster.submit_topology("long", conf, topology(feeder, bolt))

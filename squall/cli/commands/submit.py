@@ -18,8 +18,8 @@ from squall.api.errors import InvalidTopologyError
 from squall.cli.commands._shared import LONG_TIMEOUT, client, key_values, print_summary
 from squall.cli.exits import CliError, ExitCode
 from squall.cli.loader import load_topology, package_code, pickle_topology
-from squall.cli.topology_file import describe, is_yaml, load_yaml_file
 from squall.cli.output import print_json, progress
+from squall.cli.topology_file import describe, is_yaml, load_yaml_file
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

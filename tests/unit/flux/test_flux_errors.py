@@ -73,7 +73,8 @@ def test_each_mistake_names_its_line(tmp_path, old, new, line, words):
 
 
 def test_unknown_config_method(tmp_path):
-    text = GOOD.replace('    parallelism: 2\n', '    parallelism: 2\n    configMethods:\n      - name: "with_nothing"\n', 1)
+    text = GOOD.replace('    parallelism: 2\n',
+                        '    parallelism: 2\n    configMethods:\n      - name: "with_nothing"\n', 1)
     e = error_of(tmp_path, text)
     assert line_of(e) == 11 and "unable to find configuration method 'with_nothing'" in str(e)
 
@@ -88,7 +89,8 @@ def test_bad_config_method_arguments(tmp_path):
 
 
 def test_unknown_ref(tmp_path):
-    text = GOOD.replace('    parallelism: 2\n', '    parallelism: 2\n    constructorArgs:\n      - ref: "nothing"\n', 1)
+    text = GOOD.replace('    parallelism: 2\n',
+                        '    parallelism: 2\n    constructorArgs:\n      - ref: "nothing"\n', 1)
     e = error_of(tmp_path, text)
     assert line_of(e) == 11 and "ref 'nothing'" in str(e)
 

@@ -175,7 +175,8 @@ def test_user_tick_frequency_below_the_window_wins():
         def get_component_configuration(self):
             return {"topology.tick.tuple.freq.secs": 0.5, "my.key": 1}
 
-    conf = Ticking().with_window(Duration.seconds(3), Duration.seconds(2)).as_bolt().get_component_configuration()
+    bolt = Ticking().with_window(Duration.seconds(3), Duration.seconds(2))
+    conf = bolt.as_bolt().get_component_configuration()
     assert conf["topology.tick.tuple.freq.secs"] == 0.5
     assert conf["my.key"] == 1
 
