@@ -170,3 +170,21 @@ def test_dry_run_plan_names_components_tasks_workers_and_streams():
     assert "spout-1 --default--> bolt-1  FIELDS(word)" in text
     assert "bolt-1 --default--> bolt-2  CUSTOM(NGrouping)" in text
     assert "worker 0:" in text
+
+
+def test_published_json_schema_is_current_and_matches_the_loader():
+    from squall.flux import document
+    from squall.flux.schema import SCHEMA, dumps
+
+    published = Path(__file__).resolve().parents[3] / "docs" / "flux.schema.json"
+    regenerate = "regenerate: python -m squall.flux.schema > docs/flux.schema.json"
+    assert published.read_text() == dumps(), regenerate
+    assert set(SCHEMA["properties"]) == set(document.TOP_KEYS)
+    assert set(SCHEMA["$defs"]["component"]["properties"]) == set(document.COMPONENT_KEYS)
+    assert set(SCHEMA["$defs"]["bean"]["properties"]) == set(document.BEAN_KEYS)
+    assert set(SCHEMA["$defs"]["stream"]["properties"]) == set(document.STREAM_KEYS)
+    grouping = SCHEMA["$defs"]["stream"]["properties"]["grouping"]["properties"]
+    assert set(grouping) == set(document.GROUPING_KEYS)
+    from squall.flux.build import GROUPINGS
+
+    assert grouping["type"]["enum"] == list(GROUPINGS)
