@@ -165,6 +165,10 @@ class WindowedBoltExecutor(Bolt):
         else:
             log.info("late tuple %r (ts %d, watermark %d) dropped", tup, ts,
                      self.watermarks.last_watermark)
+        self.ack_late(tup)
+
+    def ack_late(self, tup: Tuple) -> None:
+        """A late tuple is done at once."""
         self.output.ack(tup)
 
     def _add(self, tup: Tuple, ts: int) -> None:

@@ -196,3 +196,63 @@ def test_persistent_session_window_survives_a_restart():
     executor2.execute(tup([8, 200], fields=("v", "ts"), component="a", stream="s"))
     executor2.watermarks.run()
     assert again.windows == [[7, 7]]
+
+
+def event_time_persistent(collector):
+    from squall import Duration
+
+    bolt = (Summer().with_window(Duration.milliseconds(20), Duration.milliseconds(10))
+            .with_timestamp_field("ts").with_late_tuple_stream("late").with_persistence())
+    executor = bolt.as_bolt()
+    executor.prepare(executor.get_component_configuration(), CONTEXT, collector)
+    return bolt, executor
+
+
+def ts_tuple(v, ts):
+    return tup([v, ts], fields=("v", "ts"), component="a", stream="s", task=1)
+
+
+def test_persistent_late_tuple_is_acked_once_and_emitted_anchored_to_itself():
+    collector = Collector()
+    bolt, executor = event_time_persistent(collector)
+    executor.init_state(None)
+    executor.execute(ts_tuple(1, 100))
+    executor.watermarks.run()
+    late = ts_tuple(2, 50)
+    executor.execute(late)
+    assert collector.acked.count(late) == 1
+    assert collector.emitted == [("late", [[2, 50]], late)]
+
+
+def test_persistent_activation_saves_the_window_and_its_policies():
+    collector = Collector()
+    bolt, executor = event_time_persistent(collector)
+    executor.init_state(None)
+    ins = [ts_tuple(v, 100 + v) for v in range(5)]
+    for t in ins:
+        executor.execute(t)
+    assert collector.acked == ins  # all acked (held until the commit by the task)
+    executor.watermarks.run()  # watermark 104: the window ending at 100 holds 100
+    assert bolt.windows == [[0]]
+    executor.pre_prepare(1)
+    saved = executor.window_state
+    assert [e[2] for e in saved.get("events")] == [100, 101, 102, 103, 104]
+    assert saved.get("system")["manager"]["ts"] == 110  # the next window end
+    assert saved.get("system")["watermark"][0] == 104
+
+
+def test_persistent_rollback_before_init_state():
+    calls = []
+
+    class Hooked(Summer):
+        def pre_rollback(self):
+            calls.append("rollback")
+
+    bolt = Hooked().with_tumbling_window(Count(2)).with_persistence()
+    executor, _ = prepared(bolt)
+    executor.pre_rollback()  # before init_state: nothing to restore, the hook still runs
+    assert calls == ["rollback"]
+    executor.init_state(None)
+    for t in values([1, 2]):
+        executor.execute(t)
+    assert bolt.windows == [[1, 2]]
