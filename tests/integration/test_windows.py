@@ -105,6 +105,36 @@ def test_sliding_duration_window_on_simulated_time():
     assert first["end"] - first["start"] == 2000
 
 
+def test_tumbling_duration_window_on_simulated_time():
+    feeder = FeederSpout(Fields("value"))
+    bolt = WindowRecorder().with_tumbling_window(Duration.seconds(2))
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology("tdur", Config(), topology(feeder, bolt))
+        for second, values in enumerate([[1, 2], [3], [4], [], [5, 6]]):
+            for v in values:
+                feeder.feed([v], msg_id=v)
+            cluster.wait_quiet(10)
+            cluster.advance_time(1)
+        cluster.advance_time(1)
+    # windows (0, 2], (2, 4], (4, 6] s, each evaluated at its end (minus 1 ms)
+    assert windows() == [[1, 2, 3], [4], [5, 6]]
+    assert [w["expired"] for w in RECORD["window"]] == [[], [1, 2, 3], [4]]
+    assert sorted(feeder.acked) == [1, 2, 3, 4]
+
+
+def test_event_time_count_window_evaluates_at_each_watermark():
+    feeder = FeederSpout(Fields("ts"))
+    bolt = WindowRecorder(field="ts").with_window(Count(3), Count(2)).with_timestamp_field("ts")
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology("ecount", Config(), topology(feeder, bolt))
+        for i, ts in enumerate([10, 12, 11, 14, 20, 30]):  # out of order: 11 after 12
+            feeder.feed([ts], msg_id=i)
+        cluster.wait_quiet(10)
+        cluster.advance_time(1)  # watermark 30: every 2nd event up to it triggers
+    # events ordered as they arrived; a count window holds the last 3 up to its trigger
+    assert windows() == [[10, 12], [12, 11, 14], [14, 20, 30]]
+
+
 def test_event_time_windows_with_watermarks_and_a_late_tuple_stream():
     feeder = FeederSpout(Fields("ts"))
     bolt = (WindowRecorder(field="ts").with_window(Duration.milliseconds(20), Duration.milliseconds(10))
