@@ -86,11 +86,20 @@ class WindowManager:
             self._scan(full=False)
 
     def _scan(self, full: bool) -> list[Event]:
+        """Expire what can go; a full scan also collects the window (Storm's ``scanEvents``).
+
+        Every event the scan reaches is shown to the eviction policy once, the one that
+        stops it included, since some policies count what they are shown.
+        """
         to_expire: list = []
         window: list[Event] = []
         kept: deque[Event] = deque()
         queue = self.queue
         evict = self.eviction.evict
+        if not full:  # compaction: expire from the front only, without copying the queue
+            while queue and evict(queue[0]) is Action.EXPIRE:
+                to_expire.append(queue.popleft().value)
+            return self._expire(to_expire, [])
         while queue:
             event = queue[0]
             action = evict(event)
@@ -98,13 +107,16 @@ class WindowManager:
                 to_expire.append(event.value)
                 queue.popleft()
                 continue
-            if not full or action is Action.STOP:
+            if action is Action.STOP:
                 break
             if action is Action.PROCESS:
                 window.append(event)
             kept.append(queue.popleft())
         kept.extend(queue)
         self.queue = kept
+        return self._expire(to_expire, window)
+
+    def _expire(self, to_expire: list, window: list[Event]) -> list[Event]:
         self.expired.extend(to_expire)
         self.events_since_expiry = 0
         if to_expire:

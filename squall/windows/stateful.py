@@ -223,6 +223,9 @@ class PersistentWindowedBoltExecutor(WindowedBoltExecutor, StatefulBolt):
     def on_expiry(self, tuples: list) -> None:
         """Nothing to ack: each tuple was acked at the checkpoint that saved it."""
 
+    def ack_late(self, tup: Tuple) -> None:
+        """Nothing here: ``execute`` acks every input once, late or not."""
+
     def pre_prepare(self, txid: int) -> None:
         """Stage the window's tuples and its policies' state with the user's state."""
         self.bolt.pre_prepare(txid)
