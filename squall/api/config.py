@@ -62,6 +62,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("squall.spout.round.budget.ms", 5,
             "time a worker spends calling its spouts per round, so ticks, timeouts and "
             "commands stay on time however slow a spout is"),
+    Setting("squall.task.stuck.secs", 30,
+            "a task inside one call of its code this long is reported as stuck, with its "
+            "stack (0 turns the watchdog off)"),
+    Setting("squall.backpressure.cycle.secs", 30,
+            "a worker throttled this long while the graph has a cycle is reported"),
     Setting(SQUALL_SPOUT_MAX_RETRIES, None,
             "failures of one spout msg id before it is given up (error reported, spout's ack "
             "called); None: the spout's fail decides forever"),

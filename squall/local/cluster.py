@@ -183,8 +183,10 @@ class LocalCluster(ClusterBase[_Running]):
         """Status, per-component figures, workers and errors of ``name``."""
         running = self._get(name)
         metrics = [t.metrics for w in running.workers for t in w.tasks.values()]
+        stuck = [dict(s) for w in running.workers for s in list(w.stuck.values())]
         return topology_info(name, running.status, running.plan, metrics,
-                             running.errors.list(), time.monotonic() - running.started_at)
+                             running.errors.list(), time.monotonic() - running.started_at,
+                             stuck=stuck)
 
     # ---- simulated time and quiet (Storm's testing kit) ---------------------------------
 

@@ -14,7 +14,7 @@ cdef class Worker:
     cdef public object topology_name, topology, conf, plan, index, transport, errors, clock, tap
     cdef public bint active
     cdef public dict tasks
-    cdef public list spouts, processors
+    cdef public list spouts, processors, threads
     cdef public object _task_worker
     cdef public Encoder _encoder
     cdef public dict _out, _unsent, _acks
