@@ -124,3 +124,10 @@ class TestBolt(BasicBolt):
 
     def execute(self, tup, collector):
         pass
+
+
+class DirectSpout(Spout):
+    """Declares a direct stream ``picked``."""
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("word"), stream="picked", direct=True)
