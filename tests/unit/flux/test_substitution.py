@@ -10,7 +10,8 @@ from squall.flux.substitution import read_properties, substitute
 
 def test_properties_file_forms(tmp_path):
     f = tmp_path / "p.properties"
-    f.write_text("# comment\n! also a comment\na=1\nb: two words\nc   spaced\nlong=first \\\n  second\n\nempty\n")
+    f.write_text("# comment\n! also a comment\na=1\nb: two words\nc   spaced\n"
+                 "long=first \\\n  second\n\nempty\n")
     assert read_properties(str(f)) == {"a": "1", "b": "two words", "c": "spaced",
                                        "long": "first second", "empty": ""}
 

@@ -8,7 +8,10 @@ from squall.windows.session import SessionWindowManager
 
 def manager(gap=10):
     closed = []
-    return closed, SessionWindowManager(gap, lambda key, values, start, end: closed.append((key, values, start, end)))
+    def listener(key, values, start, end):
+        closed.append((key, values, start, end))
+
+    return closed, SessionWindowManager(gap, listener)
 
 
 def test_a_session_closes_after_the_gap_and_not_before():
