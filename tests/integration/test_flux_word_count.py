@@ -85,3 +85,40 @@ def test_squall_local_runs_a_yaml_topology(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "sentence: emitted 50, acked 50, failed 0" in out.stdout
     assert wc.word_counts(str(tmp_path)) == wc.expected_counts(50, 3)
+
+
+def test_dry_run_of_a_python_file():
+    out = cli("submit", str(ROOT / "examples" / "word_count.py"), "--dry-run", "--name", "wc")
+    assert out.returncode == 0, out.stderr
+    assert "topology 'wc': 1 worker(s)" in out.stdout
+    assert "sentence --default--> split  SHUFFLE" in out.stdout
+
+
+def test_a_window_too_long_for_the_timeout_is_refused_by_the_dry_run(tmp_path):
+    f = tmp_path / "win.yaml"
+    f.write_text("""\
+name: "win"
+config:
+  topology.message.timeout.secs: 10
+components:
+  - id: "length"
+    className: "squall.Duration"
+    factory: "seconds"
+    factoryArgs: [8]
+spouts:
+  - id: "words"
+    className: "tests.unit.flux.components.TestWordSpout"
+bolts:
+  - id: "window"
+    className: "tests.integration.window_components.WindowRecorder"
+    configMethods:
+      - name: "with_window"
+        args: [ref: "length", ref: "length"]
+streams:
+  - from: "words"
+    to: "window"
+    grouping: {type: SHUFFLE}
+""")
+    out = cli("submit", str(f), "--dry-run")
+    assert out.returncode == 1
+    assert "16000 ms is more than topology.message.timeout.secs 10 s" in out.stderr
