@@ -6,11 +6,8 @@ import pytest
 
 from squall import Count, Fields, InvalidTopologyError, StatefulWindowedBolt
 from squall.state import memory
-from squall.windows.stateful import (
-    PersistentWindowedBoltExecutor,
-    StatefulWindowedBoltExecutor,
-    _window_state,
-)
+from squall.windows.persistent import PersistentWindowedBoltExecutor
+from squall.windows.stateful import StatefulWindowedBoltExecutor, window_state
 from tests.unit.windows.fakes import Collector, Context, tup
 
 
@@ -79,7 +76,7 @@ def test_no_window_before_init_state():
 def test_recovery_skips_expired_and_refills_evaluated():
     bolt = Recorder().with_tumbling_window(Count(5)).with_message_id_field("msgid")
     executor, conf = prepared(bolt)
-    saved = _window_state(conf, CONTEXT)
+    saved = window_state(conf, CONTEXT)
     saved.put([1, "a", "s"], [4, 4])
     saved.commit(1)
     collector = Collector()
@@ -100,7 +97,7 @@ def test_recovery_skips_expired_and_refills_evaluated():
 def test_recovery_refills_the_window_without_evaluating_it_again():
     bolt = Recorder().with_window(Count(4), Count(2)).with_message_id_field("msgid")
     executor, conf = prepared(bolt)
-    saved = _window_state(conf, CONTEXT)
+    saved = window_state(conf, CONTEXT)
     saved.put([1, "a", "s"], [1, 3])  # 0, 1 expired; 2, 3 evaluated
     saved.commit(1)
     executor, _ = prepared(Recorder().with_window(Count(4), Count(2)).with_message_id_field("msgid"))
@@ -121,7 +118,7 @@ def test_window_progress_follows_the_checkpoints():
     for t in tuples(range(2, 4)):
         executor.execute(t)
     executor.pre_rollback()
-    assert _window_state(conf, CONTEXT).get([1, "a", "s"]) == [-(2**63), 1]
+    assert window_state(conf, CONTEXT).get([1, "a", "s"]) == [-(2**63), 1]
 
 
 class Summer(StatefulWindowedBolt):
