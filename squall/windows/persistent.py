@@ -27,9 +27,6 @@ class PersistentWindowedBoltExecutor(WindowedBoltExecutor, StatefulBolt):
     """Runs a ``StatefulWindowedBolt`` with persistence: the window is checkpointed."""
 
     bolt: StatefulWindowedBolt
-    # inputs are acked at the checkpoint after they arrive, not when they expire, so
-    # emits cannot be anchored to them (their trees complete at that checkpoint)
-    anchor_to_window = False
 
     def prepare(self, conf: dict, context: TopologyContext, collector: Any) -> None:
         """Prepare as a windowed bolt; triggers wait for ``init_state``."""

@@ -253,3 +253,23 @@ def test_persistent_rollback_before_init_state():
     for t in values([1, 2]):
         executor.execute(t)
     assert bolt.windows == [[1, 2]]
+
+
+def test_persistent_window_emits_are_anchored_to_the_window():
+    class Emitting(Summer):
+        def prepare(self, conf, context, collector):
+            self.collector = collector
+
+        def execute(self, window):
+            self.collector.emit([len(window.get())])
+
+        def declare_output_fields(self, declarer):
+            declarer.declare(Fields("n"))
+
+    collector = Collector()
+    executor, _ = prepared(Emitting().with_tumbling_window(Count(2)).with_persistence(), collector)
+    executor.init_state(None)
+    ins = values([1, 2])
+    for t in ins:
+        executor.execute(t)
+    assert collector.emitted == [("default", [2], ins)]
