@@ -72,11 +72,13 @@ class WindowManager:
         values = [e.value for e in window]
         new = [e.value for e in window if e not in self.previous]
         self.previous = set(window)
-        if values:
-            ctx = self.eviction.context
-            self.listener.on_activation(values, new, expired,
-                                        None if ctx is None else ctx.reference_time)
-        self.trigger.reset()
+        try:
+            if values:
+                ctx = self.eviction.context
+                self.listener.on_activation(values, new, expired,
+                                            None if ctx is None else ctx.reference_time)
+        finally:  # a bolt that raised must not leave the trigger counting on
+            self.trigger.reset()
         return bool(values)
 
     def compact(self) -> None:

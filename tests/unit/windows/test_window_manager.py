@@ -337,3 +337,20 @@ def test_time_trigger_tolerates_a_tick_a_millisecond_early(wm, listener, sim):
     wm.add("a")
     trigger.on_tick(clock.time_ms() + 999)
     assert listener.all_activation == [["a"]]
+
+
+def test_a_listener_that_raises_does_not_leave_the_trigger_counting(wm, sim):
+    class Raising(Listener):
+        def on_activation(self, events, new, expired, ts):
+            super().on_activation(events, new, expired, ts)
+            raise RuntimeError("bolt failed")
+
+    listener = Raising()
+    wm.listener = listener
+    ev = CountEvictionPolicy(4)
+    setup(wm, ev, CountTriggerPolicy(2, wm, ev))
+    wm.add(1)
+    with pytest.raises(RuntimeError):
+        wm.add(2)
+    wm.add(3)  # one tuple since the failed evaluation: no window yet
+    assert listener.all_activation == [[1, 2]]
