@@ -7,6 +7,7 @@ Flux finds classes in the topology's jar). Anything else goes through ``load_top
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -35,6 +36,25 @@ def load_yaml_file(file: str, filter_file: str | None, env_filter: bool) -> tupl
     except FluxError as e:
         raise CliError(ExitCode.ERROR, str(e)) from None
     return spec.name, dict(spec.conf), spec.topology
+
+
+def add_yaml_options(p: argparse.ArgumentParser) -> None:
+    """The options of a YAML topology (Flux's --filter and --env-filter)."""
+    p.add_argument("--filter", metavar="FILE.properties",
+                   help="YAML: replace ${name} with the values of this properties file")
+    p.add_argument("--env-filter", action="store_true",
+                   help="YAML: replace ${ENV-NAME} with environment variables")
+
+
+def load_any(file: str, filter_file: str | None = None,
+             env_filter: bool = False) -> tuple[str, dict, object]:
+    """(default name, conf, topology) from a YAML or a Python file."""
+    if is_yaml(file):
+        return load_yaml_file(file, filter_file, env_filter)
+    from squall.cli.loader import load_topology
+
+    conf, topology = load_topology(file)
+    return Path(file).stem, conf, topology
 
 
 def describe(name: str, conf: dict, topology: object) -> str:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from squall.cli.commands.submit import add_yaml_options, prepare, run_local
+from squall.cli.commands.submit import prepare, run_local
+from squall.cli.topology_file import add_yaml_options
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -12,14 +12,13 @@ import base64
 import json
 import sys
 import time
-from pathlib import Path
 
 from squall.api.errors import InvalidTopologyError
 from squall.cli.commands._shared import LONG_TIMEOUT, client, key_values, print_summary
 from squall.cli.exits import CliError, ExitCode
-from squall.cli.loader import load_topology, package_code, pickle_topology
+from squall.cli.loader import package_code, pickle_topology
 from squall.cli.output import print_json, progress
-from squall.cli.topology_file import describe, is_yaml, load_yaml_file
+from squall.cli.topology_file import add_yaml_options, describe, load_any
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -39,27 +38,15 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p.set_defaults(run=run)
 
 
-def add_yaml_options(p: argparse.ArgumentParser) -> None:
-    """The options of a YAML topology (Flux's --filter and --env-filter)."""
-    p.add_argument("--filter", metavar="FILE.properties",
-                   help="YAML: replace ${name} with the values of this properties file")
-    p.add_argument("--env-filter", action="store_true",
-                   help="YAML: replace ${ENV-NAME} with environment variables")
-
-
 def prepare(file: str, name: str | None, conf_items: list[str] | None, filter_file: str | None = None,
             env_filter: bool = False) -> tuple[str, dict, object]:
     """(name, conf, topology) from FILE and the options, checked as far as the client can."""
     from squall.runtime.submission import check_name, prepare_conf
 
     overrides = key_values(conf_items, "--conf")
-    if is_yaml(file):
-        yaml_name, conf, topology = load_yaml_file(file, filter_file, env_filter)
-        name = name or yaml_name
-    else:
-        conf, topology = load_topology(file)
-        name = name or Path(file).stem
+    default_name, conf, topology = load_any(file, filter_file, env_filter)
     conf.update(overrides)
+    name = name or default_name
     try:
         check_name(name)
     except InvalidTopologyError as e:
