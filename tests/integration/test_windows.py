@@ -156,6 +156,32 @@ def test_event_time_windows_with_watermarks_and_a_late_tuple_stream():
         assert sorted(a for a in feeder.acked if a != "late") == [0, 1, 2]
 
 
+def test_the_watermark_waits_for_every_input_stream():
+    fast, slow = FeederSpout(Fields("ts")), FeederSpout(Fields("ts"))
+    bolt = WindowRecorder(field="ts").with_tumbling_window(Duration.milliseconds(10))
+    b = TopologyBuilder()
+    b.set_spout("fast", fast)
+    b.set_spout("slow", slow)
+    b.set_bolt("window", bolt.with_timestamp_field("ts")).shuffle_grouping("fast").shuffle_grouping("slow")
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology("two", Config(), b.create_topology())
+
+        def step(feeder, stamps):
+            for ts in stamps:
+                feeder.feed([ts])
+            cluster.wait_quiet(10)
+            cluster.advance_time(1)
+
+        step(fast, [101, 105, 112, 118])
+        assert windows() == []  # nothing from "slow" yet: no watermark
+        step(slow, [113])  # watermark min(118, 113) = 113: the window ending at 110 only
+        assert windows() == [[101, 105]]
+        fast.feed([125])
+        step(slow, [130])  # watermark min(125, 130) = 125: the window ending at 120
+        # in arrival order; 125 is beyond the watermark and the lag (0): it ends the scan
+        assert windows() == [[101, 105], [112, 118, 113]]
+
+
 def test_session_windows_per_key_on_simulated_time():
     feeder = FeederSpout(Fields("user", "value"))
     bolt = WindowRecorder().with_session_window(Duration.seconds(5), key=Fields("user"))
