@@ -63,6 +63,11 @@ class Duration:
             raise ValueError(f"Duration must be a non-negative integer of milliseconds, got {self.value!r}")
 
     @staticmethod
+    def of(milliseconds: int) -> Duration:
+        """Storm's ``Duration.of(ms)``."""
+        return Duration(int(milliseconds))
+
+    @staticmethod
     def milliseconds(n: int) -> Duration:
         """``n`` milliseconds."""
         return Duration(int(n))

@@ -103,6 +103,10 @@ class TimeTriggerPolicy(TriggerPolicy):
         """Evaluate every period that ended by ``now_ms``."""
         if not self.started or self.next_due is None:
             return
+        if now_ms < self.next_due - 2 * self.duration:
+            # the wall clock went back (a clock step): start counting periods again from now
+            self.next_due = now_ms + self.duration
+            return
         slack = min(5, self.duration // 2)
         fired = 0
         while now_ms + slack >= self.next_due:

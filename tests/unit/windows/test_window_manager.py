@@ -354,3 +354,17 @@ def test_a_listener_that_raises_does_not_leave_the_trigger_counting(wm, sim):
         wm.add(2)
     wm.add(3)  # one tuple since the failed evaluation: no window yet
     assert listener.all_activation == [[1, 2]]
+
+
+def test_time_trigger_restarts_its_periods_when_the_wall_clock_steps_back(wm, listener, sim):
+    ev = TimeEvictionPolicy(1000)
+    trigger = TimeTriggerPolicy(1000, wm, ev)
+    setup(wm, ev, trigger)
+    start = clock.time_ms()
+    wm.add("a")
+    trigger.on_tick(start - 3_600_000)  # an hour back: no window, periods start again
+    assert listener.all_activation == []
+    assert trigger.next_due == start - 3_600_000 + 1000
+    wm.add("b", start - 3_600_000 + 500)
+    trigger.on_tick(start - 3_600_000 + 1000)
+    assert listener.all_activation == [["b"]]  # "a" lies in the future of that window
