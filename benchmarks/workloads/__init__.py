@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from benchmarks.workloads import (
+    iowait,
     latency,
     pipeline,
     scaling,
@@ -24,7 +25,8 @@ from benchmarks.workloads import (
 )
 
 WORKLOADS: dict[str, ModuleType] = {
-    m.NAME: m for m in (wordcount, pipeline, stateful_wordcount, windowed_wordcount, latency, scaling)
+    m.NAME: m for m in (wordcount, pipeline, stateful_wordcount, windowed_wordcount, latency,
+                        scaling, iowait)
 }
 SQUALL_SYSTEMS = ("squall-local", "squall-spark")
 ACKING_SYSTEMS = (*SQUALL_SYSTEMS, "raw")  # systems with per-tuple acking; peers have none

@@ -62,6 +62,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("squall.spout.round.budget.ms", 5,
             "time a worker spends calling its spouts per round, so ticks, timeouts and "
             "commands stay on time however slow a spout is"),
+    Setting("squall.max.tuple.bytes", 16 * 1024 * 1024,
+            "largest tuple (serialized) that may cross workers; a larger one fails at emit"),
     Setting("squall.task.stuck.secs", 30,
             "a task inside one call of its code this long is reported as stuck, with its "
             "stack (0 turns the watchdog off)"),

@@ -37,7 +37,7 @@ cdef class SpoutTask(Task):
     cdef public SpoutOutputCollector collector
     cdef public RotatingMap pending
     cdef public object max_pending
-    cdef public list _ack_soon
+    cdef public list _ack_soon, _fail_soon
     cdef public bint active
     cdef public object max_retries
     cdef public dict _failures

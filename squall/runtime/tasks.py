@@ -135,6 +135,7 @@ class SpoutTask(Task):
         max_pending = conf.get("topology.max.spout.pending")
         self.max_pending: int | None = int(max_pending) if max_pending else None
         self._ack_soon: list[Any] = []
+        self._fail_soon: list[Any] = []  # tracked emits that could not be sent
         self.active = False
         retries = conf.get("squall.spout.max.retries")
         # the system's own spouts (checkpoints) decide their replays themselves
@@ -183,6 +184,10 @@ class SpoutTask(Task):
             self.worker.report_error(self, e)
         if self._ack_soon:
             self._run_acks_soon()
+        if self._fail_soon:
+            pending, self._fail_soon = self._fail_soon, []
+            for msg_id in pending:
+                self._failed(msg_id)
         return self.metrics.emitted - before
 
     def went_idle(self, now: float) -> None:
@@ -199,6 +204,13 @@ class SpoutTask(Task):
     def ack_soon(self, msg_id: Any) -> None:
         """Ack ``msg_id`` once ``next_tuple`` returns (acking off, or no subscriber)."""
         self._ack_soon.append(msg_id)
+
+    def fail_soon(self, msg_id: Any) -> None:
+        """Fail ``msg_id`` once ``next_tuple`` returns (its emit could not be sent).
+
+        Never inside ``next_tuple``: a spout's ``fail`` must not run re-entrantly.
+        """
+        self._fail_soon.append(msg_id)
 
     def _run_acks_soon(self) -> None:
         pending, self._ack_soon = self._ack_soon, []
