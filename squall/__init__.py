@@ -39,6 +39,11 @@ _EXPORTS = {
     "LocalCluster": "squall.local.cluster",
     "PartialKeyGrouping": "squall.runtime.groupings",
     "submit_topology": "squall.cli.remote",
+    "WindowedBolt": "squall.windows",
+    "StatefulWindowedBolt": "squall.windows",
+    "TupleWindow": "squall.windows",
+    "Count": "squall.windows",
+    "Duration": "squall.windows",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -70,6 +75,7 @@ if TYPE_CHECKING:
     from squall.cli.remote import submit_topology
     from squall.local.cluster import LocalCluster
     from squall.runtime.groupings import PartialKeyGrouping
+    from squall.windows import Count, Duration, StatefulWindowedBolt, TupleWindow, WindowedBolt
 
 
 def __getattr__(name: str) -> Any:

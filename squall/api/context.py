@@ -74,6 +74,10 @@ class TopologyContext(WorkerTopologyContext):
         """Fields of this component's ``stream``."""
         return self.get_component_output_fields(self.component_id, stream)
 
+    def get_this_sources(self) -> list[tuple[str, str]]:
+        """The (component, stream) pairs this component subscribes to (Storm's ``getThisSources``)."""
+        return list(getattr(self._plan, "sources", {}).get(self.component_id, []))
+
     def set_task_data(self, name: str, value: Any) -> None:
         """Keep a value for this task (Storm's ``setTaskData``)."""
         self._task_data[name] = value

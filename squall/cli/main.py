@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from squall.cli.exits import CliError, ExitCode
 
-COMMANDS = ("nimbus", "submit", "list", "info", "kill", "activate", "deactivate", "rebalance",
+COMMANDS = ("nimbus", "submit", "local", "list", "info", "kill", "activate", "deactivate", "rebalance",
             "upgrade", "complete_upgrade", "rollback", "errors", "version")
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from squall.api.config import check_component_conf, effective_conf
 from squall.api.errors import InvalidTopologyError
 from squall.api.topology import StormTopology
+from squall.runtime.window_checks import check_windows
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
@@ -65,6 +66,7 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
         )
     for comp in topology.components.values():
         check_component_conf(comp.id, comp.conf)  # again: a topology may not come from the builder
+    check_windows(merged, topology)
     if topology.stateful:
         interval = merged.get("topology.state.checkpoint.interval.ms")
         if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
