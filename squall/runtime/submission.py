@@ -34,6 +34,19 @@ def _positive(conf: dict, key: str, *, allow_none: bool, integer: bool) -> None:
         raise InvalidTopologyError(f"config {key} must be {kind}{extra}, got {value!r}")
 
 
+def _hook_paths(paths: Any, where: str) -> None:
+    """``topology.auto.task.hooks``: None or a list of import paths (resolved in the workers)."""
+    if paths is None:
+        return
+    if isinstance(paths, (list, tuple)) and all(
+            isinstance(p, str) and "." in p.strip(".") for p in paths):
+        return
+    raise InvalidTopologyError(
+        f"{where} topology.auto.task.hooks must be a list of hook class import paths "
+        f"('package.module.Class'), got {paths!r}"
+    )
+
+
 def prepare_conf(conf: Any, topology: Any) -> dict:
     """Validate ``conf`` and ``topology``; returns the effective configuration."""
     if not isinstance(topology, StormTopology):
@@ -57,7 +70,9 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
         raise InvalidTopologyError(
             f"config squall.spout.max.retries must be a non-negative integer or None, got {retries!r}"
         )
+    _hook_paths(merged.get("topology.auto.task.hooks"), "config")
     for comp in topology.components.values():
+        _hook_paths(comp.conf.get("topology.auto.task.hooks"), f"component {comp.id!r}:")
         freq = comp.conf.get("topology.tick.tuple.freq.secs")
         if freq is not None and (isinstance(freq, bool) or not isinstance(freq, (int, float)) or freq <= 0):
             raise InvalidTopologyError(

@@ -8,7 +8,8 @@ worker -> master
                   up and its receive socket is bound at ``address``; ``proof`` is the tag
                   of its identity under the topology's secret (see ``transport``).
     ``started``   {worker, launch, error}: its tasks are open (error None) or failed to open.
-    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames}: alive; task metrics;
+    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames}: alive; task metrics
+                  (with ``user``: the task's user metrics as plain data, when it has some);
                   new errors; frames dropped for lacking the topology's secret.
 master -> worker
     ``welcome``   {addresses, active}: registration accepted; the peers' addresses.
@@ -28,6 +29,7 @@ import msgpack
 
 from squall.runtime.metrics import FIELDS as METRIC_FIELDS
 from squall.runtime.metrics import TaskMetrics
+from squall.runtime.user_metrics import ReceivedMetrics
 
 REGISTER = "register"
 STARTED = "started"
@@ -80,6 +82,9 @@ def metrics_to_dict(m: TaskMetrics) -> dict:
             else:
                 value = []
         out[name] = value
+    user = m.user_raw()  # gauges are read here, on the heartbeat's thread
+    if user:
+        out["user"] = user
     return out
 
 
@@ -88,6 +93,8 @@ def metrics_from_dict(d: dict, carried: dict | None = None) -> TaskMetrics:
     kwargs = {k: v for k, v in d.items() if k in METRIC_FIELDS}
     m = TaskMetrics(**{k: v for k, v in kwargs.items() if k != "complete_recent"})
     m.complete_recent.extend(kwargs.get("complete_recent", ()))
+    if d.get("user"):
+        m.user = ReceivedMetrics(d["user"])
     for key, value in (carried or {}).items():
         setattr(m, key, getattr(m, key) + value)
     return m
