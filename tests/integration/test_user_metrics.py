@@ -1,0 +1,80 @@
+"""User metrics on LocalCluster: per task and per component in get_topology_info."""
+
+from __future__ import annotations
+
+import pytest
+
+from squall import LocalCluster, TopologyBuilder, TopologyStartError
+from squall.testing import MockedSources, complete_topology
+from tests.integration.components import ForwardBolt, ListSpout
+from tests.integration.hook_components import MeteredSpout, SummingBolt
+from tests.integration.test_acking import conf, wait_for
+
+N = 40
+
+
+def metered():
+    b = TopologyBuilder()
+    b.set_spout("spout", MeteredSpout(N), 2)
+    b.set_bolt("sum", SummingBolt(), 3).shuffle_grouping("spout")
+    return b.create_topology()
+
+
+def test_registered_metrics_appear_per_task_and_per_component():
+    with LocalCluster() as cluster:
+        cluster.submit_topology("metered", conf(workers=2), metered())
+
+        def seen():
+            return cluster.get_topology_info("metered")["components"]["sum"]["metrics"].get("seen", {})
+        assert wait_for(lambda: seen().get("count") == N)
+        assert wait_for(lambda: cluster.get_topology_info("metered")["components"]["spout"]["acked"] == N)
+        info = cluster.get_topology_info("metered")
+        cluster.kill_topology("metered")
+    spout, bolt = info["components"]["spout"], info["components"]["sum"]
+    m = spout["metrics"]
+    assert m["emitted"] == {"type": "counter", "count": N}
+    assert m["sizes"] == {"type": "histogram", "count": N, "min": 0.0, "max": N - 1.0,
+                          "mean": (N - 1) / 2, "p50": 19.0, "p95": 37.0, "p99": 39.0}
+    assert m["lines"]["type"] == "meter" and m["lines"]["count"] == 2 * N
+    assert m["next"]["type"] == "timer" and m["next"]["count"] >= N and m["next"]["min_ms"] >= 0.0
+    assert m["left"]["type"] == "gauge" and m["left"]["sum"] == 0
+    assert sorted(m["left"]["values"]) == spout["tasks"]
+    # each spout task emitted its half, and says so in its own figures
+    for task in spout["tasks"]:
+        mine = spout["by_task"][task]["metrics"]
+        assert mine["emitted"]["count"] == N // 2
+        assert mine["sizes"]["count"] == N // 2
+        assert mine["left"] == {"type": "gauge", "value": 0}
+        assert set(mine) == {"emitted", "sizes", "lines", "next", "left"}
+    b = bolt["metrics"]
+    assert b["seen"]["count"] == sum(bolt["by_task"][t]["metrics"]["seen"]["count"] for t in bolt["tasks"])
+    assert b["values"]["count"] == N and b["values"]["max"] == N - 1.0
+    assert b["total"]["sum"] == sum(range(N))
+    assert b["broken"]["sum"] is None
+    assert set(b["broken"]["errors"]) == set(bolt["tasks"])
+    assert all(e.startswith("ZeroDivisionError") for e in b["broken"]["errors"].values())
+
+
+def test_a_topology_without_user_metrics_shows_none():
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([[i] for i in range(5)]))
+    b.set_bolt("fwd", ForwardBolt(), 2).shuffle_grouping("spout")
+    result = complete_topology(b.create_topology(), MockedSources({"spout": [[i] for i in range(5)]}))
+    for comp in ("spout", "fwd"):
+        figures = result.info["components"][comp]
+        assert figures["metrics"] == {}
+        assert all(t["metrics"] == {} for t in figures["by_task"].values())
+
+
+def test_registering_a_name_twice_fails_the_start_naming_it():
+    class Twice(SummingBolt):
+        def prepare(self, conf, context):
+            context.register_counter("x")
+            context.register_meter("x")
+
+    b = TopologyBuilder()
+    b.set_spout("spout", MeteredSpout(1))
+    b.set_bolt("twice", Twice()).shuffle_grouping("spout")
+    with LocalCluster() as cluster, pytest.raises(
+            TopologyStartError, match=r"component 'twice' task \d+: a metric named 'x' is already registered"):
+        cluster.submit_topology("twice", conf(workers=1), b.create_topology())
