@@ -75,6 +75,6 @@ def test_registering_a_name_twice_fails_the_start_naming_it():
     b = TopologyBuilder()
     b.set_spout("spout", MeteredSpout(1))
     b.set_bolt("twice", Twice()).shuffle_grouping("spout")
-    with LocalCluster() as cluster, pytest.raises(
-            TopologyStartError, match=r"component 'twice' task \d+: a metric named 'x' is already registered"):
+    twice = r"component 'twice' task \d+: a metric named 'x' is already registered"
+    with LocalCluster() as cluster, pytest.raises(TopologyStartError, match=twice):
         cluster.submit_topology("twice", conf(workers=1), b.create_topology())

@@ -1,4 +1,4 @@
-"""Task hooks at the task level (squall/runtime/hooks.py and the call points in tasks/collectors).
+"""Task hooks at the task level (squall/runtime/hooks.py, the call points in tasks and collectors).
 
 The tasks run on the fake worker of test_tasks, whose clock the test moves, so every
 latency is exact.
@@ -175,8 +175,13 @@ def test_basic_bolt_hooks_and_reset_timeout_message():
     assert rec.events[-1][1] == EmitInfo([9], ACK_RESET, 5, [ACKER])
 
 
+class AckAll(EchoBolt):
+    def execute(self, tup):
+        self.collector.ack(tup)
+
+
 def test_untracked_ack_is_no_emit_and_a_tick_ack_is_still_an_ack():
-    worker, task, rec = hooked_bolt()
+    worker, task, rec = hooked_bolt(AckAll())
     task.handle(Tuple(["u"], Fields("w"), "words", "default", 1, None))
     assert [n for n, _ in rec.events] == ["bolt_ack", "bolt_execute"]
     task.handle(Tuple([], Fields(), SYSTEM_COMPONENT, TICK_STREAM, 0, None))

@@ -1,10 +1,10 @@
-"""User metrics: the metric types (squall/api/metrics.py) and their figures (squall/runtime/user_metrics.py)."""
+"""User metrics: the metric types (squall/api/metrics.py), figures (squall/runtime/user_metrics.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from squall.api.metrics import RESERVOIR_SIZE, Counter, Histogram, Meter, MetricRegistry, Timer
+from squall.api.metrics import RESERVOIR_SIZE, Counter, Histogram, Meter, MetricRegistry
 from squall.runtime import clock
 from squall.runtime.metrics import TaskMetrics, aggregate
 from squall.runtime.user_metrics import (
