@@ -148,3 +148,13 @@ class JudgeBolt(Bolt):
             self.collector.ack(tup)
         else:
             self.collector.fail(tup)
+
+
+class CountingHook(BaseTaskHook):
+    """Counts its task's executes in a user metric (so hooks are visible wherever metrics are)."""
+
+    def prepare(self, conf, context):
+        self.executes = context.register_counter("hook.executes")
+
+    def bolt_execute(self, info):
+        self.executes.inc()
