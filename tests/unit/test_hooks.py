@@ -15,10 +15,14 @@ from squall.api.errors import TopologyStartError
 from squall.api.fields import Fields
 from squall.api.hooks import BaseTaskHook, BoltAckInfo, BoltExecuteInfo, BoltFailInfo, EmitInfo
 from squall.api.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
+from squall.runtime.collectors import StreamRoute  # first: compiled, tasks cannot be imported first
 from squall.runtime.hooks import TaskHooks, load_hook_class
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
+from squall.runtime.routing import ConstantRouter
 from squall.runtime.tasks import BoltTask, SpoutTask
-from tests.unit.test_tasks import ACKER, ROUTES, EchoBasic, EchoBolt, FakeWorker, ListSpout, verdict
+from tests.unit.test_tasks import ACKER, EchoBasic, EchoBolt, FakeWorker, ListSpout, verdict
+
+ROUTES = {"default": StreamRoute("default", 1, [ConstantRouter([10])], None)}
 
 
 class Recorder:
