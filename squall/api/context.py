@@ -94,8 +94,8 @@ class TopologyContext(WorkerTopologyContext):
         """A counter of this task (``inc(n=1)``), summed per component in the topology's info."""
         return self.metric_registry.counter(name)
 
-    def register_gauge(self, name: str, fn: Callable[[], Any]) -> Gauge:
-        """A gauge: ``fn()`` is read (from the reading thread) whenever the figures are read."""
+    def register_gauge(self, name: str, fn: Any) -> Gauge:
+        """A gauge read (``fn()``, or ``fn.get_value()``) whenever the figures are read."""
         return self.metric_registry.gauge(name, fn)
 
     def register_histogram(self, name: str) -> Histogram:

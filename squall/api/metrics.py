@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 # Samples kept per histogram and window (Dropwizard's default reservoir size): min, max, mean
@@ -60,9 +59,12 @@ class Gauge:
     kind = "gauge"
     __slots__ = ("fn",)
 
-    def __init__(self, fn: Callable[[], Any]) -> None:
+    def __init__(self, fn: Any) -> None:
+        if not callable(fn):  # also Storm's shape: an object with get_value()
+            fn = getattr(fn, "get_value", None)
         if not callable(fn):
-            raise TypeError(f"a gauge needs a function returning its value, got {type(fn).__name__}")
+            raise TypeError(f"a gauge needs a function returning its value (or an object with "
+                            f"get_value()), got {type(fn).__name__}")
         self.fn = fn
 
     def get_value(self) -> Any:
@@ -208,14 +210,12 @@ class Timer:
         self._histogram = Histogram()
         self._meter = Meter(clock)
 
-    @contextmanager
-    def time(self) -> Iterator[None]:
-        """Time the block (on the runtime's clock, so simulated time drives it in tests)."""
-        t0 = self._clock()
-        try:
-            yield
-        finally:
-            self.update((self._clock() - t0) * 1000.0)
+    def time(self) -> TimerContext:
+        """Start timing: ``with timer.time(): ...``, or ``ctx = timer.time()`` ... ``ctx.stop()``.
+
+        Durations are read on the runtime's clock, so simulated time drives them in tests.
+        """
+        return TimerContext(self)
 
     def update(self, ms: float) -> None:
         """Record one duration of ``ms`` milliseconds."""
@@ -241,6 +241,31 @@ class Timer:
         """Close the current window."""
         self._histogram.roll(now)
         self._meter.roll(now)
+
+
+class TimerContext:
+    """One timing of a ``Timer`` (Dropwizard's ``Timer.Context``): ``stop()`` records it once."""
+
+    __slots__ = ("_timer", "_start", "_stopped")
+
+    def __init__(self, timer: Timer) -> None:
+        self._timer = timer
+        self._start = timer._clock()
+        self._stopped = False
+
+    def stop(self) -> float:
+        """Record the time since ``time()`` (once); returns it in milliseconds."""
+        ms = (self._timer._clock() - self._start) * 1000.0
+        if not self._stopped:
+            self._stopped = True
+            self._timer.update(ms)
+        return ms
+
+    def __enter__(self) -> TimerContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 Metric = Counter | Gauge | Histogram | Meter | Timer
@@ -274,7 +299,7 @@ class MetricRegistry:
         """A new counter ``name``."""
         return self._register(name, Counter())  # type: ignore[no-any-return]
 
-    def gauge(self, name: str, fn: Callable[[], Any]) -> Gauge:
+    def gauge(self, name: str, fn: Any) -> Gauge:
         """A new gauge ``name`` reading ``fn()``."""
         return self._register(name, Gauge(fn))  # type: ignore[no-any-return]
 

@@ -114,11 +114,15 @@ def test_timer_times_a_block_on_the_runtimes_clock():
             sim.advance(0.75)
             raise KeyError("x")
         t.update(500.0)
-        sim.advance(1.0)
+        ctx = t.time()  # Storm's shape: Timer.Context, stopped by hand (once)
+        sim.advance(0.5)
+        assert ctx.stop() == 500.0
+        sim.advance(0.5)
+        ctx.stop()
         f = task_metrics(registry.raw())["lookups"]
-    assert t.get_count() == 3
-    assert f == {"type": "timer", "count": 3, "min_ms": 250.0, "max_ms": 750.0, "mean_ms": 500.0,
-                 "p50_ms": 500.0, "p95_ms": 750.0, "p99_ms": 750.0, "rate": 1.5, "mean_rate": 1.5}
+    assert t.get_count() == 4
+    assert f == {"type": "timer", "count": 4, "min_ms": 250.0, "max_ms": 750.0, "mean_ms": 500.0,
+                 "p50_ms": 500.0, "p95_ms": 750.0, "p99_ms": 750.0, "rate": 2.0, "mean_rate": 2.0}
 
 
 def test_registry_refuses_a_name_twice_and_bad_gauges():
@@ -140,11 +144,13 @@ def test_gauges_are_read_when_the_figures_are_read_and_errors_shown():
     r1.gauge("depth", lambda: state["q"])
     r2.gauge("depth", lambda: state["missing"])
     r1.gauge("obj", lambda: object)
+    r1.gauge("storm_style", type("G", (), {"get_value": lambda self: 9})())
     state["q"] = 5
     raws = {1: r1.raw(), 2: r2.raw()}
     assert task_metrics(raws[1])["depth"] == {"type": "gauge", "value": 5}
     assert task_metrics(raws[2])["depth"] == {"type": "gauge", "value": None, "error": "KeyError: 'missing'"}
     assert task_metrics(raws[1])["obj"]["value"] == repr(object)
+    assert task_metrics(raws[1])["storm_style"]["value"] == 9
     f = component_metrics(raws)["depth"]
     assert f == {"type": "gauge", "values": {1: 5, 2: None}, "sum": 5, "min": 5, "max": 5, "mean": 5.0,
                  "errors": {2: "KeyError: 'missing'"}}
