@@ -52,7 +52,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(TOPOLOGY_BACKPRESSURE_HIGH, 0.8, "queue fill that stops the spouts"),
     Setting(TOPOLOGY_BACKPRESSURE_LOW, 0.2, "queue fill that lets the spouts run again"),
     Setting(SQUALL_TRANSFER_BATCH_SIZE, 512, "tuples per batch sent to another worker"),
-    Setting("squall.metrics.window.secs", 10, "window over which capacity is computed"),
+    Setting("squall.metrics.window.secs", 10,
+            "metrics window: capacity, and the recent figures of user histograms, timers, meters"),
+    Setting("topology.auto.task.hooks", None,
+            "task hook classes (import paths) added to every spout and bolt task (docs/metrics.md)"),
     Setting(SQUALL_SPOUT_MAX_RETRIES, None,
             "failures of one spout msg id before it is given up (error reported, spout's ack "
             "called); None: the spout's fail decides forever"),
