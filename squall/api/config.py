@@ -56,6 +56,20 @@ SETTINGS: tuple[Setting, ...] = (
             "metrics window: capacity, and the recent figures of user histograms, timers, meters"),
     Setting("topology.auto.task.hooks", None,
             "task hook classes (import paths) added to every spout and bolt task (docs/metrics.md)"),
+    Setting("topology.spout.wait.progressive.level1.count", 0,
+            "empty next_tuple calls retried in the next round before the spout waits"),
+    Setting("topology.spout.wait.progressive.level2.count", 0,
+            "further empty calls after which the spout waits 0.1 ms each"),
+    Setting("topology.spout.wait.progressive.level3.sleep.millis", 1,
+            "the wait after every further empty next_tuple call (ms)"),
+    Setting("squall.spout.round.budget.ms", 5,
+            "time a worker spends calling its spouts per round, so ticks, timeouts and "
+            "commands stay on time however slow a spout is"),
+    Setting("squall.task.stuck.secs", 30,
+            "a task inside one call of its code this long is reported as stuck, with its "
+            "stack (0 turns the watchdog off)"),
+    Setting("squall.backpressure.cycle.secs", 30,
+            "a worker throttled this long while the graph has a cycle is reported"),
     Setting(SQUALL_SPOUT_MAX_RETRIES, None,
             "failures of one spout msg id before it is given up (error reported, spout's ack "
             "called); None: the spout's fail decides forever"),

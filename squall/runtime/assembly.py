@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import cloudpickle
 
+from squall.api.asyncbolt import AsyncBolt
 from squall.api.components import BasicBolt, Bolt, Spout, StatefulBolt
 from squall.api.context import TopologyContext, WorkerTopologyContext
 from squall.api.errors import TopologyStartError
@@ -46,7 +47,12 @@ def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
         return SpoutTask(worker, task_id, comp, ctx, conf, obj, routes)
     if not isinstance(obj, (Bolt, BasicBolt)):
         raise TopologyStartError(f"component {comp!r} is neither a spout nor a bolt")
-    cls = StatefulBoltTask if isinstance(obj, StatefulBolt) else BoltTask
+    if isinstance(obj, AsyncBolt):
+        from squall.runtime.async_tasks import AsyncBoltTask  # asyncio only where used
+
+        cls: type[BoltTask] = AsyncBoltTask
+    else:
+        cls = StatefulBoltTask if isinstance(obj, StatefulBolt) else BoltTask
     bolt = cls(worker, task_id, comp, ctx, conf, obj, routes)
     senders = sum(len(worker.plan.component_tasks[inp.component])
                   for inp in spec.inputs if inp.stream == CHECKPOINT_STREAM)

@@ -35,7 +35,9 @@ def master_info(name: str, status: str, plan: TaskPlan, registry: WorkerRegistry
         worker = worker_info(plan, slot, slot.current, now)
         worker["version"] = versions.get(slot.index)
         workers.append(worker)
-    return topology_info(name, status, plan, metrics, errors, now - started_at, workers=workers)
+    stuck = [s for inc in registry.current() for s in inc.stuck]
+    return topology_info(name, status, plan, metrics, errors, now - started_at, workers=workers,
+                         stuck=stuck)
 
 
 def worker_info(plan: TaskPlan, slot: Slot, inc: Incarnation | None, now: float) -> dict:

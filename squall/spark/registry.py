@@ -40,6 +40,8 @@ class Incarnation:
     start_error: str | None = None
     metrics: list[dict] = field(default_factory=list)
     rejected_frames: int = 0  # frames its transport dropped for lacking the topology's secret
+    applied: int = 0  # the last activate/deactivate it confirmed (its seq)
+    stuck: list[dict] = field(default_factory=list)  # its tasks stuck in one call, now
 
 
 @dataclass

@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
-from squall import BasicBolt, Bolt, Fields, Spout
+import asyncio
+
+from squall import AsyncBolt, BasicBolt, Bolt, Fields, Spout
 from squall.api.hooks import BaseTaskHook
 from tests.integration.components import record
 
@@ -158,3 +160,38 @@ class CountingHook(BaseTaskHook):
 
     def bolt_execute(self, info):
         self.executes.inc()
+
+
+class HoldBolt(Bolt):
+    """Holds its inputs and acks them all on the next tick; a meter marks every input."""
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+        self.held = []
+        self.inputs = context.register_meter("inputs")
+        self.sizes = context.register_histogram("sizes")
+
+    def execute(self, tup):
+        if tup.is_tick():
+            for held in self.held:
+                self.collector.ack(held)
+            self.held = []
+            self.collector.ack(tup)
+            return
+        self.inputs.mark()
+        self.sizes.update(tup[0])
+        self.held.append(tup)
+
+
+class AsyncJudge(AsyncBolt):
+    """JudgeBolt as an AsyncBolt: acks even values, fails odd ones, after an await."""
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    async def execute(self, tup):
+        await asyncio.sleep(0)
+        if tup[0] % 2 == 0:
+            self.collector.ack(tup)
+        else:
+            self.collector.fail(tup)

@@ -9,8 +9,8 @@ from squall.api.tuple import DEFAULT_STREAM
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT
 from squall.testing import MockedSources, complete_topology
 from tests.integration.components import RECORD, ListSpout
-from tests.integration.hook_components import HooksBolt, JudgeBolt, MeteredSpout
-from tests.integration.test_acking import conf, wait_for
+from tests.integration.hook_components import AsyncJudge, HooksBolt, JudgeBolt, MeteredSpout
+from tests.integration.test_acking import conf, run_until_idle
 
 RECORDING = "tests.integration.hook_components.RecordingHook"
 
@@ -28,19 +28,18 @@ def test_storms_hooks_bolt_sees_emits_acks_fails_and_executes():
     assert result.failed("1") == [1, 3]
 
 
-def judged(n=6, workers=1, **extra):
+def judged(n=6, workers=1, judge=None, **extra):
     b = TopologyBuilder()
     b.set_spout("spout", ListSpout([[i] for i in range(n)], replay=False))
-    b.set_bolt("judge", JudgeBolt()).shuffle_grouping("spout")
+    b.set_bolt("judge", judge or JudgeBolt()).shuffle_grouping("spout")
     return conf(workers=workers, **extra), b.create_topology()
 
 
-def test_auto_task_hooks_see_every_event_with_storms_info():
-    c, topology = judged(**{"topology.auto.task.hooks": [RECORDING]})
+@pytest.mark.parametrize("judge", [JudgeBolt, AsyncJudge])
+def test_auto_task_hooks_see_every_event_with_storms_info(judge):
+    c, topology = judged(judge=judge(), **{"topology.auto.task.hooks": [RECORDING]})
     with LocalCluster() as cluster:
-        cluster.submit_topology("hooks", c, topology)
-        assert wait_for(lambda: len(RECORD["spout.acked"]) + len(RECORD["spout.failed"]) == 6)
-        info = cluster.get_topology_info("hooks")
+        info = run_until_idle(cluster, topology, c, "hooks").info()
         cluster.kill_topology("hooks")
     spout, judge = info["components"]["spout"]["tasks"][0], info["components"]["judge"]["tasks"][0]
     assert sorted(RECORD["hook.prepare"]) == [("judge", judge), ("spout", spout)]  # not the acker
@@ -69,10 +68,9 @@ def test_auto_task_hooks_see_every_event_with_storms_info():
 def test_without_ackers_a_spout_ack_hook_is_called_at_once():
     c, topology = judged(**{"topology.auto.task.hooks": [RECORDING], "topology.acker.executors": 0})
     with LocalCluster() as cluster:
-        cluster.submit_topology("hooks-noack", c, topology)
-        assert wait_for(lambda: len(RECORD["spout.acked"]) == 6)
-        assert wait_for(lambda: len(RECORD["hook.bolt_execute"]) == 6)
+        run_until_idle(cluster, topology, c, "hooks-noack")
         cluster.kill_topology("hooks-noack")
+    assert len(RECORD["hook.bolt_execute"]) == 6
     assert sorted((m, latency) for _, m, latency in RECORD["hook.spout_ack"]) == [(i, 0.0) for i in range(6)]
     assert not [e for e in RECORD["hook.emit"] if e[2].startswith("__ack")]
 
@@ -80,9 +78,7 @@ def test_without_ackers_a_spout_ack_hook_is_called_at_once():
 def test_a_hook_that_raises_is_an_error_of_its_component_not_a_crash():
     c, topology = judged(**{"topology.auto.task.hooks": ["tests.integration.hook_components.ExplodingHook"]})
     with LocalCluster() as cluster:
-        cluster.submit_topology("hooks-boom", c, topology)
-        assert wait_for(lambda: len(RECORD["spout.acked"]) + len(RECORD["spout.failed"]) == 6)
-        info = cluster.get_topology_info("hooks-boom")
+        info = run_until_idle(cluster, topology, c, "hooks-boom").info()
         cluster.kill_topology("hooks-boom")
     assert sorted(m for _, m in RECORD["spout.acked"]) == [0, 2, 4]
     assert info["components"]["judge"]["errors"] == 6
