@@ -28,16 +28,16 @@ def test_storms_hooks_bolt_sees_emits_acks_fails_and_executes():
     assert result.failed("1") == [1, 3]
 
 
-def judged(n=6, workers=1, judge=None, **extra):
+def judged(n=6, workers=1, judge=None, threaded=False, **extra):
     b = TopologyBuilder()
-    b.set_spout("spout", ListSpout([[i] for i in range(n)], replay=False))
-    b.set_bolt("judge", judge or JudgeBolt()).shuffle_grouping("spout")
+    b.set_spout("spout", ListSpout([[i] for i in range(n)], replay=False)).set_threaded(threaded)
+    b.set_bolt("judge", judge or JudgeBolt()).shuffle_grouping("spout").set_threaded(threaded)
     return conf(workers=workers, **extra), b.create_topology()
 
 
-@pytest.mark.parametrize("judge", [JudgeBolt, AsyncJudge])
-def test_auto_task_hooks_see_every_event_with_storms_info(judge):
-    c, topology = judged(judge=judge(), **{"topology.auto.task.hooks": [RECORDING]})
+@pytest.mark.parametrize("judge, threaded", [(JudgeBolt, False), (JudgeBolt, True), (AsyncJudge, False)])
+def test_auto_task_hooks_see_every_event_with_storms_info(judge, threaded):
+    c, topology = judged(judge=judge(), threaded=threaded, **{"topology.auto.task.hooks": [RECORDING]})
     with LocalCluster() as cluster:
         info = run_until_idle(cluster, topology, c, "hooks").info()
         cluster.kill_topology("hooks")
