@@ -161,20 +161,19 @@ class Meter:
     """Events marked with ``mark(n=1)``: a count and a rate per second."""
 
     kind = "meter"
-    __slots__ = ("count", "_clock", "_started", "_window_start", "_previous_start",
-                 "_window_count", "_previous_count")
+    # ``mark`` only adds to ``count``; windows remember the count at their start, so a roll
+    # on the worker's loop thread never races a mark on a task thread of its own
+    __slots__ = ("count", "_clock", "_started", "_bases")
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.count = 0
         self._clock = clock
-        self._started = self._window_start = self._previous_start = clock()
-        self._window_count = 0
-        self._previous_count = 0
+        self._started = now = clock()
+        self._bases = ((now, 0), (now, 0))  # (start, count then) of the previous, current window
 
     def mark(self, n: int = 1) -> None:
         """``n`` events happened."""
         self.count += n
-        self._window_count += n
 
     def get_count(self) -> int:
         """Events marked since the task started."""
@@ -185,18 +184,19 @@ class Meter:
         return {"type": "meter", **self._rates(now)}
 
     def _rates(self, now: float) -> dict:
-        recent = now - self._previous_start
+        count = self.count
+        (since, base), _ = self._bases
+        recent = now - since
         lifetime = now - self._started
         return {
-            "count": self.count,
-            "rate": (self._previous_count + self._window_count) / recent if recent > 0 else 0.0,
-            "mean_rate": self.count / lifetime if lifetime > 0 else 0.0,
+            "count": count,
+            "rate": (count - base) / recent if recent > 0 else 0.0,
+            "mean_rate": count / lifetime if lifetime > 0 else 0.0,
         }
 
     def roll(self, now: float) -> None:
         """Close the current window."""
-        self._previous_start, self._window_start = self._window_start, now
-        self._previous_count, self._window_count = self._window_count, 0
+        self._bases = (self._bases[1], (now, self.count))
 
 
 class Timer:
