@@ -68,6 +68,9 @@ class Task:
         self._local_ackers: list[AckerTask | None] = [None] * len(ackers)
         self._local_slots: list[int] = []
         self.acking = bool(ackers)
+        # the thread that calls this task's code, once it runs (0: not yet, or a test
+        # driving it by hand); collectors refuse calls from any other thread
+        self.owner = 0
         # True for tasks whose ``apply`` runs no user code and so may be called in place of
         # queueing (the acker): saves a tuple, a queue round trip and a dispatch per ack.
         self.inline = False
@@ -153,6 +156,7 @@ class SpoutTask(Task):
         max_pending = conf.get("topology.max.spout.pending")
         self.max_pending: int | None = int(max_pending) if max_pending else None
         self._ack_soon: list[Any] = []
+        self._fail_soon: list[Any] = []  # tracked emits that could not be sent
         self.active = False
         retries = conf.get("squall.spout.max.retries")
         # the system's own spouts (checkpoints) decide their replays themselves
@@ -203,6 +207,11 @@ class SpoutTask(Task):
             self.worker.report_error(self, e)
         if self._ack_soon:
             self._run_acks_soon()
+        if self._fail_soon:
+            pending, self._fail_soon = self._fail_soon, []
+            now = self.worker.clock()
+            for msg_id in pending:
+                self._failed(msg_id, now)  # failed at its emit: no latency
         return self.metrics.emitted - before
 
     def went_idle(self, now: float) -> None:
@@ -219,6 +228,13 @@ class SpoutTask(Task):
     def ack_soon(self, msg_id: Any) -> None:
         """Ack ``msg_id`` once ``next_tuple`` returns (acking off, or no subscriber)."""
         self._ack_soon.append(msg_id)
+
+    def fail_soon(self, msg_id: Any) -> None:
+        """Fail ``msg_id`` once ``next_tuple`` returns (its emit could not be sent).
+
+        Never inside ``next_tuple``: a spout's ``fail`` must not run re-entrantly.
+        """
+        self._fail_soon.append(msg_id)
 
     def _run_acks_soon(self) -> None:
         pending, self._ack_soon = self._ack_soon, []

@@ -26,9 +26,17 @@ from squall.api.topology import StormTopology
 from squall.api.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
 from squall.runtime import clock as runtime_clock
 from squall.runtime.assembly import make_task
+from squall.runtime.checkpoint import CHECKPOINT_SPOUT
 from squall.runtime.errors import ErrorLog
 from squall.runtime.plan import ACK_ACKS, ACKER, SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
-from squall.runtime.serialization import CorruptFrameError, Encoder, SerializationError, frame, unframe
+from squall.runtime.serialization import (
+    CorruptFrameError,
+    Encoder,
+    SerializationError,
+    TupleTooLargeError,
+    frame,
+    unframe,
+)
 from squall.runtime.tasks import PENDING_BUCKETS, AckerTask, BoltTask, SpoutTask, Task
 from squall.runtime.transport import Transport
 
@@ -37,6 +45,8 @@ EMPTY = Fields()
 BOLT_BATCH = 256
 SPOUT_BATCH = 64
 FRAMES_PER_ROUND = 64
+LARGE_TUPLE_BYTES = 65536  # above this a tuple's size is checked and it ends its frame
+DEFAULT_MAX_TUPLE_BYTES = 16 * 1024 * 1024
 THREADED = "squall.task.threaded"  # component configuration: a thread per task
 THREAD_STOP_TIMEOUT = 30.0
 TIMER_SLACK = 1e-9  # float sums of intervals must not make a timer a round late
@@ -84,6 +94,7 @@ class Worker:
         self.active = active
         self.tasks: dict[int, Task] = {}
         self.spouts: list[SpoutTask] = []
+        self._barrier_spouts: list[SpoutTask] = []  # the checkpoint spout, if here
         self.processors: list[Task] = []
         self.threads: list[Any] = []  # TaskThread of each task with a thread of its own
         self.asyncs: list[Any] = []  # AsyncBoltTask of each AsyncBolt task
@@ -97,6 +108,7 @@ class Worker:
         self._acks: dict[int, dict[int, int]] = {}  # remote acker -> root -> XOR this round
         self._ack_src: Task | None = None
         self._batch = int(conf.get("squall.transfer.batch.size") or 512)
+        self._max_tuple = int(conf.get("squall.max.tuple.bytes") or DEFAULT_MAX_TUPLE_BYTES)
         self._capacity = int(conf.get("topology.executor.receive.buffer.size") or 32768)
         self._high = int(self._capacity * float(conf.get("topology.backpressure.water.mark.high", 0.8)))
         self._low = int(self._capacity * float(conf.get("topology.backpressure.water.mark.low", 0.2)))
@@ -152,6 +164,7 @@ class Worker:
         own |= {t.task_id for t in self.asyncs}
         self.spouts = [t for t in self.tasks.values()
                        if isinstance(t, SpoutTask) and t.task_id not in own]
+        self._barrier_spouts = [t for t in self.spouts if t.component == CHECKPOINT_SPOUT]
         self.processors = [t for t in self.tasks.values()
                            if not isinstance(t, SpoutTask) and t.task_id not in own]
         for peer in range(plan.num_workers):
@@ -182,10 +195,21 @@ class Worker:
                 f"component {src.component!r} cannot send a tuple on stream {stream!r} to "
                 f"another worker: {e}"
             ) from None
+        size = len(data)
+        if size > LARGE_TUPLE_BYTES:
+            self._check_size(src, stream, size)
         buf = self._out[peer]
         buf.append(data)
-        if len(buf) >= self._batch:
-            self._flush(peer)
+        if len(buf) >= self._batch or size > LARGE_TUPLE_BYTES:
+            self._flush(peer)  # a large tuple closes its frame: frames stay far below the limit
+
+    def _check_size(self, src: Task, stream: str, size: int) -> None:
+        if size > self._max_tuple:
+            raise TupleTooLargeError(
+                f"component {src.component!r} emitted a tuple of {size:,} bytes on stream "
+                f"{stream!r} to another worker, over squall.max.tuple.bytes "
+                f"({self._max_tuple:,}): send a reference (a key, a path) instead of the data"
+            )
 
     def buffer_ack(self, acker: int, src: Task, root: int, value: int) -> None:
         """Ack for an acker in another worker: combined per root until the round ends.
@@ -315,8 +339,13 @@ class Worker:
             self.throttled = blocked or fullest > self._low
         else:
             self.throttled = blocked or fullest >= self._high
-        if not self.throttled and self.active:
+        if self.active and not self.throttled:
             work += self._run_spouts()
+            self._flush_all()
+        elif self.active and self._barrier_spouts:
+            # checkpoint barriers are never starved by backpressure (RELIABILITY D14):
+            # one tuple per interval, queued behind the data they mark
+            work += self._run_barrier_spouts()
             self._flush_all()
         for th in self.threads:
             if th.task.inbox or th.spout is not None:
@@ -369,6 +398,13 @@ class Worker:
             if now >= deadline:
                 self._spout_cursor = (start + k + 1) % count
                 break
+        return emitted
+
+    def _run_barrier_spouts(self) -> int:
+        emitted = 0
+        for spout in self._barrier_spouts:
+            if spout.can_emit():
+                emitted += spout.next_tuple()
         return emitted
 
     def _wait_time(self) -> float:
@@ -430,7 +466,8 @@ class Worker:
 
         A task with a thread of its own is opened on that thread.
         """
-        self.build()
+        if not self.tasks:
+            self.build()
         own = {th.task.task_id: th for th in self.threads}
         for th in self.threads:
             th.start()
@@ -510,6 +547,10 @@ class Worker:
 
     def _main(self) -> None:
         try:
+            self.build()
+            me = threading.get_ident()
+            for task in self.tasks.values():
+                task.owner = me  # threaded and async tasks set their own thread
             self.open_tasks()
         except BaseException as e:  # noqa: BLE001 - handed to whoever waits for the start
             for th in self.threads:

@@ -73,6 +73,7 @@ class _FakeTask:
         self.metrics = TaskMetrics(component, task_id)
         self.hooks = None
         self.acking = acking
+        self.owner = 0  # driven by hand from the test's thread
         self.tracked: dict[int, object] = {}
         self.soon: list[object] = []
 
