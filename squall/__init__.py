@@ -30,6 +30,7 @@ _EXPORTS = {
     "Tuple": "squall.api.tuple",
     "Config": "squall.api.config",
     "TopologyContext": "squall.api.context",
+    "BaseTaskHook": "squall.api.hooks",
     "FailedException": "squall.api.errors",
     "ReportedFailedException": "squall.api.errors",
     "InvalidTopologyError": "squall.api.errors",
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
         TopologyStartError,
     )
     from squall.api.fields import Fields
+    from squall.api.hooks import BaseTaskHook
     from squall.api.tuple import Tuple
     from squall.cli.remote import submit_topology
     from squall.local.cluster import LocalCluster

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from squall.api.components import GlobalStreamId
 from squall.api.fields import Fields
+from squall.api.metrics import Counter, Gauge, Histogram, Meter, MetricRegistry, Timer
 from squall.api.tuple import DEFAULT_STREAM
 
 if TYPE_CHECKING:
@@ -61,6 +63,17 @@ class TopologyContext(WorkerTopologyContext):
         self.task_id = task_id
         self.component_id = plan.task_component[task_id]
         self._task_data: dict[str, Any] = {}
+        self._conf: dict = {}
+        self._hooks: list[Any] = []
+        self._on_hook: Callable[[Any], None] | None = None
+        self.metric_registry = MetricRegistry(self.component_id, task_id)
+
+    def bind_runtime(self, conf: dict, clock: Callable[[], float],
+                     on_hook: Callable[[Any], None] | None) -> None:
+        """Called by the task that owns this context: its conf, clock and hook sink."""
+        self._conf = conf
+        self.metric_registry.clock = clock
+        self._on_hook = on_hook
 
     def get_this_component_tasks(self) -> list[int]:
         """Sorted task ids of this task's component."""
@@ -85,3 +98,40 @@ class TopologyContext(WorkerTopologyContext):
     def get_task_data(self, name: str) -> Any:
         """A value kept with ``set_task_data``."""
         return self._task_data.get(name)
+
+    # ---- metrics (Storm's metrics v2) ----------------------------------------------------
+
+    def register_counter(self, name: str) -> Counter:
+        """A counter of this task (``inc(n=1)``), summed per component in the topology's info."""
+        return self.metric_registry.counter(name)
+
+    def register_gauge(self, name: str, fn: Any) -> Gauge:
+        """A gauge read (``fn()``, or ``fn.get_value()``) whenever the figures are read."""
+        return self.metric_registry.gauge(name, fn)
+
+    def register_histogram(self, name: str) -> Histogram:
+        """A histogram of this task (``update(value)``)."""
+        return self.metric_registry.histogram(name)
+
+    def register_meter(self, name: str) -> Meter:
+        """A meter of this task (``mark(n=1)``): count and rate per second."""
+        return self.metric_registry.meter(name)
+
+    def register_timer(self, name: str) -> Timer:
+        """A timer of this task (``with timer.time(): ...``), durations in milliseconds."""
+        return self.metric_registry.timer(name)
+
+    # ---- task hooks (Storm's ITaskHook) -------------------------------------------------
+
+    def add_task_hook(self, hook: Any) -> None:
+        """Add ``hook`` to this task; its ``prepare(conf, context)`` is called now, as Storm's."""
+        prepare = getattr(hook, "prepare", None)
+        if callable(prepare):
+            prepare(self._conf, self)
+        self._hooks.append(hook)
+        if self._on_hook is not None:
+            self._on_hook(hook)
+
+    def get_hooks(self) -> list[Any]:
+        """The hooks added to this task, in order."""
+        return list(self._hooks)

@@ -35,6 +35,19 @@ def _positive(conf: dict, key: str, *, allow_none: bool, integer: bool) -> None:
         raise InvalidTopologyError(f"config {key} must be {kind}{extra}, got {value!r}")
 
 
+def _hook_paths(paths: Any, where: str) -> None:
+    """``topology.auto.task.hooks``: None or a list of import paths (resolved in the workers)."""
+    if paths is None:
+        return
+    if isinstance(paths, (list, tuple)) and all(
+            isinstance(p, str) and "." in p.strip(".") for p in paths):
+        return
+    raise InvalidTopologyError(
+        f"{where} topology.auto.task.hooks must be a list of hook class import paths "
+        f"('package.module.Class'), got {paths!r}"
+    )
+
+
 def prepare_conf(conf: Any, topology: Any) -> dict:
     """Validate ``conf`` and ``topology``; returns the effective configuration."""
     if not isinstance(topology, StormTopology):
@@ -64,6 +77,7 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
         raise InvalidTopologyError(
             f"config squall.spout.max.retries must be a non-negative integer or None, got {retries!r}"
         )
+    _hook_paths(merged.get("topology.auto.task.hooks"), "config")
     for comp in topology.components.values():
         check_component_conf(comp.id, comp.conf)  # again: a topology may not come from the builder
     check_windows(merged, topology)
