@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from squall.api.fields import Fields
 from squall.api.tuple import DEFAULT_STREAM
 
 if TYPE_CHECKING:
+    from squall.api.topology import Grouping, StormTopology
     from squall.runtime.plan import TaskPlan
 
 
@@ -49,11 +51,41 @@ class TopologyContext(WorkerTopologyContext):
     """The context handed to ``open``/``prepare``: the worker's view plus this task's ids."""
 
     def __init__(self, topology_name: str, plan: TaskPlan, worker_tasks: list[int],
-                 task_id: int, worker_index: int = 0) -> None:
+                 task_id: int, worker_index: int = 0, *, topology: StormTopology | None = None,
+                 call_soon: Callable[[Callable[[], None]], None] | None = None) -> None:
         super().__init__(topology_name, plan, worker_tasks, worker_index)
         self.task_id = task_id
         self.component_id = plan.task_component[task_id]
         self._task_data: dict[str, Any] = {}
+        self._topology = topology
+        self._call_soon = call_soon
+
+    def call_soon(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on this task's thread soon (at the start of the worker's next round).
+
+        The one method of the context that any thread may call: a component that waits on
+        something outside the worker (a subprocess, a socket) reads it on a thread of its
+        own and hands the result to its task this way, so its task never blocks the worker.
+        """
+        if self._call_soon is None:
+            raise RuntimeError(f"task {self.task_id} of {self.component_id!r} runs outside a "
+                               f"worker: call_soon is not available")
+        self._call_soon(fn)
+
+    def get_this_sources(self) -> dict[tuple[str, str], Grouping]:
+        """(component, stream) -> grouping for every stream this component subscribes to."""
+        if self._topology is None:
+            return {}
+        spec = self._topology.components[self.component_id]
+        return {(inp.component, inp.stream): inp.grouping for inp in spec.inputs}
+
+    def get_this_targets(self) -> dict[str, dict[str, Grouping]]:
+        """stream -> subscriber component -> grouping, for this component's streams."""
+        if self._topology is None:
+            return {}
+        topology = self._topology
+        return {stream: dict(topology.subscribers(self.component_id, stream))
+                for stream in self.get_component_streams(self.component_id)}
 
     def get_this_component_tasks(self) -> list[int]:
         """Sorted task ids of this task's component."""

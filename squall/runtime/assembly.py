@@ -27,7 +27,8 @@ def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
 
     Each task unpickles its own instance of the component, so tasks never share one.
     """
-    ctx = TopologyContext(worker.topology_name, worker.plan, worker_tasks, task_id, worker.index)
+    ctx = TopologyContext(worker.topology_name, worker.plan, worker_tasks, task_id, worker.index,
+                          topology=worker.topology, call_soon=worker.call)
     if comp == SYSTEM:
         return None  # the system task only names the source of ticks
     if comp == ACKER:
