@@ -45,6 +45,7 @@ class ShellBolt(ShellComponent, Bolt):
         self._max_pending = int(conf.get(MAX_PENDING_KEY) or DEFAULT_MAX_PENDING)
         self._inputs: dict[str, Tuple] = {}  # id sent -> input, until acked or failed
         self._backlog: deque[Tuple] = deque()
+        self._heartbeat: tuple[float, int] | None = None  # (sent at, messages heard then)
         self._start_shell(conf, context, collector)
 
     def execute(self, tup: Tuple) -> None:
@@ -86,19 +87,25 @@ class ShellBolt(ShellComponent, Bolt):
         self._proc.send(message)
 
     def _on_running(self) -> None:
+        self._heartbeat = None
         self._pump()
 
     def _on_died(self) -> None:
+        self._heartbeat = None
         inputs, self._inputs = self._inputs, {}
         for tup in inputs.values():
             self._collector.fail(tup)
 
     def _check_heartbeat(self, now: float) -> None:
-        silent = now - self._last_heard
+        # one heartbeat outstanding at a time; anything heard since answers it (as Storm's)
+        silent = self._silent_since(self._heartbeat, now)
         if silent > self._timeout:
-            self._die(f"sent nothing, not even a heartbeat, for {silent:g} s "
+            self._die(f"answered no heartbeat and sent nothing for {silent:g} s "
                       f"(topology.subprocess.timeout.secs={self._timeout:g})")
             return
+        if self._heartbeat is not None and silent:
+            return  # still waiting for the answer to the last one
+        self._heartbeat = (now, self._heard)
         self._send({"id": str(getrandbits(63)), "comp": None, "stream": HEARTBEAT_STREAM,
                     "task": SYSTEM_TASK_ID, "tuple": []})
 

@@ -97,7 +97,7 @@ class ShellComponent:
         self._proc: ShellProcess | None = None
         self._state = "down"  # down -> starting -> running -> down ...
         self._started_at = 0.0
-        self._last_heard = 0.0
+        self._heard = 0  # messages received so far, from any of its subprocesses
         self._restart_at = 0.0
         self._backoff = 0.0
         self._stopping = threading.Event()
@@ -133,7 +133,8 @@ class ShellComponent:
             raise MultilangError(f"{self._name}: {e}") from e
         self._proc = proc
         self._state = "starting"
-        self._started_at = self._last_heard = now
+        self._started_at = now
+        self._launch_mark = self._heard
 
     def _await_handshake(self) -> None:
         # Storm's prepare reads the pid before returning, so a broken command fails the
@@ -156,8 +157,8 @@ class ShellComponent:
 
     def _enqueue(self, gen: int, message: Any) -> None:
         """Reader thread: queue ``message`` and have the task drain the queue."""
-        self._last_heard = clock.monotonic()
         with self._inbox_lock:
+            self._heard += 1
             self._inbox.append((gen, message))
             if self._drain_scheduled:
                 return
@@ -254,7 +255,7 @@ class ShellComponent:
             if now >= self._restart_at:
                 self._restart()
         elif self._state == "starting":
-            if now - self._last_heard > self._timeout:
+            if self._heard == self._launch_mark and now - self._started_at > self._timeout:
                 self._die(f"sent no pid within {self._timeout:g} s")
         else:
             if self._backoff and now - self._started_at > self._timeout:
@@ -309,3 +310,13 @@ class ShellComponent:
 
     def _check_heartbeat(self, now: float) -> None:
         """Once a second while running: die if silent for too long."""
+
+    def _silent_since(self, mark: tuple[float, int] | None, now: float) -> float:
+        """Seconds since ``mark`` (time, messages heard then) if nothing was heard since, else 0.
+
+        Counting messages rather than comparing times keeps a healthy subprocess alive
+        when simulated time jumps: only a question left unanswered across the jump counts.
+        """
+        if mark is None or self._heard != mark[1]:
+            return 0.0
+        return now - mark[0]

@@ -41,6 +41,7 @@ class ShellSpout(ShellComponent, Spout):
         self._waiting: dict | None = None  # the command whose sync is owed
         self._live: set[Any] = set()  # msg ids emitted by the current subprocess
         self._active = False
+        self._asked: tuple[float, int] | None = None
         self._start_shell(conf, context, collector)
 
     def close(self) -> None:
@@ -99,7 +100,7 @@ class ShellSpout(ShellComponent, Spout):
         assert self._proc is not None
         self._proc.send(command)
         self._waiting = command
-        self._last_heard = clock.monotonic()  # the timeout counts from the question
+        self._asked = (clock.monotonic(), self._heard)  # the timeout counts from the question
 
     def _on_running(self) -> None:
         self._pump(want_next=False)
@@ -114,7 +115,7 @@ class ShellSpout(ShellComponent, Spout):
     def _check_heartbeat(self, now: float) -> None:
         if self._waiting is None:
             return
-        silent = now - self._last_heard
+        silent = self._silent_since(self._asked, now)
         if silent > self._timeout:
             self._die(f"owes a sync for {self._waiting['command']!r} and sent nothing for "
                       f"{silent:g} s (topology.subprocess.timeout.secs={self._timeout:g})")
@@ -123,6 +124,8 @@ class ShellSpout(ShellComponent, Spout):
         if not isinstance(message, dict) or not isinstance(message.get("command"), str):
             raise MultilangError(f"expected a command, got {message!r:.200}")
         command = message["command"]
+        if self._waiting is not None:  # any message shows it is alive (Storm's setHeartbeat)
+            self._asked = (clock.monotonic(), self._heard)
         if command == "sync":
             self._waiting = None
             self._pump(want_next=False)

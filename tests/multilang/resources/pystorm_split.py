@@ -18,12 +18,11 @@ class SplitBolt(Bolt):
 
     def initialize(self, conf, context):
         self.marker = os.environ.get("SPLIT_MARKER")
+        self.delay = float(os.environ.get("SPLIT_DELAY", "0"))
 
     def process(self, tup):
-        if tup.stream == "__tick":
-            self.emit(["<tick>"], anchors=[tup])
-            self.ack(tup)
-            return
+        if self.delay:
+            time.sleep(self.delay)
         sentence = tup.values[0]
         first = sentence.split()[0] if sentence.split() else ""
         if first == "fail":
