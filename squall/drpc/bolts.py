@@ -1,0 +1,118 @@
+"""The bolts a linear DRPC topology is built from, besides the user's (Storm's)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from random import getrandbits
+from typing import Any
+
+from squall.api.components import BasicBolt, Bolt
+from squall.api.context import TopologyContext
+from squall.api.fields import Fields
+from squall.api.tuple import DEFAULT_STREAM, Tuple
+from squall.drpc.client import DRPCInvocationsClient, token_from
+from squall.drpc.errors import DRPCExecutionError
+from squall.drpc.local import lookup
+
+log = logging.getLogger("squall.drpc")
+ARGS_STREAM = DEFAULT_STREAM
+RETURN_STREAM = "ret"
+ID_STREAM = "id"
+RESULT_RETRIES = 3
+
+
+class PrepareRequest(BasicBolt):
+    """Gives each request a random id: ``[id, args]``, ``[id, return-info]`` and ``[id]``."""
+
+    def execute(self, tup: Tuple, collector: Any) -> None:
+        """Emit the request on the three streams."""
+        args, info = tup.values[0], tup.values[1]
+        request = getrandbits(63)
+        collector.emit([request, args], stream=ARGS_STREAM)
+        collector.emit([request, info], stream=RETURN_STREAM)
+        collector.emit([request], stream=ID_STREAM)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """The args, return and id streams."""
+        declarer.declare(Fields("request", "args"), stream=ARGS_STREAM)
+        declarer.declare(Fields("request", "return"), stream=RETURN_STREAM)
+        declarer.declare(Fields("request"), stream=ID_STREAM)
+
+
+class JoinResult(Bolt):
+    """Pairs each result with its request's return info: ``[result, return-info]``."""
+
+    def __init__(self, return_component: str) -> None:
+        self.return_component = return_component
+
+    def prepare(self, conf: dict, context: TopologyContext, collector: Any) -> None:
+        """Start with nothing waiting."""
+        self._collector = collector
+        self._returns: dict[Any, Tuple] = {}
+        self._results: dict[Any, Tuple] = {}
+
+    def execute(self, tup: Tuple) -> None:
+        """Keep ``tup`` until its partner arrives; then emit both as one, anchored to both."""
+        rid = tup.values[0]
+        if tup.component == self.return_component:
+            self._returns[rid] = tup
+        else:
+            self._results[rid] = tup
+        if rid in self._returns and rid in self._results:
+            result, returner = self._results.pop(rid), self._returns.pop(rid)
+            self._collector.emit([str(result.values[1]), returner.values[1]],
+                                 anchors=[result, returner])
+            self._collector.ack(result)
+            self._collector.ack(returner)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """``result``, ``return-info``."""
+        declarer.declare(Fields("result", "return-info"))
+
+
+class ReturnResults(Bolt):
+    """Sends each ``[result, return-info]`` back to the DRPC service that asked."""
+
+    def prepare(self, conf: dict, context: TopologyContext, collector: Any) -> None:
+        """Clients are made per server as results need them."""
+        self._collector = collector
+        self._conf = conf
+        self._clients: dict[tuple[str, int], DRPCInvocationsClient] = {}
+
+    def execute(self, tup: Tuple) -> None:
+        """Return the result (3 tries); ack on success, fail otherwise."""
+        result, info = tup.values[0], tup.values[1]
+        if info is None:
+            self._collector.ack(tup)
+            return
+        try:
+            where = json.loads(info)
+            rid, host, port = str(where["id"]), str(where["host"]), int(where["port"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("ReturnResults: bad return info %r", info)
+            self._collector.fail(tup)
+            return
+        if port == 0:  # a LocalDRPC of this process
+            service = lookup(host)
+            if service is not None:
+                service.return_result(rid, str(result))
+            self._collector.ack(tup)
+            return
+        client = self._clients.get((host, port))
+        if client is None:
+            client = self._clients[(host, port)] = DRPCInvocationsClient(
+                host, port, token_from(self._conf), timeout=10.0)
+        for attempt in range(RESULT_RETRIES):
+            try:
+                client.return_result(rid, str(result))
+            except PermissionError as e:
+                self._collector.report_error(e)
+                break
+            except DRPCExecutionError as e:
+                if attempt == RESULT_RETRIES - 1:
+                    self._collector.report_error(e)
+                continue
+            self._collector.ack(tup)
+            return
+        self._collector.fail(tup)
