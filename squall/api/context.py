@@ -80,7 +80,7 @@ class TopologyContext(WorkerTopologyContext):
         return {(inp.component, inp.stream): inp.grouping for inp in spec.inputs}
 
     def get_this_targets(self) -> dict[str, dict[str, Grouping]]:
-        """stream -> subscriber component -> grouping, for this component's streams."""
+        """Subscribers of this component: stream -> subscriber component -> grouping."""
         if self._topology is None:
             return {}
         topology = self._topology

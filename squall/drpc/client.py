@@ -1,12 +1,14 @@
-"""Clients of the DRPC server: ``DRPCClient`` (callers) and ``DRPCInvocationsClient``
-(the topology's side: fetch requests, return results, fail them)."""
+"""Clients of the DRPC server.
+
+``DRPCClient`` is the callers'; ``DRPCInvocationsClient`` the topology's (fetch requests,
+return results, fail them).
+"""
 
 from __future__ import annotations
 
 import http.client
 import json
 import os
-import socket
 from typing import Any
 
 from squall.drpc.errors import (
@@ -51,7 +53,7 @@ class _HttpClient:
             resp = conn.getresponse()
             status = resp.status
             data = resp.read()
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise DRPCExecutionError(
                 f"no answer from the DRPC server {self.host}:{self.port} within {timeout:g} s",
                 CLIENT_TIMEOUT) from None

@@ -62,7 +62,8 @@ class DRPCServer:
         handler = type("Handler", (_Handler,), {"server_ref": self})
         self._httpd = ThreadingHTTPServer((host, port), handler)
         self._httpd.daemon_threads = True
-        self.host, self.port = self._httpd.server_address[:2]
+        address = self._httpd.server_address
+        self.host, self.port = str(address[0]), int(address[1])
         self._thread: threading.Thread | None = None
 
     def authorized(self, header: str | None) -> bool:

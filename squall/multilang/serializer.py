@@ -33,7 +33,7 @@ class Codec(Protocol):
 
 
 class JsonCodec:
-    """Storm's JSON framing: a document, then ``\\nend\\n``."""
+    """Storm's JSON framing: a document, then a line ``end``."""
 
     name = "json"
 
@@ -81,7 +81,7 @@ class MsgpackCodec:
         self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
 
     def encode(self, message: Any) -> bytes:
-        """msgpack with str and bin types kept apart."""
+        """Pack with str and bin types kept apart."""
         return msgpack.packb(message, use_bin_type=True)
 
     def feed(self, data: bytes) -> Iterator[Any]:
