@@ -103,6 +103,7 @@ class ShellProcess:
         except subprocess.TimeoutExpired:
             log.warning("%s: pid %d did not die after SIGKILL", self.name, self._proc.pid)
         self._writes.put(_STOP)
+        self._threads[2].join(timeout=1.0)  # the stderr tail is complete once the pipe closed
         shutil.rmtree(self.pid_dir, ignore_errors=True)
 
     # ---- its threads -----------------------------------------------------------------

@@ -100,11 +100,14 @@ class ShellComponent:
         self._heard = 0  # messages received so far, from any of its subprocesses
         self._restart_at = 0.0
         self._backoff = 0.0
+        self._death: str | None = None
         self._stopping = threading.Event()
         self.restarts = 0
         self.shell_metrics: dict[str, Any] = {}
+        self._preparing = True
         self._launch()
         self._await_handshake()
+        self._preparing = False
         self._ticker = threading.Thread(target=self._tick, name=f"{self._name}-heartbeat",
                                         daemon=True)
         self._ticker.start()
@@ -146,10 +149,10 @@ class ShellComponent:
                 time.sleep(0.005)
         if self._state != "running":
             proc, self._proc = self._proc, None
-            reason = getattr(self, "_death", None) or f"sent no pid within {self._timeout:g} s"
+            reason = self._death or f"sent no pid within {self._timeout:g} s"
             if proc is not None:
                 proc.kill()
-                reason = self._describe(proc, reason)
+                reason = self._describe(proc, reason, then="killed")
             self._stopping.set()
             raise SubprocessDiedError(reason)
 
@@ -179,7 +182,7 @@ class ShellComponent:
                 continue  # from a subprocess that was killed since
             if message is EOF_MESSAGE:
                 self._proc.wait_exit(1.0)
-                self._die(f"exited ({self._proc.exit_info()})")
+                self._die("exited")
                 continue
             if isinstance(message, Exception):
                 self._die(f"broke the protocol: {message}")
@@ -271,6 +274,9 @@ class ShellComponent:
         if proc is None:
             return
         proc.kill()
+        if self._preparing:  # prepare raises it; the runtime reports and restarts the worker
+            self._death = self._describe(proc, reason, then="killed")
+            return
         message = self._describe(proc, reason)
         self._log.error("%s", message)
         self._report(SubprocessDiedError(message))
@@ -280,10 +286,10 @@ class ShellComponent:
         if self._restart_at <= now and not self._stopping.is_set():
             self._restart()
 
-    def _describe(self, proc: ShellProcess, reason: str) -> str:
+    def _describe(self, proc: ShellProcess, reason: str, then: str = "killed and restarted") -> str:
         tail = proc.stderr_tail()
         return (f"{self._name}: subprocess {self.command} (pid {proc.os_pid}) {reason}; "
-                f"{proc.exit_info()}; killed and restarted; stderr tail: "
+                f"{proc.exit_info()}; {then}; stderr tail: "
                 + (f"\n{tail}" if tail else "(empty)"))
 
     def _schedule_restart(self, now: float) -> None:
