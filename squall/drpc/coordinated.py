@@ -320,6 +320,9 @@ class CoordinatedBolt(Bolt):
 
     def execute(self, tup: Tuple) -> None:
         """Route ``tup``: a request id, a coordination report, or a tuple for the delegate."""
+        if tup.is_tick():  # ticks belong to no request
+            self.delegate.execute(tup)
+            return
         self._expire()
         rid = tup.values[0]
         kind = self._type_of(tup)

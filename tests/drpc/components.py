@@ -114,6 +114,34 @@ class NeverAnswers(BasicBolt):
         declarer.declare(Fields("id", "result"))
 
 
+class AckOnTick(Bolt):
+    """Holds its tuples and acks them at the next tick, counting them only then; emits the
+    count in ``finished_id``. Right only if coordination waits for the acks."""
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+        self.held = []
+        self.counts = defaultdict(int)
+
+    def execute(self, tup):
+        if tup.is_tick():
+            for t in self.held:
+                self.counts[t[0]] += 1
+                self.collector.ack(t)
+            self.held = []
+        else:
+            self.held.append(tup)
+
+    def finished_id(self, id):
+        self.collector.emit([id, self.counts.pop(id, 0)])
+
+    def get_component_configuration(self):
+        return {"topology.tick.tuple.freq.secs": 0.2}
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("request", "count"))
+
+
 # ---- Storm's reach example (storm-starter ReachTopology) ------------------------------
 
 TWEETERS_DB = {

@@ -17,6 +17,7 @@ from squall.drpc import (
 from squall.runtime import clock
 from tests.drpc.components import (
     TWEETERS_DB,
+    AckOnTick,
     CountAggregator,
     CreateTuples,
     EmitFinish,
@@ -72,6 +73,17 @@ def test_drpc_coordination():
         assert drpc.execute("square", "10") == "100"
         assert drpc.execute("square", "1") == "1"
         assert drpc.execute("square", "0") == "0"  # no tuple at all: coordination still finishes
+
+
+def test_coordination_waits_for_acks_that_come_later():
+    with LocalDRPC() as drpc, LocalCluster() as cluster:
+        builder = LinearDRPCTopologyBuilder("held")
+        builder.add_bolt(CreateTuples(), 2)
+        builder.add_bolt(AckOnTick(), 3).shuffle_grouping()
+        builder.add_bolt(CountAggregator(), 2).fields_grouping("request")
+        cluster.submit_topology("held", conf(), builder.create_local_topology(drpc))
+        assert drpc.execute("held", "3") == "9"
+        assert drpc.execute("held", "5") == "25"
 
 
 def test_drpc_coordination_tricky():

@@ -1,28 +1,47 @@
 // A Node.js bolt speaking Storm's multilang protocol directly (as storm.js documents it):
 // the handshake with its pid file, heartbeats answered with sync, and for each sentence
-// one emit per word anchored to it, then an ack. A sentence starting with "fail" is
-// failed; "die" exits. Emits leave out need_task_ids, so the task ids come back.
+// one emit per word anchored to it. Emits leave out need_task_ids, so the task ids of
+// each emit come back, in order; a sentence is acked once the ids of all its emits came
+// back and each names a task of a component this bolt feeds (else it is failed). A
+// sentence starting with "fail" is failed; "die" exits.
 'use strict';
 const fs = require('fs');
 
 let buffer = '';
-let setupDone = false;
-let idsOwed = 0;
+let context = null;
+const waiting = []; // per emit, in order: the sentence it belongs to
+const owed = new Map(); // sentence id -> {left, ok}
 
 function send(msg) {
   process.stdout.write(JSON.stringify(msg) + '\nend\n');
 }
 
+function targetsOk(ids) {
+  const targets = Object.keys(context['stream->target->grouping']['default'] || {});
+  return ids.length > 0 && ids.every((t) => targets.includes(context['task->component'][String(t)]));
+}
+
+function taskIds(ids) {
+  const sentence = waiting.shift();
+  if (sentence === undefined) throw new Error('task ids that no emit asked for');
+  const state = owed.get(sentence);
+  state.left -= 1;
+  state.ok = state.ok && targetsOk(ids);
+  if (state.left === 0) {
+    owed.delete(sentence);
+    send({command: state.ok ? 'ack' : 'fail', id: sentence});
+  }
+}
+
 function handle(msg) {
-  if (!setupDone) {
-    setupDone = true;
+  if (context === null) {
+    context = msg.context;
     fs.closeSync(fs.openSync(msg.pidDir + '/' + process.pid, 'w'));
     send({pid: process.pid});
     return;
   }
-  if (Array.isArray(msg)) { // task ids of an earlier emit, in order
-    idsOwed -= 1;
-    if (idsOwed < 0) throw new Error('task ids that no emit asked for');
+  if (Array.isArray(msg)) {
+    taskIds(msg);
     return;
   }
   if (msg.task === -1 && msg.stream === '__heartbeat') {
@@ -30,7 +49,7 @@ function handle(msg) {
     return;
   }
   const words = String(msg.tuple[0]).split(' ').filter((w) => w.length > 0);
-  if (words[0] === 'fail') {
+  if (words[0] === 'fail' || words.length === 0) {
     send({command: 'fail', id: msg.id});
     return;
   }
@@ -38,12 +57,12 @@ function handle(msg) {
     process.stderr.write('splitsentence.js: dying on purpose\n');
     process.exit(4);
   }
+  owed.set(msg.id, {left: words.length, ok: true});
   for (const word of words) {
-    idsOwed += 1;
+    waiting.push(msg.id);
     send({command: 'emit', anchors: [msg.id], tuple: [word]});
   }
   send({command: 'log', msg: 'split ' + words.length + ' words', level: 1});
-  send({command: 'ack', id: msg.id});
 }
 
 process.stdin.setEncoding('utf8');
