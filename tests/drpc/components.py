@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from examples.drpc_reach import FOLLOWERS_DB, TWEETERS_DB, builder
 from squall import BasicBolt, Bolt, FailedException, Fields
 from squall.drpc import BatchBolt
 
@@ -142,72 +143,14 @@ class AckOnTick(Bolt):
         declarer.declare(Fields("request", "count"))
 
 
-# ---- Storm's reach example (storm-starter ReachTopology) ------------------------------
-
-TWEETERS_DB = {
-    "foo.com/blog/1": ["sally", "bob", "tim", "george", "nathan"],
-    "engineering.twitter.com/blog/5": ["adam", "david", "sally", "nathan"],
-    "tech.backtype.com/blog/123": ["tim", "mike", "john"],
-}
-FOLLOWERS_DB = {
-    "sally": ["bob", "tim", "alice", "adam", "jim", "chris", "jai"],
-    "bob": ["sally", "nathan", "jim", "mary", "david", "vivian"],
-    "tim": ["alex"],
-    "nathan": ["sally", "bob", "adam", "harry", "chris", "vivian", "emily", "jordan"],
-    "adam": ["david", "carissa"],
-    "mike": ["john", "bob"],
-    "john": ["alice", "nathan", "jim", "mike", "bob"],
-}
-
+# ---- Storm's reach example: the one in examples/ -------------------------------------
 
 def expected_reach(url):
     return len({f for t in TWEETERS_DB.get(url, []) for f in FOLLOWERS_DB.get(t, [])})
 
 
-class GetTweeters(BasicBolt):
-    def execute(self, tup, collector):
-        for tweeter in TWEETERS_DB.get(tup[1], []):
-            collector.emit([tup[0], tweeter])
-
-    def declare_output_fields(self, declarer):
-        declarer.declare(Fields("id", "tweeter"))
-
-
-class GetFollowers(BasicBolt):
-    def execute(self, tup, collector):
-        for follower in FOLLOWERS_DB.get(tup[1], []):
-            collector.emit([tup[0], follower])
-
-    def declare_output_fields(self, declarer):
-        declarer.declare(Fields("id", "follower"))
-
-
-class PartialUniquer(BatchBolt):
-    def prepare(self, conf, context, collector, id):
-        self.collector, self.id, self.followers = collector, id, set()
-
-    def execute(self, tup):
-        self.followers.add(tup[1])
-
-    def finish_batch(self):
-        self.collector.emit([self.id, len(self.followers)])
-
-    def declare_output_fields(self, declarer):
-        declarer.declare(Fields("id", "partial-count"))
-
-
-class CountAggregatorBatch(BatchBolt):
-    def prepare(self, conf, context, collector, id):
-        self.collector, self.id, self.count = collector, id, 0
-
-    def execute(self, tup):
-        self.count += tup[1]
-
-    def finish_batch(self):
-        self.collector.emit([self.id, self.count])
-
-    def declare_output_fields(self, declarer):
-        declarer.declare(Fields("id", "reach"))
+def reach_builder():
+    return builder()
 
 
 class FailingBatch(BatchBolt):
@@ -222,13 +165,3 @@ class FailingBatch(BatchBolt):
     def declare_output_fields(self, declarer):
         declarer.declare(Fields("id", "result"))
 
-
-def reach_builder(function="reach"):
-    from squall.drpc import LinearDRPCTopologyBuilder
-
-    builder = LinearDRPCTopologyBuilder(function)
-    builder.add_bolt(GetTweeters(), 4)
-    builder.add_bolt(GetFollowers(), 12).shuffle_grouping()
-    builder.add_bolt(PartialUniquer(), 6).fields_grouping(Fields("id", "follower"))
-    builder.add_bolt(CountAggregatorBatch(), 3).fields_grouping(Fields("id"))
-    return builder
