@@ -115,6 +115,19 @@ class NeverAnswers(BasicBolt):
         declarer.declare(Fields("id", "result"))
 
 
+class NeverAcks(Bolt):
+    """Holds every tuple: the request's tree times out."""
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    def execute(self, tup):
+        pass
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("id", "result"))
+
+
 class AckOnTick(Bolt):
     """Holds its tuples and acks them at the next tick, counting them only then; emits the
     count in ``finished_id``. Right only if coordination waits for the acks."""

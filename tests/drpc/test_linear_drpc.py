@@ -26,6 +26,7 @@ from tests.drpc.components import (
     FailFinishBolt,
     FailingBatch,
     IdBolt,
+    NeverAcks,
     NeverAnswers,
     PartialCount,
     expected_reach,
@@ -107,6 +108,20 @@ def test_drpc_fail_finish():
             drpc.execute("fail2", "2")
         assert info.value.type == "FAILED_REQUEST"
         assert "tuple tree failed" in str(info.value)
+
+
+def test_a_tuple_tree_that_times_out_fails_the_request_with_the_reason():
+    with LocalDRPC() as drpc, LocalCluster() as cluster:
+        builder = LinearDRPCTopologyBuilder("held")
+        builder.add_bolt(NeverAcks(), 1)
+        cluster.submit_topology("held", conf(1, **{"topology.message.timeout.secs": 1}),
+                                builder.create_local_topology(drpc))
+        start = time.monotonic()
+        with pytest.raises(DRPCExecutionError) as info:
+            drpc.execute("held", "x")  # drpc.request.timeout.secs is 600: the tree's timeout wins
+        assert time.monotonic() - start < 10
+    assert info.value.type == "FAILED_REQUEST"
+    assert "failed or timed out in topology 'held'" in str(info.value)
 
 
 def test_batch_bolt_failing_in_finish_batch_fails_the_request_fast():
