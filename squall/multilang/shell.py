@@ -2,8 +2,9 @@
 
 Threading: the reader thread of the subprocess appends each message to ``_inbox`` and
 asks the worker (``context.call_soon``) to run ``_drain`` on the task's thread; a ticker
-thread does the same with ``_heartbeat_round`` once a second on the runtime's clock (so
-simulated time drives heartbeats in tests). Everything else runs on the task's thread,
+thread does the same with ``_heartbeat_round`` once a second. Under simulated time the
+thread that advances the clock queues the rounds instead, so simulated time drives
+heartbeats in tests. Everything else runs on the task's thread,
 which never waits for the subprocess.
 
 Failure: a subprocess that exits, breaks the protocol, or stays silent for longer than
@@ -101,6 +102,7 @@ class ShellComponent:
         self._restart_at = 0.0
         self._backoff = 0.0
         self._death: str | None = None
+        self._sim: clock.SimulatedClock | None = None
         self._stopping = threading.Event()
         self.restarts = 0
         self.shell_metrics: dict[str, Any] = {}
@@ -108,15 +110,23 @@ class ShellComponent:
         self._launch()
         self._await_handshake()
         self._preparing = False
-        self._ticker = threading.Thread(target=self._tick, name=f"{self._name}-heartbeat",
-                                        daemon=True)
-        self._ticker.start()
+        self._sim = clock.simulated()
+        if self._sim is not None:
+            # simulated time: heartbeat rounds are queued by the thread that advances the
+            # clock, before ``advance`` returns, so a test that then waits for the workers'
+            # next round sees them
+            self._next_beat = self._sim.monotonic() + HEARTBEAT_PERIOD_SECS
+            self._sim.add_listener(self._on_advance)
+        else:
+            threading.Thread(target=self._tick, name=f"{self._name}-heartbeat", daemon=True).start()
 
     def _stop_shell(self) -> None:
         stopping = getattr(self, "_stopping", None)
         if stopping is None:
             return
         stopping.set()
+        if self._sim is not None:
+            self._sim.remove_listener(self._on_advance)
         if self._proc is not None:
             self._proc.kill()
             self._proc = None
@@ -226,26 +236,27 @@ class ShellComponent:
     # ---- heartbeats and deaths (task thread) -----------------------------------------
 
     def _tick(self) -> None:
-        """Ticker thread: once a second on the runtime's clock, a heartbeat round."""
-        while not self._stopping.is_set():
-            sim = clock.simulated()
-            if sim is None:
-                if self._stopping.wait(HEARTBEAT_PERIOD_SECS):
-                    return
-            else:
-                until = sim.monotonic() + HEARTBEAT_PERIOD_SECS
-                while sim.monotonic() < until and not self._stopping.is_set():
-                    sim.sleep(until - sim.monotonic(), real_timeout=0.1)
-                if self._stopping.is_set():
-                    return
-            with self._inbox_lock:
-                if self._heartbeat_scheduled:
-                    continue
-                self._heartbeat_scheduled = True
-            try:
-                self._context.call_soon(self._heartbeat_round)
-            except RuntimeError:
+        """Ticker thread (real time): a heartbeat round once a second."""
+        while not self._stopping.wait(HEARTBEAT_PERIOD_SECS):
+            self._schedule_heartbeat()
+
+    def _on_advance(self) -> None:
+        """Simulated time moved (on the advancing thread): a heartbeat round if one is due."""
+        now = clock.monotonic()
+        if self._stopping.is_set() or now < self._next_beat:
+            return
+        self._next_beat = now + HEARTBEAT_PERIOD_SECS
+        self._schedule_heartbeat()
+
+    def _schedule_heartbeat(self) -> None:
+        with self._inbox_lock:
+            if self._heartbeat_scheduled:
                 return
+            self._heartbeat_scheduled = True
+        try:
+            self._context.call_soon(self._heartbeat_round)
+        except RuntimeError:
+            pass
 
     def _heartbeat_round(self) -> None:
         with self._inbox_lock:

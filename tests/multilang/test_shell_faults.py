@@ -128,3 +128,20 @@ def test_a_healthy_subprocess_survives_a_jump_of_simulated_time(tmp_path):
         sim.advance(1)
         time.sleep(0.3)
         assert died(cluster) == []
+
+
+def test_one_jump_of_simulated_time_past_the_timeout_restarts_a_hung_subprocess(tmp_path):
+    items = [["hang on a moment"], ["then carry on"]]
+    conf = Config()
+    conf["topology.subprocess.timeout.secs"] = 30
+    with clock.simulation() as sim, LocalCluster() as cluster:
+        cluster.submit_topology("ml", conf, build(items, tmp_path / "m", parallelism=2))
+        assert wait_for(lambda: acked() == [1])
+        sim.advance(1)  # the heartbeat the hung subprocess will never answer
+        time.sleep(0.2)
+        sim.advance(30)  # exactly the timeout: not yet (Storm's test is "more than")
+        time.sleep(0.3)
+        assert died(cluster) == []
+        sim.advance(1)
+        assert wait_for(lambda: acked() == [0, 1])
+        assert len(died(cluster)) == 1
