@@ -32,6 +32,7 @@ class _Request:
     function: str
     args: str
     deadline: float
+    timeout: float
     done: threading.Event = field(default_factory=threading.Event)
     fetched: bool = False
     result: str | None = None
@@ -49,6 +50,7 @@ class DRPC:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._closed = False
+        self._sim: clock.SimulatedClock | None = None
 
     def set_function_timeout(self, function: str, secs: float) -> None:
         """Time out requests of ``function`` after ``secs`` (a topology's own setting)."""
@@ -65,9 +67,7 @@ class DRPC:
         try:
             while not req.done.wait(_POLL_SECS):
                 if clock.monotonic() >= req.deadline:
-                    self._finish(req, error=DRPCExecutionError(
-                        f"DRPC request {function!r}({args!r}) timed out: no result within "
-                        f"{self._timeout_of(function, timeout):g} s", SERVER_TIMEOUT))
+                    self._time_out(req)
             if req.error is not None:
                 raise req.error
             assert req.result is not None
@@ -82,8 +82,13 @@ class DRPC:
         with self._lock:
             if self._closed:
                 raise DRPCExecutionError("the DRPC server is shutting down", SERVER_SHUTDOWN)
-            req = _Request(str(next(self._ids)), function, args,
-                           clock.monotonic() + self._timeout_of(function, timeout))
+            secs = self._timeout_of(function, timeout)
+            req = _Request(str(next(self._ids)), function, args, clock.monotonic() + secs, secs)
+            sim = clock.simulated()
+            if sim is not None and sim is not self._sim:
+                # simulated time: the advancing thread times requests out before it returns
+                sim.add_listener(self.expire_due)
+                self._sim = sim
             self._requests[req.id] = req
             self._queues.setdefault(function, deque()).append(req)
         return req
@@ -117,6 +122,19 @@ class DRPC:
             self._finish(req, error=DRPCExecutionError(
                 f"DRPC request {req.function!r}({req.args!r}) failed{why}", FAILED_REQUEST))
 
+    def expire_due(self) -> None:
+        """Time out every request whose deadline passed on the runtime's clock."""
+        now = clock.monotonic()
+        with self._lock:
+            due = [r for r in self._requests.values() if now >= r.deadline and not r.done.is_set()]
+        for req in due:
+            self._time_out(req)
+
+    def _time_out(self, req: _Request) -> None:
+        self._finish(req, error=DRPCExecutionError(
+            f"DRPC request {req.function!r}({req.args!r}) timed out: no result within "
+            f"{req.timeout:g} s", SERVER_TIMEOUT))
+
     def pending(self, function: str | None = None) -> int:
         """Requests not yet answered (of ``function``, or of all)."""
         with self._lock:
@@ -128,6 +146,8 @@ class DRPC:
         with self._lock:
             self._closed = True
             requests = list(self._requests.values())
+            if self._sim is not None:
+                self._sim.remove_listener(self.expire_due)
         for req in requests:
             self._finish(req, error=DRPCExecutionError("the DRPC server shut down", SERVER_SHUTDOWN))
 
