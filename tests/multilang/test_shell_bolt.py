@@ -91,3 +91,20 @@ def test_node_bolt_splits_and_acks_with_task_ids_sent_back():
         assert wait_for(lambda: counted() == WORDS)
         errors = cluster.get_topology_info("node")["errors"]
     assert errors == []  # every task-id list was expected by an emit (else the script throws)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node (scripts/setup-node.sh)")
+@pytest.mark.parametrize("max_pending", [1, 4])
+def test_shellbolt_max_pending_bounds_the_tuples_in_the_subprocess(tmp_path, max_pending):
+    log = tmp_path / "most"
+    hold = ShellBolt(["node", "holdack.js"], resources=RESOURCES, env={"HOLD_LOG": str(log)})
+    items = [[f"s{i}"] for i in range(40)]
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout(items, replay=False), 1)
+    b.set_bolt("hold", hold, 1).shuffle_grouping("spout")
+    conf = Config()
+    conf["topology.shellbolt.max.pending"] = max_pending
+    with LocalCluster() as cluster:
+        cluster.submit_topology("hold", conf, b.create_topology())
+        assert wait_for(lambda: acked() == list(range(40)))
+    assert int(log.read_text()) == max_pending  # reached, never passed
