@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 from squall.drpc.errors import (
@@ -25,22 +26,36 @@ TOKEN_KEY = "squall.drpc.token"
 TOKEN_FILE_KEY = "squall.drpc.token.file"
 
 
+def default_token_file() -> Path:
+    """Where ``squall drpc`` keeps its token by default: ``$SQUALL_HOME/drpc.token``."""
+    return Path(os.environ.get("SQUALL_HOME") or Path.home() / ".squall") / "drpc.token"
+
+
 def token_from(conf: dict | None = None) -> str | None:
-    """The DRPC token from ``squall.drpc.token``, ``squall.drpc.token.file`` or $SQUALL_DRPC_TOKEN."""
+    """The DRPC token a topology or client uses.
+
+    ``squall.drpc.token``, else the file ``squall.drpc.token.file``, else
+    $SQUALL_DRPC_TOKEN, else ``$SQUALL_HOME/drpc.token`` when it exists.
+    """
     conf = conf or {}
     if conf.get(TOKEN_KEY):
         return str(conf[TOKEN_KEY])
     path = conf.get(TOKEN_FILE_KEY)
     if path:
-        with open(path) as f:
-            return f.read().strip()
-    return os.environ.get(TOKEN_ENV) or None
+        return Path(path).read_text().strip()
+    if os.environ.get(TOKEN_ENV):
+        return os.environ[TOKEN_ENV]
+    default = default_token_file()
+    if default.is_file():
+        return default.read_text().strip() or None
+    return None
 
 
 class _HttpClient:
     def __init__(self, host: str, port: int, token: str | None) -> None:
         if not token:
-            raise ValueError(f"a DRPC client needs the server's token (pass token=, or set ${TOKEN_ENV})")
+            raise ValueError(f"a DRPC client needs the server's token (pass token=, or set "
+                             f"${TOKEN_ENV})")
         self.host, self.port = host, int(port)
         self._token = token
 
@@ -80,7 +95,8 @@ class _HttpClient:
 class DRPCClient(_HttpClient):
     """Calls DRPC functions on a ``squall drpc`` server.
 
-    ``token`` defaults to ``$SQUALL_DRPC_TOKEN``. ``execute`` blocks for the result.
+    ``token`` defaults to ``$SQUALL_DRPC_TOKEN``, else the server's default token file
+    ``$SQUALL_HOME/drpc.token`` (same machine). ``execute`` blocks for the result.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = DEFAULT_PORT, token: str | None = None,

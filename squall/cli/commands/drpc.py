@@ -1,8 +1,8 @@
 """``squall drpc``: run the DRPC server (Storm's ``storm drpc``).
 
 Binds 127.0.0.1:3772 unless told otherwise. Every call needs the token kept in
-``--drpc-token-file`` (default ``$SQUALL_HOME/drpc.token``, created with mode 0600 when
-missing); the token itself is never printed or logged.
+``--drpc-token-file`` (else ``$SQUALL_DRPC_TOKEN``, else ``$SQUALL_HOME/drpc.token``,
+created with mode 0600 when missing); the token itself is never printed or logged.
 """
 
 from __future__ import annotations
@@ -17,15 +17,10 @@ from types import FrameType
 
 from squall.cli.commands._shared import key_values
 from squall.cli.exits import CliError, ExitCode
-from squall.nimbus.config import squall_home
+from squall.drpc.client import default_token_file
 
 TIMEOUT_KEY = "drpc.request.timeout.secs"
 PORT_KEY = "drpc.port"
-
-
-def default_token_file() -> Path:
-    """``$SQUALL_HOME/drpc.token``."""
-    return squall_home() / "drpc.token"
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -35,8 +30,10 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
                                    "built with LinearDRPCTopologyBuilder answer.")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="port (default drpc.port, 3772)")
-    p.add_argument("--drpc-token-file", default=None, metavar="PATH",
-                   help="the token file (default $SQUALL_HOME/drpc.token; created if missing)")
+    p.add_argument("--drpc-token-file", "--token-file", dest="drpc_token_file", default=None,
+                   metavar="PATH",
+                   help="the token file (default $SQUALL_DRPC_TOKEN, else $SQUALL_HOME/drpc.token, "
+                        "created if missing)")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE",
                    help=f"{PORT_KEY} (3772) or {TIMEOUT_KEY} (600)")
     p.add_argument("--log-level", default=os.environ.get("SQUALL_LOG_LEVEL", "INFO"))
@@ -59,8 +56,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CliError(ExitCode.USAGE, f"--conf: {e}") from None
     token_file = Path(args.drpc_token_file) if args.drpc_token_file else default_token_file()
+    from_env = args.drpc_token_file is None and bool(os.environ.get("SQUALL_DRPC_TOKEN"))
+    where = "$SQUALL_DRPC_TOKEN" if from_env else str(token_file)
     try:
-        token = load_or_create_token(token_file)
+        token = os.environ["SQUALL_DRPC_TOKEN"] if from_env else load_or_create_token(token_file)
         server = DRPCServer(token, host=args.host, port=port, timeout_secs=timeout)
     except (OSError, ValueError) as e:
         raise CliError(ExitCode.ERROR, str(e)) from None
@@ -70,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     sys.stderr.write(f"squall drpc: listening on {server.host!s}:{server.port} "
-                     f"(token in {token_file}; requests time out after {timeout:g} s)\n")
+                     f"(token in {where}; requests time out after {timeout:g} s)\n")
     sys.stderr.flush()
     try:
         server.serve_forever()

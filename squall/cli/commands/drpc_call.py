@@ -6,8 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
-from squall.cli.commands.drpc import default_token_file
 from squall.cli.exits import CliError, ExitCode
+from squall.drpc.client import default_token_file
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -18,7 +18,8 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p.add_argument("args")
     p.add_argument("--server", default="127.0.0.1:3772", metavar="HOST:PORT",
                    help="the DRPC server (default 127.0.0.1:3772)")
-    p.add_argument("--drpc-token-file", default=None, metavar="PATH",
+    p.add_argument("--drpc-token-file", "--token-file", dest="drpc_token_file", default=None,
+                   metavar="PATH",
                    help="the token file (default $SQUALL_DRPC_TOKEN, else $SQUALL_HOME/drpc.token)")
     p.add_argument("--timeout", type=float, default=None, metavar="SECS",
                    help="give up after SECS (default: the server's drpc.request.timeout.secs)")
