@@ -108,3 +108,20 @@ def test_shellbolt_max_pending_bounds_the_tuples_in_the_subprocess(tmp_path, max
         cluster.submit_topology("hold", conf, b.create_topology())
         assert wait_for(lambda: acked() == list(range(40)))
     assert int(log.read_text()) == max_pending  # reached, never passed
+
+
+def test_log_and_metrics_commands(caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="squall.multilang")
+    items = [["log this line"], ["metric of five words"]]
+    with LocalCluster() as cluster:
+        cluster.submit_topology("ml", Config(), topology(pystorm_split(), items))
+        assert wait_for(lambda: acked() == [0, 1])
+        running = cluster._topologies["ml"]
+        bolts = [t.bolt for w in running.workers for t in w.tasks.values()
+                 if getattr(t, "component", None) == "split"]
+    warnings = [r for r in caplog.records
+                if r.name == "squall.multilang.split" and r.levelno == logging.WARNING]
+    assert any("note: log this line" in r.getMessage() for r in warnings)
+    assert {"words": 4} in [b.shell_metrics for b in bolts]

@@ -2,7 +2,8 @@
 
 Behaviour for tests, by the sentence: ``fail ...`` is failed through the protocol,
 ``die ...`` writes to stderr and exits, ``hang ...`` stops answering (no heartbeats),
-``report ...`` sends an error through the protocol. Run with ``msgpack`` as its argument
+``report ...`` sends an error through the protocol, ``log ...`` a warning, ``metric ...``
+the metric ``words``. Run with ``msgpack`` as its argument
 to speak pystorm's msgpack serializer.
 """
 
@@ -36,6 +37,10 @@ class SplitBolt(Bolt):
             sys.stderr.write("split: hanging on purpose\n")
             sys.stderr.flush()
             time.sleep(3600)
+        if first == "log":
+            self.log(f"note: {sentence}", level="warn")
+        if first == "metric":
+            self.report_metric("words", len(sentence.split()))
         if first == "report":
             self.raise_exception(RuntimeError("reported from pystorm"), tup)
         for word in sentence.split():
