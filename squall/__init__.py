@@ -23,6 +23,7 @@ _EXPORTS = {
     "StatefulBolt": "squall.api.components",
     "CustomStreamGrouping": "squall.api.components",
     "OutputFieldsDeclarer": "squall.api.components",
+    "AsyncBolt": "squall.api.asyncbolt",
     "TopologyBuilder": "squall.api.builder",
     "Fields": "squall.api.fields",
     "Tuple": "squall.api.tuple",
@@ -41,6 +42,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from squall.api.asyncbolt import AsyncBolt
     from squall.api.builder import TopologyBuilder
     from squall.api.components import (
         BasicBolt,

@@ -116,6 +116,16 @@ class ComponentDeclarer:
         self.cpu_load_percent = float(percent)
         return self
 
+    def set_threaded(self, threaded: bool = True) -> ComponentDeclarer:
+        """Run each task of this component on a thread of its own (JStorm's model).
+
+        The component configuration ``squall.task.threaded``. For components that wait on
+        the outside world (a lookup, an HTTP call): while one task waits, the other tasks
+        of its worker carry on. CPU-bound components are faster on the worker's loop.
+        """
+        self.conf["squall.task.threaded"] = bool(threaded)
+        return self
+
     def add_configuration(self, key: str, value: Any) -> ComponentDeclarer:
         """Configuration for this component only."""
         self.conf[key] = value

@@ -53,6 +53,22 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(TOPOLOGY_BACKPRESSURE_LOW, 0.2, "queue fill that lets the spouts run again"),
     Setting(SQUALL_TRANSFER_BATCH_SIZE, 512, "tuples per batch sent to another worker"),
     Setting("squall.metrics.window.secs", 10, "window over which capacity is computed"),
+    Setting("topology.spout.wait.progressive.level1.count", 0,
+            "empty next_tuple calls retried in the next round before the spout waits"),
+    Setting("topology.spout.wait.progressive.level2.count", 0,
+            "further empty calls after which the spout waits 0.1 ms each"),
+    Setting("topology.spout.wait.progressive.level3.sleep.millis", 1,
+            "the wait after every further empty next_tuple call (ms)"),
+    Setting("squall.spout.round.budget.ms", 5,
+            "time a worker spends calling its spouts per round, so ticks, timeouts and "
+            "commands stay on time however slow a spout is"),
+    Setting("squall.max.tuple.bytes", 16 * 1024 * 1024,
+            "largest tuple (serialized) that may cross workers; a larger one fails at emit"),
+    Setting("squall.task.stuck.secs", 30,
+            "a task inside one call of its code this long is reported as stuck, with its "
+            "stack (0 turns the watchdog off)"),
+    Setting("squall.backpressure.cycle.secs", 30,
+            "a worker throttled this long while the graph has a cycle is reported"),
     Setting(SQUALL_SPOUT_MAX_RETRIES, None,
             "failures of one spout msg id before it is given up (error reported, spout's ack "
             "called); None: the spout's fail decides forever"),

@@ -45,7 +45,7 @@ class ShellBolt(ShellComponent, Bolt):
         self._max_pending = int(conf.get(MAX_PENDING_KEY) or DEFAULT_MAX_PENDING)
         self._inputs: dict[str, Tuple] = {}  # id sent -> input, until acked or failed
         self._backlog: deque[Tuple] = deque()
-        self._heartbeat: tuple[float, int] | None = None  # (sent at, messages heard then)
+        self._heartbeat: tuple[float, int, float] | None = None  # the question outstanding
         self._start_shell(conf, context, collector)
 
     def execute(self, tup: Tuple) -> None:
@@ -98,14 +98,14 @@ class ShellBolt(ShellComponent, Bolt):
 
     def _check_heartbeat(self, now: float) -> None:
         # one heartbeat outstanding at a time; anything heard since answers it (as Storm's)
-        silent = self._silent_since(self._heartbeat, now)
-        if silent > self._timeout:
-            self._die(f"answered no heartbeat and sent nothing for {silent:g} s "
-                      f"(topology.subprocess.timeout.secs={self._timeout:g})")
-            return
-        if self._heartbeat is not None and silent:
-            return  # still waiting for the answer to the last one
-        self._heartbeat = (now, self._heard)
+        outstanding = self._heartbeat
+        if outstanding is not None and self._heard == outstanding[1]:
+            silent = self._silent_since(outstanding, now)
+            if silent > self._timeout:
+                self._die(f"answered no heartbeat and sent nothing for {silent:g} s "
+                          f"(topology.subprocess.timeout.secs={self._timeout:g})")
+            return  # still waiting for the answer
+        self._heartbeat = self._mark()
         self._send({"id": str(getrandbits(63)), "comp": None, "stream": HEARTBEAT_STREAM,
                     "task": SYSTEM_TASK_ID, "tuple": []})
 

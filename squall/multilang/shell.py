@@ -38,6 +38,9 @@ TIMEOUT_KEY = "topology.subprocess.timeout.secs"
 DEFAULT_TIMEOUT_SECS = 30.0
 HEARTBEAT_PERIOD_SECS = 1.0
 MAX_BACKOFF_SECS = 30.0
+# A subprocess lives in real time: under simulated time, which may jump faster than it can
+# answer, a question counts as unanswered only once this many real seconds passed too.
+ANSWER_GRACE_REAL_SECS = 1.0
 # Storm's log levels in "log" messages (trace, debug, info, warn, error)
 _LOG_LEVELS = {0: logging.DEBUG, 1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING,
                4: logging.ERROR}
@@ -328,12 +331,19 @@ class ShellComponent:
     def _check_heartbeat(self, now: float) -> None:
         """Once a second while running: die if silent for too long."""
 
-    def _silent_since(self, mark: tuple[float, int] | None, now: float) -> float:
-        """Seconds since ``mark`` (time, messages heard then) if nothing was heard since, else 0.
+    def _mark(self) -> tuple[float, int, float]:
+        """A question sent now: (runtime clock, messages heard so far, real clock)."""
+        return (clock.monotonic(), self._heard, time.monotonic())
+
+    def _silent_since(self, mark: tuple[float, int, float] | None, now: float) -> float:
+        """Seconds since ``mark`` if nothing was heard since, else 0.
 
         Counting messages rather than comparing times keeps a healthy subprocess alive
-        when simulated time jumps: only a question left unanswered across the jump counts.
+        when simulated time jumps: only a question left unanswered across the jump counts,
+        and only after ``ANSWER_GRACE_REAL_SECS`` of real time (it answers in real time).
         """
         if mark is None or self._heard != mark[1]:
+            return 0.0
+        if time.monotonic() - mark[2] < min(ANSWER_GRACE_REAL_SECS, self._timeout):
             return 0.0
         return now - mark[0]

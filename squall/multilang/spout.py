@@ -10,7 +10,6 @@ from squall.api.components import Spout
 from squall.api.context import TopologyContext
 from squall.multilang.errors import MultilangError
 from squall.multilang.shell import ShellComponent
-from squall.runtime import clock
 
 
 def _key(msg_id: Any) -> Any:
@@ -41,7 +40,7 @@ class ShellSpout(ShellComponent, Spout):
         self._waiting: dict | None = None  # the command whose sync is owed
         self._live: set[Any] = set()  # msg ids emitted by the current subprocess
         self._active = False
-        self._asked: tuple[float, int] | None = None
+        self._asked: tuple[float, int, float] | None = None
         self._start_shell(conf, context, collector)
 
     def close(self) -> None:
@@ -100,7 +99,7 @@ class ShellSpout(ShellComponent, Spout):
         assert self._proc is not None
         self._proc.send(command)
         self._waiting = command
-        self._asked = (clock.monotonic(), self._heard)  # the timeout counts from the question
+        self._asked = self._mark()  # the timeout counts from the question
 
     def _on_running(self) -> None:
         self._pump(want_next=False)
@@ -125,7 +124,7 @@ class ShellSpout(ShellComponent, Spout):
             raise MultilangError(f"expected a command, got {message!r:.200}")
         command = message["command"]
         if self._waiting is not None:  # any message shows it is alive (Storm's setHeartbeat)
-            self._asked = (clock.monotonic(), self._heard)
+            self._asked = self._mark()
         if command == "sync":
             self._waiting = None
             self._pump(want_next=False)

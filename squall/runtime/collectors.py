@@ -155,10 +155,16 @@ class SpoutOutputCollector(_Emitter):
             return
         root = task.new_root()
         ack_val = 0
-        for t in targets:
-            edge = getrandbits(64)
-            ack_val ^= edge
-            worker.deliver(t, task, stream, values, {root: edge})
+        try:
+            for t in targets:
+                edge = getrandbits(64)
+                ack_val ^= edge
+                worker.deliver(t, task, stream, values, {root: edge})
+        except Exception:
+            # never tracked, so no ack or timeout would ever come: fail it (after
+            # next_tuple returns), so the spout's message is not silently lost
+            task.fail_soon(msg_id)
+            raise
         task.track(root, msg_id)
         worker.deliver(task.acker_for(root), task, ACK_INIT, [root, ack_val, task.task_id], None)
 

@@ -135,12 +135,20 @@ class SpoutTask(Task):
         max_pending = conf.get("topology.max.spout.pending")
         self.max_pending: int | None = int(max_pending) if max_pending else None
         self._ack_soon: list[Any] = []
+        self._fail_soon: list[Any] = []  # tracked emits that could not be sent
         self.active = False
         retries = conf.get("squall.spout.max.retries")
         # the system's own spouts (checkpoints) decide their replays themselves
         system = component.startswith(("$", "__"))
         self.max_retries: int | None = None if retries is None or system else int(retries)
         self._failures: dict[Any, int] = {}  # msg id -> failures so far, while it has some
+        # Storm's WaitStrategyProgressive: how long to leave a spout that emitted nothing
+        self.calls = 0  # next_tuple calls so far
+        self.idle_streak = 0
+        self.idle_until = 0.0  # time.perf_counter() before which next_tuple is not called
+        self._level1 = int(conf.get("topology.spout.wait.progressive.level1.count") or 0)
+        self._level2 = self._level1 + int(conf.get("topology.spout.wait.progressive.level2.count") or 0)
+        self._level3 = float(conf.get("topology.spout.wait.progressive.level3.sleep.millis", 1)) / 1000.0
 
     def start(self) -> None:
         """Open the spout."""
@@ -169,13 +177,25 @@ class SpoutTask(Task):
     def next_tuple(self) -> int:
         """Call ``next_tuple`` once; returns how many tuples it emitted."""
         before = self.metrics.emitted
+        self.calls += 1
         try:
             self.spout.next_tuple()
         except Exception as e:  # noqa: BLE001 - user code: report, carry on
             self.worker.report_error(self, e)
         if self._ack_soon:
             self._run_acks_soon()
+        if self._fail_soon:
+            pending, self._fail_soon = self._fail_soon, []
+            for msg_id in pending:
+                self._failed(msg_id)
         return self.metrics.emitted - before
+
+    def went_idle(self, now: float) -> None:
+        """``next_tuple`` emitted nothing at real time ``now``: wait progressively longer."""
+        streak = self.idle_streak = self.idle_streak + 1
+        if streak <= self._level1:
+            return  # asked again next round
+        self.idle_until = now + (0.0001 if streak <= self._level2 else self._level3)
 
     def track(self, root: int, msg_id: Any) -> None:
         """Remember a tracked emit until its tree is acked, failed or timed out."""
@@ -184,6 +204,13 @@ class SpoutTask(Task):
     def ack_soon(self, msg_id: Any) -> None:
         """Ack ``msg_id`` once ``next_tuple`` returns (acking off, or no subscriber)."""
         self._ack_soon.append(msg_id)
+
+    def fail_soon(self, msg_id: Any) -> None:
+        """Fail ``msg_id`` once ``next_tuple`` returns (its emit could not be sent).
+
+        Never inside ``next_tuple``: a spout's ``fail`` must not run re-entrantly.
+        """
+        self._fail_soon.append(msg_id)
 
     def _run_acks_soon(self) -> None:
         pending, self._ack_soon = self._ack_soon, []

@@ -8,12 +8,15 @@ worker -> master
                   up and its receive socket is bound at ``address``; ``proof`` is the tag
                   of its identity under the topology's secret (see ``transport``).
     ``started``   {worker, launch, error}: its tasks are open (error None) or failed to open.
-    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames}: alive; task metrics;
-                  new errors; frames dropped for lacking the topology's secret.
+    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames, stuck}: alive; task
+                  metrics; new errors; frames dropped for lacking the topology's secret;
+                  its tasks stuck in one call now.
+    ``applied``   {seq}: the activate/deactivate ``seq`` took effect (spouts told; no
+                  ``next_tuple`` starts after a deactivate).
 master -> worker
     ``welcome``   {addresses, active}: registration accepted; the peers' addresses.
     ``addresses`` {addresses}: the address map changed (a worker came back elsewhere).
-    ``activate`` / ``deactivate``: spouts on or off.
+    ``activate`` / ``deactivate`` {seq}: spouts on or off; answered with ``applied``.
     ``stop``      {graceful}: stop the tasks and end the Spark task.
     ``reject``    {reason}: registration refused (a newer launch of that worker exists).
     ``ack``       : the master is alive (answers each heartbeat).
@@ -39,6 +42,7 @@ DEACTIVATE = "deactivate"
 STOP = "stop"
 REJECT = "reject"
 ACK = "ack"
+APPLIED = "applied"
 
 # Recent complete latencies shipped per spout task and heartbeat: enough for p50/p99.
 LATENCY_SAMPLES = 2000

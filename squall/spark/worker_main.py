@@ -213,7 +213,9 @@ class _MasterLink:
                 sent_errors = errors.total
                 metrics = [co.metrics_to_dict(t.metrics) for t in list(worker.tasks.values())]
                 self.send(co.HEARTBEAT, metrics=metrics, errors=errors.list()[-new:] if new else [],
-                          rejected_frames=transport.rejected_frames)
+                          rejected_frames=transport.rejected_frames,
+                          stuck=[dict(s) for s in list(worker.stuck.values())],
+                          corrupt_frames=worker.corrupt_frames)
                 next_beat = now + spec.heartbeat_secs
             msg = self.recv(max(0.0, next_beat - time.monotonic()))
             if msg is not None:
@@ -221,7 +223,10 @@ class _MasterLink:
                 if t == co.ADDRESSES:
                     transport.set_peers(msg["addresses"])
                 elif t in (co.ACTIVATE, co.DEACTIVATE):
-                    worker.set_active(t == co.ACTIVATE)
+                    # confirmed only once applied: the master's deactivate returns then, and
+                    # no next_tuple starts after it (at most one spout call away)
+                    if worker.set_active(t == co.ACTIVATE).wait(STOP_TIMEOUT):
+                        self.send(co.APPLIED, seq=int(msg.get("seq") or 0))
                 elif t in (co.STOP, co.REJECT):
                     worker.stop(graceful=bool(msg.get("graceful", True)))
                     if not worker.join(STOP_TIMEOUT):

@@ -125,3 +125,16 @@ def test_log_and_metrics_commands(caplog):
                 if r.name == "squall.multilang.split" and r.levelno == logging.WARNING]
     assert any("note: log this line" in r.getMessage() for r in warnings)
     assert {"words": 4} in [b.shell_metrics for b in bolts]
+
+
+def test_a_shell_bolt_on_a_thread_of_its_own():
+    # set_threaded(): call_soon must reach the task's own thread, not the loop's
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout(SENTENCES), 1)
+    b.set_bolt("split", pystorm_split(), 2).shuffle_grouping("spout").set_threaded()
+    b.set_bolt("count", CountBolt(), 2).fields_grouping("split", Fields("word"))
+    with LocalCluster() as cluster:
+        cluster.submit_topology("thr", Config(), b.create_topology())
+        assert wait_for(lambda: acked() == [0, 1, 2])
+        assert wait_for(lambda: counted() == WORDS)
+        assert cluster.get_topology_info("thr")["errors"] == []

@@ -104,6 +104,7 @@ def test_a_hung_subprocess_is_restarted_after_the_timeout_on_simulated_time(tmp_
             time.sleep(0.02)
         time.sleep(0.2)
         assert died(cluster) == [] and failed() == []
+        time.sleep(1)  # the subprocess had real time to answer, too
         for _ in range(3):  # past 30 s: killed, its tuple failed
             sim.advance(1)
             time.sleep(0.05)
@@ -140,8 +141,41 @@ def test_one_jump_of_simulated_time_past_the_timeout_restarts_a_hung_subprocess(
         sim.advance(1)  # the heartbeat the hung subprocess will never answer
         time.sleep(0.2)
         sim.advance(30)  # exactly the timeout: not yet (Storm's test is "more than")
-        time.sleep(0.3)
+        time.sleep(1)  # the subprocess had real time to answer, too
         assert died(cluster) == []
         sim.advance(1)
         assert wait_for(lambda: acked() == [0, 1])
         assert len(died(cluster)) == 1
+
+
+def test_hung_subprocess_with_the_testing_kit(tmp_path):
+    from squall.testing import simulated_time
+
+    items = [["hang on a moment"], ["then carry on"]]
+    conf = Config()
+    conf["topology.subprocess.timeout.secs"] = 20
+    conf.set_message_timeout_secs(300)  # only the subprocess timeout may act here
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology("ml", conf, build(items, tmp_path / "m", parallelism=2))
+        assert wait_for(lambda: acked() == [1])
+        cluster.advance_time(21)  # the heartbeat sent at 1 s is unanswered at 21 s: not yet
+        assert died(cluster) == [] and failed() == []
+        time.sleep(1)  # it answers in real time: a question counts after a real second too
+        cluster.advance_time(1)
+        assert wait_for(lambda: failed() == [0] and acked() == [0, 1])
+        assert len(died(cluster)) == 1
+
+
+def test_healthy_subprocesses_survive_fast_simulated_steps(tmp_path):
+    # advance_time steps faster than a subprocess answers: answers come late, not never
+    from squall.testing import simulated_time
+
+    conf = Config()
+    conf["topology.subprocess.timeout.secs"] = 5
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology("ml", conf, build([["one two"], ["three four"]], tmp_path / "m", 2))
+        assert wait_for(lambda: acked() == [0, 1])
+        cluster.advance_time(60)
+        time.sleep(0.5)
+        cluster.advance_time(5)
+        assert died(cluster) == []

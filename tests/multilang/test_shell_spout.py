@@ -98,7 +98,7 @@ def test_a_spout_subprocess_that_owes_a_sync_too_long_is_restarted(tmp_path):
         assert wait_for(lambda: "ack 2" in log_lines(log))
         (first,) = os.listdir(pids)
         os.kill(int(first), signal.SIGSTOP)  # the subprocess this test started
-        time.sleep(0.2)
+        time.sleep(1.2)  # a question counts as unanswered after a real second too
         for _ in range(7):
             sim.advance(1)
             time.sleep(0.05)
