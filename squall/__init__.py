@@ -22,6 +22,7 @@ _EXPORTS = {
     "BasicBolt": "squall.api.components",
     "StatefulBolt": "squall.api.components",
     "CustomStreamGrouping": "squall.api.components",
+    "GlobalStreamId": "squall.api.components",
     "OutputFieldsDeclarer": "squall.api.components",
     "AsyncBolt": "squall.api.asyncbolt",
     "TopologyBuilder": "squall.api.builder",
@@ -36,6 +37,7 @@ _EXPORTS = {
     "NotAliveError": "squall.api.errors",
     "AlreadyAliveError": "squall.api.errors",
     "LocalCluster": "squall.local.cluster",
+    "PartialKeyGrouping": "squall.runtime.groupings",
     "submit_topology": "squall.cli.remote",
 }
 
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
         BasicBolt,
         Bolt,
         CustomStreamGrouping,
+        GlobalStreamId,
         OutputFieldsDeclarer,
         Spout,
         StatefulBolt,
@@ -66,6 +69,7 @@ if TYPE_CHECKING:
     from squall.api.tuple import Tuple
     from squall.cli.remote import submit_topology
     from squall.local.cluster import LocalCluster
+    from squall.runtime.groupings import PartialKeyGrouping
 
 
 def __getattr__(name: str) -> Any:

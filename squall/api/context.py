@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from squall.api.components import GlobalStreamId
 from squall.api.fields import Fields
 from squall.api.tuple import DEFAULT_STREAM
 
@@ -39,8 +40,14 @@ class WorkerTopologyContext:
         """Streams declared by ``component``."""
         return sorted(self._plan.streams.get(component, {}))
 
-    def get_component_output_fields(self, component: str, stream: str = DEFAULT_STREAM) -> Fields:
-        """Fields of ``component``'s ``stream``; ``KeyError`` naming both if undeclared."""
+    def get_component_output_fields(self, component: str | GlobalStreamId,
+                                    stream: str = DEFAULT_STREAM) -> Fields:
+        """Fields of ``component``'s ``stream``; ``KeyError`` naming both if undeclared.
+
+        ``component`` may be a ``GlobalStreamId`` (as Storm's overload), which names both.
+        """
+        if isinstance(component, tuple):
+            component, stream = component
         try:
             return self._plan.streams[component][stream].fields
         except KeyError:

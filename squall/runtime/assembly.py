@@ -10,12 +10,18 @@ import cloudpickle
 
 from squall.api.asyncbolt import AsyncBolt
 from squall.api.components import BasicBolt, Bolt, Spout, StatefulBolt
+from squall.api.config import (
+    TOPOLOGY_DISABLE_LOADAWARE_MESSAGING,
+    TOPOLOGY_LOCALITYAWARE_HIGHER_BOUND,
+    TOPOLOGY_LOCALITYAWARE_LOWER_BOUND,
+    task_conf,
+)
 from squall.api.context import TopologyContext, WorkerTopologyContext
 from squall.api.errors import TopologyStartError
 from squall.runtime.checkpoint import CHECKPOINT_STREAM, Barrier
 from squall.runtime.collectors import StreamRoute
 from squall.runtime.plan import ACKER, SYSTEM
-from squall.runtime.routing import DirectOnly, make_router
+from squall.runtime.routing import DirectOnly, LoadAwareness, make_router
 from squall.runtime.stateful import StatefulBoltTask
 from squall.runtime.tasks import AckerTask, BoltTask, SpoutTask, Task
 
@@ -36,7 +42,7 @@ def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
     if comp == ACKER:
         return AckerTask(worker, task_id, comp, ctx, worker.conf)
     spec = worker.topology.components[comp]
-    conf = {**worker.conf, **spec.conf}
+    conf = task_conf(worker.conf, spec.conf)
     try:
         obj = cloudpickle.loads(spec.payload)
     except Exception as e:  # noqa: BLE001 - any unpickling failure stops the start
@@ -84,6 +90,7 @@ def make_routes(worker: Worker, comp: str, task_id: int, ctx: WorkerTopologyCont
                 local: set[int]) -> dict[str, StreamRoute]:
     """Per declared stream of ``comp``: its arity and the routers of its subscribers."""
     topology, plan = worker.topology, worker.plan
+    load = load_awareness(worker)
     routes = {}
     for stream, sdef in topology.components[comp].streams.items():
         routers = []
@@ -94,7 +101,7 @@ def make_routes(worker: Worker, comp: str, task_id: int, ctx: WorkerTopologyCont
             router = make_router(
                 grouping, task=task_id, targets=plan.component_tasks[sub],
                 local_tasks=local, stream=stream, stream_fields=sdef.fields,
-                context=ctx, component=sub,
+                context=ctx, component=sub, source=comp, load=load,
             )
             if isinstance(router, DirectOnly):
                 direct = DirectOnly(sorted(set(direct.targets if direct else ()) | router.targets))
@@ -104,3 +111,21 @@ def make_routes(worker: Worker, comp: str, task_id: int, ctx: WorkerTopologyCont
             direct = direct or DirectOnly([])
         routes[stream] = StreamRoute(stream, len(sdef.fields), routers, direct)
     return routes
+
+
+def load_awareness(worker: Worker) -> LoadAwareness | None:
+    """How shuffles of ``worker`` see its queues; None when load-aware messaging is disabled."""
+    conf = worker.conf
+    if conf.get(TOPOLOGY_DISABLE_LOADAWARE_MESSAGING):
+        return None
+    capacity = float(conf.get("topology.executor.receive.buffer.size") or 32768)
+    tasks = worker.tasks  # filled by the time anything is emitted
+
+    def mean_load(targets: list[int]) -> float:
+        return sum(len(tasks[t].inbox) for t in targets) / (capacity * len(targets))
+
+    return LoadAwareness(
+        mean_load,
+        high=float(conf.get(TOPOLOGY_LOCALITYAWARE_HIGHER_BOUND, 0.8)),
+        low=float(conf.get(TOPOLOGY_LOCALITYAWARE_LOWER_BOUND, 0.2)),
+    )

@@ -106,6 +106,7 @@ class AsyncBoltTask(BoltTask):
         """Prepare the bolt, then ``prepare_async`` on the worker's event loop."""
         super().start()
         self.runner = self.real.async_runner()
+        self.owner = self.runner.thread.ident or 0  # execute runs on the event loop's thread
         bolt: Any = self.bolt
         self.runner.submit(self._prepare_async(bolt)).result(START_TIMEOUT)
 

@@ -6,6 +6,7 @@ A collector belongs to one task and is called from that task's thread only.
 from __future__ import annotations
 
 from random import getrandbits
+from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
 from squall.api.errors import FailedException
@@ -117,6 +118,15 @@ class _Emitter:
         """Report ``error`` as an error of this component (log, UI, topology info)."""
         self._worker.report_error(self._task, error)
 
+    def _foreign(self, call: str) -> None:
+        """Refuse a call from a thread other than the task's (RELIABILITY E10)."""
+        raise RuntimeError(
+            f"component {self._component!r} task {self._task.task_id}: {call} was called from "
+            f"thread {get_ident()}, not the task's own thread; collectors are not thread-safe: "
+            f"call them from execute/next_tuple, or use set_threaded() or AsyncBolt for work "
+            f"that waits"
+        )
+
 
 class SpoutOutputCollector(_Emitter):
     """Emits spout tuples; a ``msg_id`` makes the tuple tracked by the ackers."""
@@ -127,6 +137,9 @@ class SpoutOutputCollector(_Emitter):
 
     def emit(self, values: list, stream: str = DEFAULT_STREAM, msg_id: Any = None) -> list[int]:
         """Emit ``values`` on ``stream``; returns the target task ids."""
+        owner = self._task.owner
+        if owner and owner != get_ident():
+            self._foreign("emit")
         route, values, targets = self._route(stream, values)
         self._send(route.stream, values, targets, msg_id)
         return list(targets)  # routers reuse their lists; the caller gets its own
@@ -180,6 +193,9 @@ class OutputCollector(_Emitter):
     def emit(self, values: list, anchors: Tuple | list[Tuple] | None = None,
              stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to ``anchors``; returns target task ids."""
+        owner = self._task.owner
+        if owner and owner != get_ident():
+            self._foreign("emit")
         route, values, targets = self._route(stream, values)
         self._send(route.stream, values, targets, anchors)
         return list(targets)
@@ -236,6 +252,9 @@ class OutputCollector(_Emitter):
 
     def ack(self, tup: Tuple) -> None:
         """The input ``tup`` is done; its tree completes when all its tuples are."""
+        owner = self._task.owner
+        if owner and owner != get_ident():
+            self._foreign("ack")
         if tup._done:
             return
         tup._done = True
@@ -254,6 +273,9 @@ class OutputCollector(_Emitter):
 
     def fail(self, tup: Tuple) -> None:
         """``tup`` failed: its whole tree fails at once and the spout may replay it."""
+        owner = self._task.owner
+        if owner and owner != get_ident():
+            self._foreign("fail")
         if tup._done:
             return
         tup._done = True

@@ -23,6 +23,7 @@ cdef class Task:
     cdef public list _local_slots
     cdef public bint acking
     cdef public bint inline
+    cdef public unsigned long owner
     cdef dict __dict__
     cdef object __weakref__
     cpdef object new_root(self)

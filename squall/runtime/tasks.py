@@ -62,6 +62,9 @@ class Task:
         self._local_ackers: list[AckerTask | None] = [None] * len(ackers)
         self._local_slots: list[int] = []
         self.acking = bool(ackers)
+        # the thread that calls this task's code, once it runs (0: not yet, or a test
+        # driving it by hand); collectors refuse calls from any other thread
+        self.owner = 0
         # True for tasks whose ``apply`` runs no user code and so may be called in place of
         # queueing (the acker): saves a tuple, a queue round trip and a dispatch per ack.
         self.inline = False

@@ -158,6 +158,7 @@ class TaskThread:
     # ---- the task's thread -------------------------------------------------------------
 
     def _main(self) -> None:
+        self.task.owner = threading.get_ident()
         try:
             self.task.start()
         except BaseException as e:  # noqa: BLE001 - handed to the worker, which stops the start

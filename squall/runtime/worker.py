@@ -466,7 +466,8 @@ class Worker:
 
         A task with a thread of its own is opened on that thread.
         """
-        self.build()
+        if not self.tasks:
+            self.build()
         own = {th.task.task_id: th for th in self.threads}
         for th in self.threads:
             th.start()
@@ -546,6 +547,10 @@ class Worker:
 
     def _main(self) -> None:
         try:
+            self.build()
+            me = threading.get_ident()
+            for task in self.tasks.values():
+                task.owner = me  # threaded and async tasks set their own thread
             self.open_tasks()
         except BaseException as e:  # noqa: BLE001 - handed to whoever waits for the start
             for th in self.threads:

@@ -211,3 +211,46 @@ def test_a_threaded_spout_keeps_every_contract_on_its_own_thread():
         cluster.kill_topology("t")
     assert RECORD["violation"] == []
     assert set(RECORD["spout.thread"]) == {"squall-task-src-3"}
+
+
+class AcksFromItsOwnThread(Bolt):
+    """Hands each tuple to a thread of its own making, which tries to emit and ack it."""
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    def execute(self, tup):
+        def work():
+            for call in (lambda: self.collector.emit([tup[0]], anchors=tup),
+                         lambda: self.collector.ack(tup), lambda: self.collector.fail(tup)):
+                try:
+                    call()
+                except RuntimeError as e:
+                    record("refused", str(e))
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        self.collector.ack(tup)  # from the task's thread: fine
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("value"))
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_e10_collectors_refuse_calls_from_other_threads_clearly(threaded):
+    feeder = FeederSpout(Fields("value"))
+    b = TopologyBuilder()
+    b.set_spout("in", feeder, 1)
+    bolt = b.set_bolt("own", AcksFromItsOwnThread(), 1).shuffle_grouping("in")
+    if threaded:
+        bolt.set_threaded()
+    conf = Config()
+    conf.set_num_workers(1)
+    with LocalCluster() as cluster:
+        tracked = tracked_topology(cluster, "t", conf, b.create_topology())
+        feeder.feed([1], msg_id=1)
+        tracked.wait_idle(timeout=30)
+    assert feeder.acked == [1]  # the one ack from the task's thread counted, once
+    assert len(RECORD["refused"]) == 3
+    assert all("not the task's own thread" in m and "component 'own' task 2" in m
+               for m in RECORD["refused"])

@@ -72,6 +72,7 @@ class _FakeTask:
         self.worker, self.component, self.task_id = worker, component, task_id
         self.metrics = TaskMetrics(component, task_id)
         self.acking = acking
+        self.owner = 0  # driven by hand from the test's thread
         self.tracked: dict[int, object] = {}
         self.soon: list[object] = []
 
