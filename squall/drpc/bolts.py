@@ -14,6 +14,7 @@ from squall.api.tuple import DEFAULT_STREAM, Tuple
 from squall.drpc.client import DRPCInvocationsClient, token_from
 from squall.drpc.errors import DRPCExecutionError
 from squall.drpc.local import lookup
+from squall.runtime import clock
 
 log = logging.getLogger("squall.drpc")
 ARGS_STREAM = DEFAULT_STREAM
@@ -41,7 +42,11 @@ class PrepareRequest(BasicBolt):
 
 
 class JoinResult(Bolt):
-    """Pairs each result with its request's return info: ``[result, return-info]``."""
+    """Pairs each result with its request's return info: ``[result, return-info]``.
+
+    A half that waits longer than twice ``topology.message.timeout.secs`` belongs to a
+    request whose tree has failed or timed out already: it is failed and forgotten.
+    """
 
     def __init__(self, return_component: str) -> None:
         self.return_component = return_component
@@ -51,20 +56,37 @@ class JoinResult(Bolt):
         self._collector = collector
         self._returns: dict[Any, Tuple] = {}
         self._results: dict[Any, Tuple] = {}
+        self._since: dict[Any, float] = {}  # request id -> when its first half arrived
+        self._max_wait = 2.0 * float(conf.get("topology.message.timeout.secs") or 30)
 
     def execute(self, tup: Tuple) -> None:
         """Keep ``tup`` until its partner arrives; then emit both as one, anchored to both."""
+        self._expire()
         rid = tup.values[0]
         if tup.component == self.return_component:
             self._returns[rid] = tup
         else:
             self._results[rid] = tup
+        self._since.setdefault(rid, clock.monotonic())
         if rid in self._returns and rid in self._results:
             result, returner = self._results.pop(rid), self._returns.pop(rid)
+            del self._since[rid]
             self._collector.emit([str(result.values[1]), returner.values[1]],
                                  anchors=[result, returner])
             self._collector.ack(result)
             self._collector.ack(returner)
+
+    def _expire(self) -> None:
+        cutoff = clock.monotonic() - self._max_wait
+        while self._since:
+            rid, since = next(iter(self._since.items()))
+            if since > cutoff:
+                return
+            del self._since[rid]
+            for waiting in (self._returns, self._results):
+                tup = waiting.pop(rid, None)
+                if tup is not None:
+                    self._collector.fail(tup)
 
     def declare_output_fields(self, declarer: Any) -> None:
         """``result``, ``return-info``."""

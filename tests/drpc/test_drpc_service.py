@@ -109,3 +109,34 @@ def test_close_fails_outstanding_requests_with_shutdown():
     assert info.value.type == "SERVER_SHUTDOWN"
     with pytest.raises(DRPCExecutionError):
         server.execute("f", "b")
+
+
+def test_join_result_forgets_halves_of_requests_that_died():
+    from squall.drpc.bolts import JoinResult
+    from squall.testing import test_tuple
+
+    class Collector:
+        def __init__(self):
+            self.emitted, self.acked, self.failed = [], [], []
+
+        def emit(self, values, anchors=None, stream="default"):
+            self.emitted.append(values)
+
+        def ack(self, tup):
+            self.acked.append(tup)
+
+        def fail(self, tup):
+            self.failed.append(tup)
+
+    with clock.simulation() as sim:
+        bolt, out = JoinResult("prepare-request"), Collector()
+        bolt.prepare({"topology.message.timeout.secs": 10}, None, out)
+        lost = test_tuple([1, "info-1"], component="prepare-request", stream="ret")
+        bolt.execute(lost)  # its result never comes: the request's tree failed
+        sim.advance(15)
+        bolt.execute(test_tuple([2, "info-2"], component="prepare-request", stream="ret"))
+        assert out.failed == []
+        sim.advance(6)  # 21 s > 2 x 10 s: the first half is given up
+        bolt.execute(test_tuple([2, "forty-two"], component="bolt3"))
+        assert out.failed == [lost]
+        assert out.emitted == [["forty-two", "info-2"]]
