@@ -38,6 +38,8 @@ def load_or_create_token(path: str | os.PathLike[str]) -> str:
     """The token in ``path``; a new random one written there (mode 0600) if missing."""
     p = Path(path)
     if p.exists():
+        if p.stat().st_mode & 0o077:
+            log.warning("DRPC token file %s is readable by others (chmod 600 it)", p)
         token = p.read_text().strip()
         if not token:
             raise ValueError(f"DRPC token file {str(p)!r} is empty")
@@ -109,6 +111,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         srv = self.server_ref
         if not srv.authorized(self.headers.get("Authorization")):
+            self.close_connection = True  # its body is left unread
             self._reply(401, {"error": "missing or wrong DRPC token", "type": "UNAUTHORIZED"})
             return
         try:
@@ -161,6 +164,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            if self.close_connection:
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
         except OSError:
