@@ -126,9 +126,9 @@ class DRPCInvocationsClient(_HttpClient):
         super().__init__(host, port, token)
         self.timeout = timeout
 
-    def fetch_request(self, function: str) -> tuple[str, str] | None:
-        """The next request of ``function`` as (id, args), or None."""
-        reply = self._post("/drpc/fetch", {"function": function}, self.timeout)
+    def fetch_request(self, function: str, wait: float = 0.0) -> tuple[str, str] | None:
+        """The next request of ``function`` as (id, args), or None; ``wait`` long-polls."""
+        reply = self._post("/drpc/fetch", {"function": function, "wait": wait}, self.timeout + wait)
         return (str(reply["id"]), reply["args"]) if reply.get("id") else None
 
     def return_result(self, request_id: str, result: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -48,6 +49,7 @@ class DRPC:
         self._queues: dict[str, deque[_Request]] = {}
         self._requests: dict[str, _Request] = {}
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # a request was queued
         self._ids = itertools.count(1)
         self._closed = False
         self._sim: clock.SimulatedClock | None = None
@@ -91,22 +93,31 @@ class DRPC:
                 self._sim = sim
             self._requests[req.id] = req
             self._queues.setdefault(function, deque()).append(req)
+            self._arrived.notify_all()
         return req
 
     def _timeout_of(self, function: str, timeout: float | None) -> float:
         secs = self._timeouts.get(function, self.timeout_secs)
         return secs if timeout is None else min(secs, float(timeout))
 
-    def fetch_request(self, function: str) -> tuple[str, str] | None:
-        """The oldest queued request of ``function`` as (id, args), or None."""
+    def fetch_request(self, function: str, wait: float = 0.0) -> tuple[str, str] | None:
+        """The oldest queued request of ``function`` as (id, args), or None.
+
+        ``wait`` (real seconds) long-polls: an empty queue is waited on that long.
+        """
+        deadline = time.monotonic() + wait
         with self._lock:
-            queue = self._queues.get(function)
-            while queue:
-                req = queue.popleft()
-                if not req.done.is_set():
-                    req.fetched = True
-                    return req.id, req.args
-        return None
+            while True:
+                queue = self._queues.get(function)
+                while queue:
+                    req = queue.popleft()
+                    if not req.done.is_set():
+                        req.fetched = True
+                        return req.id, req.args
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed:
+                    return None
+                self._arrived.wait(left)
 
     def return_result(self, request_id: str, result: str) -> None:
         """The topology's answer to ``request_id`` (ignored once the request is gone)."""
@@ -145,6 +156,7 @@ class DRPC:
         """Fail every outstanding request (``SERVER_SHUTDOWN``) and refuse new ones."""
         with self._lock:
             self._closed = True
+            self._arrived.notify_all()
             requests = list(self._requests.values())
             if self._sim is not None:
                 self._sim.remove_listener(self.expire_due)

@@ -6,10 +6,11 @@ call needs ``Authorization: Bearer <token>``; the token is compared in constant 
 never logged or sent back. The server binds 127.0.0.1 unless told otherwise.
 
 Endpoints (POST, JSON bodies): ``/drpc/execute`` ``{"function", "args", "timeout"?}`` ->
-``{"result"}``; ``/drpc/fetch`` ``{"function"}`` -> ``{"id", "args"}`` (``id`` empty when
-nothing waits, as Storm's); ``/drpc/result`` ``{"id", "result"}``; ``/drpc/fail``
-``{"id", "reason"?}``. Errors: ``{"error", "type"}`` with 401 (token), 400 (bad request),
-504 (``SERVER_TIMEOUT``), 500 (other ``DRPCExecutionError`` types).
+``{"result"}``; ``/drpc/fetch`` ``{"function", "wait"?}`` -> ``{"id", "args"}`` (``id``
+empty when nothing came within ``wait`` seconds, at most 5, as Storm's); ``/drpc/result``
+``{"id", "result"}``; ``/drpc/fail`` ``{"id", "reason"?}``. Errors: ``{"error", "type"}``
+with 401 (token), 400 (bad request), 504 (``SERVER_TIMEOUT``), 500 (other
+``DRPCExecutionError`` types).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ log = logging.getLogger("squall.drpc")
 DEFAULT_PORT = 3772
 PORT_KEY = "drpc.port"
 MAX_BODY_BYTES = 16 * 1024 * 1024
+MAX_FETCH_WAIT_SECS = 5.0  # how long a fetch may long-poll for a request
 
 
 def load_or_create_token(path: str | os.PathLike[str]) -> str:
@@ -148,7 +150,8 @@ class _Handler(BaseHTTPRequestHandler):
                                   float(timeout) if timeout is not None else None)
             return {"result": result}
         if path == "/drpc/fetch":
-            got = drpc.fetch_request(str(body["function"]))
+            wait = min(max(float(body.get("wait") or 0.0), 0.0), MAX_FETCH_WAIT_SECS)
+            got = drpc.fetch_request(str(body["function"]), wait)
             return {"id": got[0], "args": got[1]} if got else {"id": "", "args": ""}
         if path == "/drpc/result":
             drpc.return_result(str(body["id"]), str(body["result"]))

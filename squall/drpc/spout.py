@@ -11,16 +11,13 @@ from squall.api.context import TopologyContext
 from squall.api.fields import Fields
 from squall.drpc.client import DRPCInvocationsClient, token_from
 from squall.drpc.core import TIMEOUT_KEY
-from squall.drpc.errors import DRPCExecutionError
+from squall.drpc.fetcher import Fetcher
 from squall.drpc.local import LocalDRPC, lookup
 from squall.drpc.server import DEFAULT_PORT, PORT_KEY
-from squall.runtime import clock
 
 log = logging.getLogger("squall.drpc")
 SERVERS_KEY = "drpc.servers"
 INVOCATIONS_PORT_KEY = "drpc.invocations.port"
-MAX_BACKOFF_SECS = 30.0
-FAIL_RETRIES = 3
 
 
 def return_info(request_id: str, host: str, port: int) -> str:
@@ -34,8 +31,10 @@ class DRPCSpout(Spout):
     With a ``LocalDRPC`` it reads that service (same process); otherwise it polls every
     server of ``drpc.servers`` on ``drpc.invocations.port`` (else ``drpc.port``, 3772)
     with the token of ``squall.drpc.token``/``squall.drpc.token.file``/$SQUALL_DRPC_TOKEN.
-    A server that cannot be reached is retried after 1, 2, 4 ... 30 s; ``next_tuple``
-    never waits longer than one short HTTP call. A failed tuple tree fails the request.
+    A thread of its own (``squall.drpc.fetcher``) long-polls the servers and sends
+    failures, so ``next_tuple`` and ``fail`` never wait on the network; a server that
+    cannot be reached is retried after 1, 2, 4 ... 30 s. A failed tuple tree fails the
+    request.
     """
 
     def __init__(self, function: str, drpc: LocalDRPC | None = None) -> None:
@@ -45,10 +44,11 @@ class DRPCSpout(Spout):
         self.local_id = drpc.service_id if drpc is not None else None
 
     def open(self, conf: dict, context: TopologyContext, collector: Any) -> None:
-        """Find the local service, or make a client per configured server."""
+        """Find the local service, or start fetching from the configured servers."""
         self._collector = collector
+        self._context = context
         self._topology = context.topology_name
-        self._clients: list[DRPCInvocationsClient] = []
+        self._fetcher: Fetcher | None = None
         if self.local_id is not None:
             service = lookup(self.local_id)
             if service is None:
@@ -65,13 +65,28 @@ class DRPCSpout(Spout):
                              f"set it to the hosts running `squall drpc`")
         port = int(conf.get(INVOCATIONS_PORT_KEY) or conf.get(PORT_KEY) or DEFAULT_PORT)
         token = token_from(conf)
-        self._clients = [DRPCInvocationsClient(str(h), port, token, timeout=2.0) for h in servers]
-        self._retry_at = [0.0] * len(self._clients)
-        self._backoff = [0.0] * len(self._clients)
-        self._next = 0
+        clients = [DRPCInvocationsClient(str(h), port, token, timeout=5.0) for h in servers]
+        self._fetcher = Fetcher(self.function, clients, f"squall-drpc-{context.task_id}",
+                                report=self._report_soon, wake=self._wake)
+        self._fetcher.start()
+
+    def close(self) -> None:
+        """Stop fetching."""
+        if getattr(self, "_fetcher", None) is not None:
+            self._fetcher.stop()  # type: ignore[union-attr]
+
+    def activate(self) -> None:
+        """Fetch requests (remote) from now on."""
+        if self._fetcher is not None:
+            self._fetcher.active.set()
+
+    def deactivate(self) -> None:
+        """Fetch no more requests until activated (one already fetched stays ready)."""
+        if self._fetcher is not None:
+            self._fetcher.active.clear()
 
     def next_tuple(self) -> None:
-        """Take one request, if one waits."""
+        """Emit one request, if one waits."""
         if self.local_id is not None:
             service = lookup(self.local_id)
             got = service.fetch_request(self.function) if service is not None else None
@@ -79,31 +94,12 @@ class DRPCSpout(Spout):
                 rid, args = got
                 self._collector.emit([args, return_info(rid, self.local_id, 0)], msg_id=(rid, 0))
             return
-        now = clock.monotonic()
-        n = len(self._clients)
-        for k in range(n):
-            i = (self._next + k) % n
-            if now < self._retry_at[i]:
-                continue
-            client = self._clients[i]
-            try:
-                got = client.fetch_request(self.function)
-            except (DRPCExecutionError, PermissionError) as e:
-                self._unreachable(i, now, e)
-                continue
-            self._backoff[i] = 0.0
-            if got is not None:
-                rid, args = got
-                self._collector.emit([args, return_info(rid, client.host, client.port)],
-                                     msg_id=(rid, i))
-                self._next = i + 1
-                return
-
-    def _unreachable(self, i: int, now: float, error: BaseException) -> None:
-        if self._backoff[i] == 0.0:  # report an outage once, not every poll
-            self._collector.report_error(error)
-        self._backoff[i] = min(MAX_BACKOFF_SECS, max(1.0, self._backoff[i] * 2))
-        self._retry_at[i] = now + self._backoff[i]
+        fetcher = self._fetcher
+        assert fetcher is not None
+        if fetcher.ready:
+            rid, args, i = fetcher.ready.popleft()
+            client = fetcher.clients[i]
+            self._collector.emit([args, return_info(rid, client.host, client.port)], msg_id=(rid, i))
 
     def fail(self, msg_id: Any) -> None:
         """The request's tuple tree failed or timed out: fail the request."""
@@ -115,13 +111,22 @@ class DRPCSpout(Spout):
             if service is not None:
                 service.fail_request(rid, reason)
             return
-        for attempt in range(FAIL_RETRIES):
-            try:
-                self._clients[i].fail_request(rid, reason)
-                return
-            except (DRPCExecutionError, PermissionError) as e:
-                if attempt == FAIL_RETRIES - 1:
-                    self._collector.report_error(e)
+        assert self._fetcher is not None
+        self._fetcher.fail(rid, i, reason)
+
+    # ---- from the fetcher's thread -----------------------------------------------------
+
+    def _report_soon(self, error: BaseException) -> None:
+        self._context.call_soon(lambda: self._collector.report_error(error))
+
+    def _wake(self) -> None:
+        # a request is ready: have the task emit it now rather than at its next poll
+        self._context.call_soon(self._emit_ready)
+
+    def _emit_ready(self) -> None:
+        fetcher = self._fetcher
+        if fetcher is not None and fetcher.active.is_set():
+            self.next_tuple()
 
     def declare_output_fields(self, declarer: Any) -> None:
         """``args``, ``return-info``."""

@@ -171,3 +171,18 @@ def test_the_server_takes_its_token_from_the_environment(tmp_path):
         proc.terminate()
         proc.wait(10)
     assert not (tmp_path / "home" / "drpc.token").exists()
+
+
+def test_an_unreachable_server_is_reported_once_and_never_blocks_the_worker():
+    with DRPCServer(TOKEN, port=0) as srv:
+        port = srv.port  # closed again: nothing listens there now
+    builder = LinearDRPCTopologyBuilder("f")
+    builder.add_bolt(NeverAnswers(), 1)
+    c = Config()
+    c.update({"drpc.servers": ["127.0.0.1"], "drpc.port": port, "squall.drpc.token": TOKEN})
+    with LocalCluster() as cluster:
+        cluster.submit_topology("f", c, builder.create_remote_topology())
+        time.sleep(2.5)  # retries after 1 s and 2 s more
+        errors = cluster.get_topology_info("f")["errors"]
+    unreachable = [e for e in errors if "cannot reach the DRPC server" in e["message"]]
+    assert len(unreachable) == 1 and unreachable[0]["component"] == "spout"

@@ -140,3 +140,17 @@ def test_join_result_forgets_halves_of_requests_that_died():
         bolt.execute(test_tuple([2, "forty-two"], component="bolt3"))
         assert out.failed == [lost]
         assert out.emitted == [["forty-two", "info-2"]]
+
+
+def test_fetch_long_polls_until_a_request_arrives():
+    server = DRPC(timeout_secs=100)
+    start = time.monotonic()
+    assert server.fetch_request("f", wait=0.2) is None
+    assert 0.2 <= time.monotonic() - start < 1.0
+    fetched = pool.submit(server.fetch_request, "f", 5.0)
+    time.sleep(0.1)
+    found = pool.submit(server.execute, "f", "a")
+    rid, args = fetched.result(timeout=2)  # woken by the request, long before 5 s
+    assert args == "a"
+    server.return_result(rid, "ok")
+    assert found.result(timeout=1) == "ok"
