@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import queue
+import threading
 from random import getrandbits
 from typing import Any
 
@@ -94,16 +97,26 @@ class JoinResult(Bolt):
 
 
 class ReturnResults(Bolt):
-    """Sends each ``[result, return-info]`` back to the DRPC service that asked."""
+    """Sends each ``[result, return-info]`` back to the DRPC service that asked.
+
+    A ``LocalDRPC`` of this process is answered at once. A remote server is answered from a
+    thread of the task's own (three tries, as Storm's), so a slow or unreachable server
+    never holds up the worker; the tuple is acked, or failed, on the task's thread after.
+    """
 
     def prepare(self, conf: dict, context: TopologyContext, collector: Any) -> None:
-        """Clients are made per server as results need them."""
+        """Start the sender thread."""
         self._collector = collector
+        self._context = context
         self._conf = conf
         self._clients: dict[tuple[str, int], DRPCInvocationsClient] = {}
+        self._outbox: queue.SimpleQueue[tuple[Tuple, str, str, int, str] | None] = queue.SimpleQueue()
+        self._sender = threading.Thread(target=self._send_loop, daemon=True,
+                                        name=f"squall-drpc-return-{context.task_id}")
+        self._sender.start()
 
     def execute(self, tup: Tuple) -> None:
-        """Return the result (3 tries); ack on success, fail otherwise."""
+        """Return the result (or queue it for the sender thread)."""
         result, info = tup.values[0], tup.values[1]
         if info is None:
             self._collector.ack(tup)
@@ -121,20 +134,43 @@ class ReturnResults(Bolt):
                 service.return_result(rid, str(result))
             self._collector.ack(tup)
             return
+        self._outbox.put((tup, rid, host, port, str(result)))
+
+    def cleanup(self) -> None:
+        """Stop the sender thread."""
+        self._outbox.put(None)
+
+    # ---- the sender thread -------------------------------------------------------------
+
+    def _send_loop(self) -> None:
+        while True:
+            item = self._outbox.get()
+            if item is None:
+                return
+            tup, rid, host, port, result = item
+            error = self._send(rid, host, port, result)
+            self._context.call_soon(functools.partial(self._settle, tup, error))
+
+    def _send(self, rid: str, host: str, port: int, result: str) -> BaseException | None:
         client = self._clients.get((host, port))
         if client is None:
             client = self._clients[(host, port)] = DRPCInvocationsClient(
                 host, port, token_from(self._conf), timeout=10.0)
-        for attempt in range(RESULT_RETRIES):
+        error: BaseException | None = None
+        for _ in range(RESULT_RETRIES):
             try:
-                client.return_result(rid, str(result))
+                client.return_result(rid, result)
+                return None
             except PermissionError as e:
-                self._collector.report_error(e)
-                break
+                return e
             except DRPCExecutionError as e:
-                if attempt == RESULT_RETRIES - 1:
-                    self._collector.report_error(e)
-                continue
+                error = e
+        return error
+
+    def _settle(self, tup: Tuple, error: BaseException | None) -> None:
+        """On the task's thread: ack the returned result, or report and fail it."""
+        if error is None:
             self._collector.ack(tup)
-            return
-        self._collector.fail(tup)
+        else:
+            self._collector.report_error(error)
+            self._collector.fail(tup)
