@@ -17,6 +17,7 @@ from typing import Any
 from benchmarks.workloads import (
     iowait,
     latency,
+    multilang,
     pipeline,
     scaling,
     stateful_wordcount,
@@ -26,7 +27,7 @@ from benchmarks.workloads import (
 
 WORKLOADS: dict[str, ModuleType] = {
     m.NAME: m for m in (wordcount, pipeline, stateful_wordcount, windowed_wordcount, latency,
-                        scaling, iowait)
+                        scaling, iowait, multilang)
 }
 SQUALL_SYSTEMS = ("squall-local", "squall-spark")
 ACKING_SYSTEMS = (*SQUALL_SYSTEMS, "raw")  # systems with per-tuple acking; peers have none

@@ -11,6 +11,7 @@ from squall.api.metrics import Counter, Gauge, Histogram, Meter, MetricRegistry,
 from squall.api.tuple import DEFAULT_STREAM
 
 if TYPE_CHECKING:
+    from squall.api.topology import Grouping, StormTopology
     from squall.runtime.plan import TaskPlan
 
 
@@ -58,7 +59,8 @@ class TopologyContext(WorkerTopologyContext):
     """The context handed to ``open``/``prepare``: the worker's view plus this task's ids."""
 
     def __init__(self, topology_name: str, plan: TaskPlan, worker_tasks: list[int],
-                 task_id: int, worker_index: int = 0) -> None:
+                 task_id: int, worker_index: int = 0, *, topology: StormTopology | None = None,
+                 call_soon: Callable[[Callable[[], None]], None] | None = None) -> None:
         super().__init__(topology_name, plan, worker_tasks, worker_index)
         self.task_id = task_id
         self.component_id = plan.task_component[task_id]
@@ -67,6 +69,8 @@ class TopologyContext(WorkerTopologyContext):
         self._hooks: list[Any] = []
         self._on_hook: Callable[[Any], None] | None = None
         self.metric_registry = MetricRegistry(self.component_id, task_id)
+        self._topology = topology
+        self._call_soon = call_soon
 
     def bind_runtime(self, conf: dict, clock: Callable[[], float],
                      on_hook: Callable[[Any], None] | None) -> None:
@@ -74,6 +78,37 @@ class TopologyContext(WorkerTopologyContext):
         self._conf = conf
         self.metric_registry.clock = clock
         self._on_hook = on_hook
+
+    def call_soon(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on this task's thread soon (at the start of the worker's next round).
+
+        The one method of the context that any thread may call: a component that waits on
+        something outside the worker (a subprocess, a socket) reads it on a thread of its
+        own and hands the result to its task this way, so its task never blocks the worker.
+        """
+        if self._call_soon is None:
+            raise RuntimeError(f"task {self.task_id} of {self.component_id!r} runs outside a "
+                               f"worker: call_soon is not available")
+        self._call_soon(fn)
+
+    def get_this_sources(self) -> dict[GlobalStreamId, Grouping | None]:
+        """Every stream this component subscribes to -> its grouping (Storm's ``getThisSources``).
+
+        Keys are ``GlobalStreamId(component_id, stream_id)``, which unpack as pairs.
+        """
+        if self._topology is None:
+            pairs = getattr(self._plan, "sources", {}).get(self.component_id, [])
+            return {GlobalStreamId(c, s): None for c, s in pairs}
+        spec = self._topology.components[self.component_id]
+        return {GlobalStreamId(inp.component, inp.stream): inp.grouping for inp in spec.inputs}
+
+    def get_this_targets(self) -> dict[str, dict[str, Grouping]]:
+        """Subscribers of this component: stream -> subscriber component -> grouping."""
+        if self._topology is None:
+            return {}
+        topology = self._topology
+        return {stream: dict(topology.subscribers(self.component_id, stream))
+                for stream in self.get_component_streams(self.component_id)}
 
     def get_this_component_tasks(self) -> list[int]:
         """Sorted task ids of this task's component."""
@@ -86,10 +121,6 @@ class TopologyContext(WorkerTopologyContext):
     def get_this_output_fields(self, stream: str = DEFAULT_STREAM) -> Fields:
         """Fields of this component's ``stream``."""
         return self.get_component_output_fields(self.component_id, stream)
-
-    def get_this_sources(self) -> list[tuple[str, str]]:
-        """The (component, stream) pairs this component subscribes to (Storm's ``getThisSources``)."""
-        return list(getattr(self._plan, "sources", {}).get(self.component_id, []))
 
     def set_task_data(self, name: str, value: Any) -> None:
         """Keep a value for this task (Storm's ``setTaskData``)."""

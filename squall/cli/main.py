@@ -16,7 +16,7 @@ from typing import NoReturn
 from squall.cli.exits import CliError, ExitCode
 
 COMMANDS = ("nimbus", "submit", "local", "list", "info", "kill", "activate", "deactivate", "rebalance",
-            "upgrade", "complete_upgrade", "rollback", "errors", "version")
+            "upgrade", "complete_upgrade", "rollback", "errors", "drpc", "drpc_call", "version")
 
 
 class Parser(argparse.ArgumentParser):
