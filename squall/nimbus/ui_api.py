@@ -1,0 +1,264 @@
+"""The routes behind the web UI: Storm UI's REST API, squall's history and graph, ``/metrics``.
+
+Storm's read endpoints (``cluster/summary``, ``nimbus/summary``, ``supervisor/summary``,
+``topology/summary``, ``topology/:id``, ``topology/:id/component/:component``,
+``topology/:id/metrics``, ``topology-workers/:id``) answer in Storm's shapes
+(``squall.nimbus.stormapi``); ``:id`` is a topology's id or its name. Storm's operations
+(``topology/:id/activate``, ``deactivate``, ``rebalance/:wait``, ``kill/:wait``) need the
+Nimbus token, as squall's own do. Reads never show the topology's secret, the token or a
+configuration value whose key names a secret.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote
+
+from squall.nimbus.errors import InvalidRequest, NimbusError, NotFound
+from squall.nimbus.history import ALL_TIME, WINDOWS
+from squall.nimbus.observer import Observer
+from squall.nimbus.prometheus import render
+from squall.nimbus.stormapi import (
+    TopologyView,
+    cluster_summary,
+    component_page,
+    parse_window,
+    pretty_uptime,
+    supervisor_summary,
+    topology_metrics,
+    topology_page,
+    topology_summary_row,
+    topology_workers,
+)
+from squall.nimbus.structure import graph
+from squall.nimbus.upgrades import Nimbus
+from squall.nimbus.webui import Raw
+from squall.runtime import clock
+
+ID = r"(?P<id>[^/]+)"
+COMPONENT = r"(?P<component>[^/]+)"
+WAIT = r"(?P<wait>[0-9]+(\.[0-9]+)?)"
+NAME = r"(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]{0,127})"
+MAX_LOG_BYTES = 256 << 10
+
+Handler = Callable[..., Any]
+
+
+def _window(query: dict) -> str:
+    try:
+        return parse_window(query.get("window"))
+    except ValueError as e:
+        raise InvalidRequest(str(e)) from None
+
+
+class UiApi:
+    """Handlers of the module docstring, over one ``Nimbus`` and its ``Observer``."""
+
+    def __init__(self, nimbus: Nimbus, observer: Observer) -> None:
+        self.nimbus = nimbus
+        self.observer = observer
+
+    def routes(self) -> list[tuple[str, str, bool, Handler]]:
+        """(method, path under /api/v1, needs the token, handler(query, body, **params))."""
+        t = f"/topology/{ID}"
+        return [
+            ("GET", "/cluster/summary", False, lambda q, b: self.cluster_summary()),
+            ("GET", "/cluster/configuration", False, lambda q, b: self.cluster_configuration()),
+            ("GET", "/nimbus/summary", False, lambda q, b: self.nimbus_summary()),
+            ("GET", "/supervisor/summary", False, lambda q, b: self.supervisor_summary()),
+            ("GET", "/topology/summary", False, lambda q, b: self.topology_summary()),
+            ("GET", t, False, lambda q, b, id: topology_page(self.view(id), _window(q))),
+            ("GET", f"{t}/metrics", False, lambda q, b, id: topology_metrics(self.view(id), _window(q))),
+            ("GET", f"{t}/component/{COMPONENT}", False,
+             lambda q, b, id, component: self.component(id, unquote(component), _window(q))),
+            ("GET", f"/topology-workers/{ID}", False, lambda q, b, id: topology_workers(self.info(id))),
+            ("POST", f"{t}/activate", True, lambda q, b, id: self.operate(id, "activate", b)),
+            ("POST", f"{t}/deactivate", True, lambda q, b, id: self.operate(id, "deactivate", b)),
+            ("POST", f"{t}/rebalance/{WAIT}", True,
+             lambda q, b, id, wait: self.operate(id, "rebalance", b, float(wait))),
+            ("POST", f"{t}/kill/{WAIT}", True, lambda q, b, id, wait: self.operate(id, "kill", b, float(wait))),
+            ("GET", f"/topologies/{NAME}/history", False, lambda q, b, name: self.history(name, q)),
+            ("GET", f"/topologies/{NAME}/graph", False, lambda q, b, name: self.graph(name)),
+            ("GET", f"/topologies/{NAME}/logs", True, lambda q, b, name: self.logs(name, q)),
+        ]
+
+    # ---- helpers -----------------------------------------------------------------------
+
+    def info(self, key: str) -> dict:
+        """Nimbus's ``info`` of the topology whose id or name is ``key``."""
+        rec = self.observer.find(unquote(key))
+        return self.nimbus.info(rec["name"])
+
+    def view(self, key: str) -> TopologyView:
+        rec = self.observer.find(unquote(key))
+        info = self.nimbus.info(rec["name"])
+        shape, conf = self.observer.shape(rec)
+        history = self.observer.history(rec["name"], rec["id"])
+        return TopologyView(info, shape, conf, history, clock.time_ms() / 1000.0)
+
+    def _infos(self) -> list[dict]:
+        out = []
+        for summary in self.nimbus.list_topologies():
+            try:
+                info = self.nimbus.info(summary["name"])
+            except NotFound:
+                continue  # killed meanwhile
+            rec = self.observer.find(summary["name"])
+            shape, _ = self.observer.shape(rec)
+            info["kinds"] = {c: s["kind"] for c, s in shape.items()}
+            out.append(info)
+        return out
+
+    # ---- cluster -----------------------------------------------------------------------
+
+    def _nimbus_fields(self) -> dict:
+        n = self.nimbus
+        leader = n.election.leader() or {}
+        standbys = [e["url"] for e in self.observer.nimbuses() if e["status"] == "Not a Leader"]
+        return {"nimbusUrl": n.config.url, "leader": n.election.is_leader(), "leaderUrl": leader.get("url"),
+                "standbys": standbys, "store": n.config.store, "sparkMaster": n.config.spark_master,
+                "nimbusUptimeSeconds": int(clock.time_ms() / 1000.0 - n.started)}
+
+    def cluster_summary(self) -> dict:
+        return cluster_summary(self._infos(), self._nimbus_fields(), os.cpu_count() or 1)
+
+    def cluster_configuration(self) -> dict:
+        """Nimbus's settings in Storm's key style (no secrets: the token file's path only)."""
+        c = self.nimbus.config
+        return {"nimbus.host": c.host, "nimbus.thrift.port": c.port, "nimbus.url": c.url,
+                "nimbus.store": c.store, "nimbus.blob.dir": str(c.blob_dir), "nimbus.log.dir": str(c.log_dir),
+                "nimbus.token.file": str(c.token_file), "squall.spark.master": c.spark_master,
+                "nimbus.submit.timeout.secs": c.submit_timeout_secs,
+                "nimbus.master.timeout.secs": c.master_timeout_secs,
+                "nimbus.kill.timeout.secs": c.kill_timeout_secs,
+                "topology.max.task.parallelism": c.max_task_parallelism,
+                "nimbus.zookeeper.session.timeout.secs": c.zk_session_timeout_secs}
+
+    def nimbus_summary(self) -> dict:
+        now = clock.time_ms() / 1000.0
+        rows = []
+        for e in self.observer.nimbuses():
+            up = max(0, int(now - float(e.get("started") or now)))
+            rows.append({"host": e.get("host"), "port": e.get("port"), "status": e["status"],
+                         "nimbusUpTime": pretty_uptime(up), "nimbusUpTimeSeconds": str(up),
+                         "nimbusLogLink": "", "version": self.nimbus_version(), "url": e.get("url"),
+                         "pid": e.get("pid")})
+        return {"nimbuses": rows}
+
+    @staticmethod
+    def nimbus_version() -> str:
+        import squall
+        return squall.__version__
+
+    def supervisor_summary(self) -> dict:
+        return supervisor_summary(self._infos(), clock.time_ms() / 1000.0, os.cpu_count() or 1)
+
+    def topology_summary(self) -> dict:
+        rows = []
+        for summary in self.nimbus.list_topologies():
+            try:
+                shape, _ = self.observer.shape(self.observer.find(summary["name"]))
+            except NotFound:
+                continue
+            rows.append(topology_summary_row(summary, shape))
+        return {"topologies": rows, "schedulerDisplayResource": False}
+
+    # ---- topology ----------------------------------------------------------------------
+
+    def component(self, key: str, component: str, window: str) -> dict:
+        view = self.view(key)
+        try:
+            return component_page(view, component, window)
+        except KeyError:
+            known = ", ".join(view.all_components()) or "none"
+            raise NotFound(f"topology {view.name!r} has no component {component!r}; components: {known}") from None
+
+    def operate(self, key: str, op: str, body: dict, wait: float | None = None) -> dict:
+        """Storm's POST operations, answered as Storm answers them."""
+        rec = self.observer.find(unquote(key))
+        name = rec["name"]
+        if op == "activate":
+            self.nimbus.set_active(name, True)
+        elif op == "deactivate":
+            self.nimbus.set_active(name, False)
+        elif op == "rebalance":
+            self.nimbus.rebalance(name, self._rebalance_body(body, wait or 0.0))
+        else:
+            self.nimbus.kill(name, wait)
+        return {"topologyOperation": op, "topologyId": rec["id"], "status": "success"}
+
+    @staticmethod
+    def _rebalance_body(body: dict, wait: float) -> dict:
+        options = body.get("rebalanceOptions") or {}
+        if not isinstance(options, dict):
+            raise InvalidRequest("rebalanceOptions must be an object with numWorkers and/or executors")
+        out: dict[str, Any] = {"wait_secs": wait}
+        if options.get("numWorkers") is not None:
+            out["workers"] = _as_int(options["numWorkers"], "rebalanceOptions.numWorkers")
+        executors = options.get("executors") or {}
+        if not isinstance(executors, dict):
+            raise InvalidRequest("rebalanceOptions.executors must map components to counts")
+        out["parallelism"] = {c: _as_int(n, f"rebalanceOptions.executors.{c}") for c, n in executors.items()}
+        return out
+
+    def history(self, name: str, query: dict) -> dict:
+        """Chart series of ``name`` over ``window`` seconds (600 by default)."""
+        rec = self.observer.find(name)
+        raw = query.get("window") or "600"
+        if raw == ALL_TIME:
+            raw = str(WINDOWS[-1] * 30)
+        if not raw.isdigit() or int(raw) <= 0:
+            raise InvalidRequest(f"window must be a number of seconds, got {raw!r}")
+        history = self.observer.history(name, rec["id"])
+        comps = [query["component"]] if query.get("component") else None
+        out = history.series(int(raw), clock.time_ms() / 1000.0, comps)
+        shape, _ = self.observer.shape(rec)
+        out.update(name=name, id=rec["id"], kinds={c: s["kind"] for c, s in shape.items()})
+        return out
+
+    def graph(self, name: str) -> dict:
+        rec = self.observer.find(name)
+        shape, _ = self.observer.shape(rec)
+        components: dict = {}
+        try:
+            components = self.nimbus.info(name).get("components") or {}
+        except NimbusError:
+            pass
+        return {"name": name, "id": rec["id"], **graph(shape, components)}
+
+    def logs(self, name: str, query: dict) -> Raw:
+        """The tail of the topology master's log (its workers log there too in local mode)."""
+        rec = self.observer.find(name)
+        path = (rec.get("launcher") or {}).get("log")
+        if not path or not os.path.isfile(path):
+            raise NotFound(f"topology {name!r} has no log on this Nimbus's host")
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            f.seek(max(0, size - MAX_LOG_BYTES))
+            data = f.read()
+        worker = query.get("worker")
+        if worker is not None:  # a worker's lines: in local mode workers log to the master's stderr
+            if not re.fullmatch(r"[0-9]+", worker):
+                raise InvalidRequest(f"worker must be a worker number, got {worker!r}")
+            workers = {str(w.get("worker")): w for w in self.nimbus.info(name).get("workers") or []}
+            if worker not in workers:
+                raise NotFound(f"topology {name!r} has no worker {worker}; workers: {', '.join(workers)}")
+            tag = f"squall worker pid {workers[worker].get('pid')} ".encode()
+            data = b"\n".join(line for line in data.splitlines() if tag in line) + b"\n"
+        return Raw(data, "text/plain; charset=utf-8", {"X-Content-Type-Options": "nosniff"})
+
+    def metrics_page(self) -> Raw:
+        """``/metrics`` in Prometheus's text format."""
+        text = render(self._infos(), {"leader": self.nimbus.election.is_leader()})
+        return Raw(text.encode(), "text/plain; version=0.0.4; charset=utf-8")
+
+
+def _as_int(value: Any, what: str) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidRequest(f"{what} must be a positive integer, got {value!r}")
+    return value
