@@ -66,8 +66,9 @@ def _add(into: dict[str, float], d: dict[str, float]) -> None:
 def figures(bucket: dict[str, float]) -> dict[str, float]:
     """A summed bucket as figures: counters, weighted mean latencies, mean capacity.
 
-    >>> figures({"executed": 4, "execute_latency_ms_sum": 10.0, "capacity_sum": 1.0, "samples": 2})["execute_latency_ms"]
-    2.5
+    >>> f = figures({"executed": 4, "execute_latency_ms_sum": 10.0, "capacity_sum": 1.0, "samples": 2})
+    >>> f["execute_latency_ms"], f["capacity"]
+    (2.5, 0.5)
     """
     out: dict[str, float] = {k: int(bucket.get(k, 0)) for k in COUNTERS}
     for lat, weight in LATENCIES.items():
@@ -106,7 +107,7 @@ class MetricHistory:
         for comp, raw in components.items():
             d = _delta(raw, self.last.get(comp))
             _add(self.total.setdefault(comp, _empty()), d)
-            for res, n in RINGS:
+            for res, _ in RINGS:
                 ring = self.rings[res]
                 start = int(now // res) * res
                 _add(ring.setdefault(start, {}).setdefault(comp, _empty()), d)

@@ -19,8 +19,8 @@ from urllib.parse import parse_qs, urlsplit
 import squall
 from squall.nimbus.auth import check_token
 from squall.nimbus.errors import InvalidRequest, NimbusError, NotFound
-from squall.nimbus.openapi import openapi
 from squall.nimbus.observer import Observer
+from squall.nimbus.openapi import openapi
 from squall.nimbus.ui_api import UiApi
 from squall.nimbus.upgrades import Nimbus
 from squall.nimbus.webui import Raw, asset, page
@@ -75,7 +75,8 @@ class NimbusServer:
         routes = [(m, re.compile(f"^{PREFIX}{p}$"), auth, fn) for m, p, auth, fn in table]
         # outside the API: the web UI and Prometheus's scrape target
         routes += [("GET", re.compile(r"^/(index\.html)?$"), False, lambda q, b: page()),
-                   ("GET", re.compile(r"^/ui/(?P<name>[A-Za-z0-9_.-]+)$"), False, lambda q, b, name: asset(name)),
+                   ("GET", re.compile(r"^/ui/(?P<name>[A-Za-z0-9_.-]+)$"), False,
+                    lambda q, b, name: asset(name)),
                    ("GET", re.compile(r"^/metrics$"), False, lambda q, b: self.ui.metrics_page())]
         return routes
 

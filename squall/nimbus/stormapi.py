@@ -114,34 +114,43 @@ class TopologyView:
 
     @property
     def name(self) -> str:
+        """The topology's name."""
         return self.info["name"]
 
     @property
     def id(self) -> str:
+        """The topology's id."""
         return self.info["id"]
 
     def kind(self, cid: str) -> str:
+        """``spout`` or ``bolt``."""
         return (self.shape.get(cid) or {}).get("kind") or "bolt"
 
     def spouts(self) -> list[str]:
+        """The spouts' ids, sorted."""
         return sorted(c for c in self.all_components() if self.kind(c) == "spout")
 
     def bolts(self) -> list[str]:
+        """The bolts' ids, sorted (squall's own components left out)."""
         return sorted(c for c in self.all_components() if self.kind(c) == "bolt")
 
     def all_components(self) -> list[str]:
+        """Every component the user declared (squall's own left out), sorted."""
         return sorted(set(self.shape) | {c for c in self.components if not is_system(c)})
 
     def tasks(self, cid: str) -> list[int]:
+        """The task ids of ``cid`` now running."""
         live = self.components.get(cid, {}).get("tasks")
         if live:
             return list(live)
         return []
 
     def num_tasks(self, cid: str) -> int:
+        """How many tasks ``cid`` has (running, else declared)."""
         return len(self.tasks(cid)) or int((self.shape.get(cid) or {}).get("tasks") or 0)
 
     def uptime_secs(self) -> int:
+        """Seconds since the topology master started."""
         return int(self.info.get("uptime_secs") or 0)
 
     # ---- figures per window ------------------------------------------------------------
@@ -172,18 +181,21 @@ class TopologyView:
         }
 
     def windows(self) -> list[str]:
+        """Storm's four windows, as the ``window`` parameter spells them."""
         return [*(str(w) for w in WINDOWS), ALL_TIME]
 
     # ---- errors ------------------------------------------------------------------------
 
     def errors(self, cid: str) -> list[dict]:
+        """The errors ``cid`` reported, oldest first."""
         return [e for e in self.info.get("errors") or [] if e.get("component") == cid]
 
     def error_fields(self, error: dict | None, *, truncate: bool) -> dict:
+        """Storm's last-error fields of one error (empty strings and nulls when none)."""
         if not error:
             return {"lastError": "", "errorHost": "", "errorPort": None, "errorWorkerLogLink": "",
                     "errorTime": None, "errorLapsedSecs": None}
-        worker = self.by_task.get(error.get("task"))
+        worker = self.by_task.get(int(error.get("task") or 0))
         text = error_text(error)
         when = int(error.get("time") or 0)
         return {"lastError": text[:ERROR_CHARS] if truncate else text,
@@ -388,7 +400,8 @@ def component_page(view: TopologyView, cid: str, window: str) -> dict:
 def _spout_window(view: TopologyView, cid: str, window: str) -> dict:
     f = view.figures(cid, window)
     return {"windowPretty": window_hint(window), "window": window, "emitted": int(f.get("emitted") or 0),
-            "transferred": int(f.get("transferred") or 0), "completeLatency": float_str(f.get("complete_latency_ms")),
+            "transferred": int(f.get("transferred") or 0),
+            "completeLatency": float_str(f.get("complete_latency_ms")),
             "acked": int(f.get("acked") or 0), "failed": int(f.get("failed") or 0)}
 
 
@@ -397,7 +410,8 @@ def _bolt_window(view: TopologyView, cid: str, window: str) -> dict:
     return {"windowPretty": window_hint(window), "window": window, "emitted": int(f.get("emitted") or 0),
             "transferred": int(f.get("transferred") or 0), "executed": int(f.get("executed") or 0),
             "executeLatency": float_str(f.get("execute_latency_ms")),
-            "processLatency": float_str(f.get("process_latency_ms")), "capacity": float_str(f.get("capacity")),
+            "processLatency": float_str(f.get("process_latency_ms")),
+            "capacity": float_str(f.get("capacity")),
             "acked": int(f.get("acked") or 0), "failed": int(f.get("failed") or 0)}
 
 
@@ -415,7 +429,8 @@ def topology_metrics(view: TopologyView, window: str) -> dict:
         out = sorted((view.shape.get(cid) or {}).get("streams") or {"default": []})[:1]
         spouts.append({"id": cid, "emitted": on(out, int(f.get("emitted") or 0)),
                        "transferred": on(out, int(f.get("transferred") or 0)),
-                       "acked": on(out, int(f.get("acked") or 0)), "failed": on(out, int(f.get("failed") or 0)),
+                       "acked": on(out, int(f.get("acked") or 0)),
+                       "failed": on(out, int(f.get("failed") or 0)),
                        "complete_ms_avg": on(out, float_str(f.get("complete_latency_ms")))})
     for cid in view.bolts():
         f = view.figures(cid, window)
@@ -427,7 +442,8 @@ def topology_metrics(view: TopologyView, window: str) -> dict:
                     for i in inputs[:1]]
         bolts.append({"id": cid, "emitted": on(out, int(f.get("emitted") or 0)),
                       "transferred": on(out, int(f.get("transferred") or 0)),
-                      "acked": per_input(int(f.get("acked") or 0)), "failed": per_input(int(f.get("failed") or 0)),
+                      "acked": per_input(int(f.get("acked") or 0)),
+                      "failed": per_input(int(f.get("failed") or 0)),
                       "process_ms_avg": per_input(float_str(f.get("process_latency_ms"))),
                       "executed": per_input(int(f.get("executed") or 0)),
                       "executed_ms_avg": per_input(float_str(f.get("execute_latency_ms")))})
@@ -448,8 +464,8 @@ def topology_workers(info: dict) -> dict:
 def slots_of(spark_master: str, cpu_count: int) -> int | None:
     """Worker slots a topology's Spark master offers: N of ``local[N]``; unknown elsewhere.
 
-    >>> slots_of("local[4]", 2), slots_of("local[*]", 2), slots_of("local[2,3]", 8), slots_of("spark://h:7077", 2)
-    (4, 2, 2, None)
+    >>> [slots_of(m, 2) for m in ("local[4]", "local[*]", "local[3,2]", "spark://h:7077")]
+    [4, 2, 3, None]
     """
     if spark_master == "local":
         return 1

@@ -79,7 +79,8 @@ class UiApi:
             ("POST", f"{t}/deactivate", True, lambda q, b, id: self.operate(id, "deactivate", b)),
             ("POST", f"{t}/rebalance/{WAIT}", True,
              lambda q, b, id, wait: self.operate(id, "rebalance", b, float(wait))),
-            ("POST", f"{t}/kill/{WAIT}", True, lambda q, b, id, wait: self.operate(id, "kill", b, float(wait))),
+            ("POST", f"{t}/kill/{WAIT}", True,
+             lambda q, b, id, wait: self.operate(id, "kill", b, float(wait))),
             ("GET", f"/topologies/{NAME}/history", False, lambda q, b, name: self.history(name, q)),
             ("GET", f"/topologies/{NAME}/graph", False, lambda q, b, name: self.graph(name)),
             ("GET", f"/topologies/{NAME}/logs", True, lambda q, b, name: self.logs(name, q)),
@@ -93,6 +94,7 @@ class UiApi:
         return self.nimbus.info(rec["name"])
 
     def view(self, key: str) -> TopologyView:
+        """Everything about the topology whose id or name is ``key``, for the Storm shapes."""
         rec = self.observer.find(unquote(key))
         info = self.nimbus.info(rec["name"])
         shape, conf = self.observer.shape(rec)
@@ -123,6 +125,7 @@ class UiApi:
                 "nimbusUptimeSeconds": int(clock.time_ms() / 1000.0 - n.started)}
 
     def cluster_summary(self) -> dict:
+        """``/api/v1/cluster/summary``."""
         return cluster_summary(self._infos(), self._nimbus_fields(), os.cpu_count() or 1)
 
     def cluster_configuration(self) -> dict:
@@ -138,6 +141,7 @@ class UiApi:
                 "nimbus.zookeeper.session.timeout.secs": c.zk_session_timeout_secs}
 
     def nimbus_summary(self) -> dict:
+        """``/api/v1/nimbus/summary``: every Nimbus registered in the store."""
         now = clock.time_ms() / 1000.0
         rows = []
         for e in self.observer.nimbuses():
@@ -150,13 +154,16 @@ class UiApi:
 
     @staticmethod
     def nimbus_version() -> str:
+        """Squall's version."""
         import squall
         return squall.__version__
 
     def supervisor_summary(self) -> dict:
+        """``/api/v1/supervisor/summary``."""
         return supervisor_summary(self._infos(), clock.time_ms() / 1000.0, os.cpu_count() or 1)
 
     def topology_summary(self) -> dict:
+        """``/api/v1/topology/summary``."""
         rows = []
         for summary in self.nimbus.list_topologies():
             try:
@@ -169,12 +176,14 @@ class UiApi:
     # ---- topology ----------------------------------------------------------------------
 
     def component(self, key: str, component: str, window: str) -> dict:
+        """``/api/v1/topology/:id/component/:component``."""
         view = self.view(key)
         try:
             return component_page(view, component, window)
         except KeyError:
             known = ", ".join(view.all_components()) or "none"
-            raise NotFound(f"topology {view.name!r} has no component {component!r}; components: {known}") from None
+            raise NotFound(f"topology {view.name!r} has no component {component!r}; "
+                           f"components: {known}") from None
 
     def operate(self, key: str, op: str, body: dict, wait: float | None = None) -> dict:
         """Storm's POST operations, answered as Storm answers them."""
@@ -220,6 +229,7 @@ class UiApi:
         return out
 
     def graph(self, name: str) -> dict:
+        """Nodes and edges of ``name`` with its live figures."""
         rec = self.observer.find(name)
         shape, _ = self.observer.shape(rec)
         components: dict = {}

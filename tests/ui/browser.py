@@ -55,7 +55,8 @@ class Browser:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"chromium exited with {self.proc.returncode}; see {self.artifacts}/chromium.log")
+                raise RuntimeError(f"chromium exited with {self.proc.returncode}; "
+                                   f"see {self.artifacts}/chromium.log")
             if active.exists():
                 text = active.read_text().split()
                 if text:
@@ -105,7 +106,8 @@ class Browser:
                                                 "awaitPromise": True}, timeout)
         if "exceptionDetails" in result:
             details = result["exceptionDetails"]
-            raise RuntimeError(f"JavaScript failed: {(details.get('exception') or {}).get('description') or details}")
+            text = (details.get("exception") or {}).get("description") or details
+            raise RuntimeError(f"JavaScript failed: {text}")
         return result.get("result", {}).get("value")
 
     # ---- what tests do -----------------------------------------------------------------

@@ -17,7 +17,9 @@ from tests.ui.topology_source import COMPONENTS, SECRET_VALUE, STREAMS
 
 CHROMIUM = chromium_path()
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.browser,
-              pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (scripts/setup-chromium.sh)")]
+              pytest.mark.skipif(CHROMIUM is None,
+                                 reason="needs Debian's chromium (scripts/setup-chromium.sh)")]
+PRETTY_WINDOWS = ["10m 0s", "3h 0m 0s", "1d 0h 0m 0s", "All time"]
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +73,9 @@ def test_topology_page_figures_graph_and_errors(world, browser):
     for bolt, n in executed.items():
         assert before["components"][bolt]["executed"] <= n <= after["components"][bolt]["executed"], bolt
     emitted = number(cells(browser, "spouts", "emitted")[0])
-    assert before["components"]["sentences"]["emitted"] <= emitted <= after["components"]["sentences"]["emitted"]
-    assert cells(browser, "topology-stats", "windowPretty") == ["10m 0s", "3h 0m 0s", "1d 0h 0m 0s", "All time"]
+    spout0, spout1 = before["components"]["sentences"], after["components"]["sentences"]
+    assert spout0["emitted"] <= emitted <= spout1["emitted"]
+    assert cells(browser, "topology-stats", "windowPretty") == PRETTY_WINDOWS
     # the graph: every component a node, every subscription an edge with its stream and grouping
     nodes = browser.evaluate("Object.fromEntries([...document.querySelectorAll('#topology-graph .node')]"
                              ".map(n => [n.dataset.component, n.dataset.kind]))")
@@ -85,7 +88,8 @@ def test_topology_page_figures_graph_and_errors(world, browser):
         assert label.startswith(f"{stream} [{grouping}")
     # charts from the history, workers, errors with tracebacks, configuration without secrets
     browser.wait_selector("#chart-throughput polyline")
-    assert browser.evaluate("document.querySelectorAll('#chart-throughput polyline').length") == len(COMPONENTS)
+    lines = browser.evaluate("document.querySelectorAll('#chart-throughput polyline').length")
+    assert lines == len(COMPONENTS)
     assert sorted(cells(browser, "workers", "pid")) == sorted(f"{w['pid']:,}" for w in after["workers"])
     assert "refused on purpose" in browser.text("#errors summary")
     assert "Traceback" in browser.text("#errors pre")
@@ -104,7 +108,7 @@ def test_component_page(world, browser):
     assert tasks == info["components"]["count"]["tasks"]
     assert cells(browser, "input-stats", "grouping") == ["fields"]
     assert cells(browser, "input-stats", "stream") == ["words"]
-    assert cells(browser, "component-stats", "windowPretty") == ["10m 0s", "3h 0m 0s", "1d 0h 0m 0s", "All time"]
+    assert cells(browser, "component-stats", "windowPretty") == PRETTY_WINDOWS
     browser.wait_selector("#chart-capacity polyline")
     browser.screenshot("component")
     browser.goto(f"{world.url}/#/topology/{NAME}/component/total")

@@ -95,7 +95,8 @@ def build_topology():
     builder = TopologyBuilder()
     builder.set_spout("sentences", SentenceSpout(), parallelism=1)
     builder.set_bolt("split", SplitBolt(), parallelism=2).shuffle_grouping("sentences")
-    builder.set_bolt("count", CountBolt(), parallelism=2).fields_grouping("split", Fields("word"), stream="words")
+    builder.set_bolt("count", CountBolt(), parallelism=2).fields_grouping(
+        "split", Fields("word"), stream="words")
     builder.set_bolt("total", TotalBolt(), parallelism=1).global_grouping("split", stream="lengths")
     builder.set_bolt("report", ReportBolt(), parallelism=2).all_grouping("count")
     conf = Config()
