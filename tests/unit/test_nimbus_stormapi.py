@@ -63,7 +63,8 @@ def test_pretty_uptime_and_window_hint_as_storm():
 def test_bolt_includes_last_error():  # UIHelpersTest.test_getTopologyBoltAggStatsMap_includesLastError
     error_time = int(NOW) - 13
     error = {"component": "MyBoltId", "task": 2, "time": error_time,
-             "message": "This is my test error message", "traceback": "Traceback...\nValueError: This is my test error message\n"}
+             "message": "This is my test error message",
+             "traceback": "Traceback...\nValueError: This is my test error message\n"}
     b = bolt(topology_page(view([error]), ":all-time"))
     assert b["boltId"] == b["encodedBoltId"] == "MyBoltId"
     assert b["lastError"].startswith("This is my test error message")
