@@ -16,7 +16,7 @@ from typing import NoReturn
 from squall.cli.exits import CliError, ExitCode
 
 COMMANDS = ("nimbus", "submit", "list", "info", "kill", "activate", "deactivate", "rebalance",
-            "upgrade", "complete_upgrade", "rollback", "errors", "version")
+            "upgrade", "complete_upgrade", "rollback", "errors", "logs", "ui", "version")
 
 
 class Parser(argparse.ArgumentParser):

@@ -19,6 +19,7 @@ from urllib.parse import unquote
 
 from squall.nimbus.errors import InvalidRequest, NimbusError, NotFound
 from squall.nimbus.history import ALL_TIME, WINDOWS
+from squall.nimbus.logs import read_log
 from squall.nimbus.observer import Observer
 from squall.nimbus.prometheus import render
 from squall.nimbus.stormapi import (
@@ -42,7 +43,6 @@ ID = r"(?P<id>[^/]+)"
 COMPONENT = r"(?P<component>[^/]+)"
 WAIT = r"(?P<wait>[0-9]+(\.[0-9]+)?)"
 NAME = r"(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]{0,127})"
-MAX_LOG_BYTES = 256 << 10
 
 Handler = Callable[..., Any]
 
@@ -239,26 +239,26 @@ class UiApi:
             pass
         return {"name": name, "id": rec["id"], **graph(shape, components)}
 
-    def logs(self, name: str, query: dict) -> Raw:
-        """The tail of the topology master's log (its workers log there too in local mode)."""
+    def logs(self, name: str, query: dict) -> dict:
+        """Whole lines of the topology's log (a worker's only with ``worker``), from ``offset``."""
         rec = self.observer.find(name)
         path = (rec.get("launcher") or {}).get("log")
         if not path or not os.path.isfile(path):
             raise NotFound(f"topology {name!r} has no log on this Nimbus's host")
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            f.seek(max(0, size - MAX_LOG_BYTES))
-            data = f.read()
+        offset = query.get("offset")
+        if offset is not None and not re.fullmatch(r"[0-9]+", offset):
+            raise InvalidRequest(f"offset must be a byte offset, got {offset!r}")
+        pid = None
         worker = query.get("worker")
-        if worker is not None:  # a worker's lines: in local mode workers log to the master's stderr
+        if worker is not None:  # in local mode the workers log to the master's stderr
             if not re.fullmatch(r"[0-9]+", worker):
                 raise InvalidRequest(f"worker must be a worker number, got {worker!r}")
             workers = {str(w.get("worker")): w for w in self.nimbus.info(name).get("workers") or []}
             if worker not in workers:
                 raise NotFound(f"topology {name!r} has no worker {worker}; workers: {', '.join(workers)}")
-            tag = f"squall worker pid {workers[worker].get('pid')} ".encode()
-            data = b"\n".join(line for line in data.splitlines() if tag in line) + b"\n"
-        return Raw(data, "text/plain; charset=utf-8", {"X-Content-Type-Options": "nosniff"})
+            pid = workers[worker].get("pid")
+        out = read_log(path, int(offset) if offset is not None else None, pid)
+        return {"name": name, "worker": int(worker) if worker is not None else None, **out}
 
     def metrics_page(self) -> Raw:
         """``/metrics`` in Prometheus's text format."""

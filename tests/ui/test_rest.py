@@ -8,8 +8,10 @@ restart Nimbus (the history must survive it) and kill the topology through Storm
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
+import urllib.request
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -285,13 +287,31 @@ def test_storm_rebalance_checks_its_options(world):
     assert status == 400 and "executors.split" in body["error"]
 
 
-def test_worker_log_with_the_token(world):
-    req_headers = {"Authorization": f"Bearer {world.token}"}
-    import urllib.request
-    req = urllib.request.Request(f"{world.url}/api/v1/topologies/{NAME}/logs", headers=req_headers)
+def test_worker_logs_with_the_token(world):
+    info = world.info()
+    task = info["components"]["total"]["tasks"][0]
+    worker = next(w for w in info["workers"] if task in w["tasks"])
+    req = urllib.request.Request(f"{world.url}/api/v1/topologies/{NAME}/logs?worker={worker['worker']}",
+                                 headers={"Authorization": f"Bearer {world.token}"})
     with urllib.request.urlopen(req, timeout=30) as resp:
-        text = resp.read().decode()
-    assert "squall" in text
+        page = json.load(resp)
+    assert "refused on purpose" in page["text"]
+    assert all(f"squall worker pid {worker['pid']} " in line for line in page["text"].splitlines())
+    assert page["offset"] <= page["size"]
+    # the command line: the same lines, and nothing without the token
+    out = world.cli("logs", NAME, "--worker", str(worker["worker"]), check=True).stdout
+    assert "refused on purpose" in out
+    refused = world.cli("logs", NAME, env={"SQUALL_TOKEN": "wrong"})
+    assert refused.returncode == 6 and "token is wrong" in refused.stderr
+    missing = world.cli("logs", NAME, "--worker", "7")
+    assert missing.returncode == 4 and "no worker 7" in missing.stderr
+
+
+def test_squall_ui_prints_where_the_ui_is(world):
+    out = world.cli("ui", check=True).stdout
+    assert f"{world.url}/" in out and f"{world.url}/metrics" in out
+    status, headers, body = world.raw("/")
+    assert status == 200 and b"squall" in body
 
 
 def test_history_survives_a_nimbus_restart(world):
@@ -318,3 +338,16 @@ def test_storm_kill_is_last(world):
     assert status == 404
     with sqlite3.connect(world.home / "nimbus.sqlite3") as db:  # its history left the store with it
         assert db.execute("SELECT key FROM kv WHERE key LIKE 'history/%'").fetchall() == []
+
+
+def test_openapi_describes_every_ui_route(world):
+    from squall.nimbus import ui_api
+
+    doc = world.get("/api/v1/openapi.json")
+    routes = ui_api.UiApi(None, None).routes()  # type: ignore[arg-type]
+    for method, pattern, auth, _ in routes:
+        path = (pattern.replace(ui_api.ID, "{id}").replace(ui_api.COMPONENT, "{component}")
+                .replace(ui_api.WAIT, "{wait}").replace(ui_api.NAME, "{name}"))
+        op = doc["paths"][path][method.lower()]
+        assert ("security" in op) == auth, (method, path)
+    assert "/metrics" in doc["paths"]

@@ -408,8 +408,11 @@ async function showLog(name, worker) {
   if (!t) t = await askToken();
   if (!t) return;
   const resp = await fetch(`${API}/topologies/${encodeURIComponent(name)}/logs?worker=${worker}`, { headers: { Authorization: `Bearer ${t}` } });
-  const text = await resp.text();
-  box.replaceChildren(h("h3", {}, `Worker ${worker} log`), h("pre", { class: "log", id: "worker-log" }, resp.ok ? text : (JSON.parse(text).error || text)));
+  const body = await resp.json().catch(() => ({}));
+  if (resp.status === 401 || resp.status === 403) sessionStorage.removeItem("squall.token");
+  showTokenState();
+  box.replaceChildren(h("h3", {}, `Worker ${worker} log (last lines)`),
+    h("pre", { class: "log", id: "worker-log" }, resp.ok ? body.text || "(nothing logged yet)" : body.error || resp.statusText));
 }
 
 // ---- component view ---------------------------------------------------------------------
