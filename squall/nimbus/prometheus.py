@@ -40,6 +40,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "squall_worker_uptime_seconds": ("gauge", "seconds since the worker's process registered"),
     "squall_worker_restarts_total": ("counter", "restarts of the worker"),
     "squall_worker_tasks": ("gauge", "tasks the worker hosts"),
+    "squall_worker_memory_bytes": ("gauge", "resident memory of the worker (workers on Nimbus's host)"),
     "squall_worker_rejected_frames_total": ("counter", "frames the worker's transport refused"),
     "squall_user_metric": ("gauge", "a metric a component registered (counter, gauge, histogram, "
                                     "meter, timer), aggregated over its tasks"),
@@ -146,5 +147,7 @@ def render(infos: Iterable[dict], nimbus: dict) -> str:
             page.add("squall_worker_uptime_seconds", wl, w.get("uptime_secs"))
             page.add("squall_worker_restarts_total", wl, w.get("restarts", 0))
             page.add("squall_worker_tasks", wl, len(w.get("tasks") or []))
+            if w.get("memory_mb") is not None:
+                page.add("squall_worker_memory_bytes", wl, float(w["memory_mb"]) * 1024 * 1024)
             page.add("squall_worker_rejected_frames_total", wl, w.get("rejected_frames", 0))
     return page.text()

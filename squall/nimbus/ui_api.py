@@ -47,6 +47,18 @@ NAME = r"(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]{0,127})"
 Handler = Callable[..., Any]
 
 
+def rss_mb(pid: Any) -> float | None:
+    """Resident memory of process ``pid`` of this host in MB (Linux ``/proc``), None if unknown."""
+    try:
+        with open(f"/proc/{int(pid)}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024.0, 1)
+    except (OSError, ValueError, TypeError, IndexError):
+        return None
+    return None
+
+
 def _window(query: dict) -> str:
     try:
         return parse_window(query.get("window"))
@@ -89,14 +101,18 @@ class UiApi:
     # ---- helpers -----------------------------------------------------------------------
 
     def info(self, key: str) -> dict:
-        """Nimbus's ``info`` of the topology whose id or name is ``key``."""
+        """Nimbus's ``info`` of the topology whose id or name is ``key``, with workers' memory."""
         rec = self.observer.find(unquote(key))
-        return self.nimbus.info(rec["name"])
+        info = self.nimbus.info(rec["name"])
+        for w in info.get("workers") or []:  # only the workers on this host can be measured here
+            if w.get("pid") and w.get("host") == self.nimbus.host and w.get("memory_mb") is None:
+                w["memory_mb"] = rss_mb(w["pid"])
+        return info
 
     def view(self, key: str) -> TopologyView:
         """Everything about the topology whose id or name is ``key``, for the Storm shapes."""
         rec = self.observer.find(unquote(key))
-        info = self.nimbus.info(rec["name"])
+        info = self.info(rec["id"])
         shape, conf = self.observer.shape(rec)
         history = self.observer.history(rec["name"], rec["id"])
         return TopologyView(info, shape, conf, history, clock.time_ms() / 1000.0)
@@ -105,7 +121,7 @@ class UiApi:
         out = []
         for summary in self.nimbus.list_topologies():
             try:
-                info = self.nimbus.info(summary["name"])
+                info = self.info(summary["name"])
             except NotFound:
                 continue  # killed meanwhile
             rec = self.observer.find(summary["name"])

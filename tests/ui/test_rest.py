@@ -133,6 +133,7 @@ def test_topology_page_matches_info(world):
     assert quiet["errorPort"] is None and quiet["errorTime"] is None and quiet["errorLapsedSecs"] is None
     assert len(page["workers"]) == 2
     for w in page["workers"]:
+        assert w["memoryMb"] > 10  # read from /proc: the workers run on this host
         assert WORKER_FIELDS <= set(w), WORKER_FIELDS - set(w)
         assert w["topologyId"] == before["id"] and isinstance(w["port"], int)
         assert sum(w["componentNumTasks"].values()) <= w["executorsTotal"]
@@ -249,6 +250,7 @@ def test_prometheus_metrics_parse(world):
     assert set(COMPONENTS) <= set(emitted)
     for c in COMPONENTS:
         assert before["components"][c]["emitted"] <= emitted[c] <= after["components"][c]["emitted"], c
+    assert all(s.value > 10e6 for s in families["squall_worker_memory_bytes"].samples)
     up = [s for s in families["squall_worker_up"].samples]
     assert len(up) == 2 and all(s.value == 1 for s in up)
 
