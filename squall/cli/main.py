@@ -16,7 +16,8 @@ from typing import NoReturn
 from squall.cli.exits import CliError, ExitCode
 
 COMMANDS = ("nimbus", "submit", "list", "info", "kill", "activate", "deactivate", "rebalance",
-            "upgrade", "complete_upgrade", "rollback", "errors", "logs", "ui", "version")
+            "upgrade", "complete_upgrade", "rollback", "errors", "logs", "debug", "samples", "ui",
+            "version")
 
 
 class Parser(argparse.ArgumentParser):

@@ -41,6 +41,9 @@ def ui_paths() -> dict:
     """Paths relative to ``/api/v1``, plus ``/metrics`` (with a server of its own)."""
     wait = {"name": "wait", "in": "path", "required": True, "schema": _N, "description": "seconds"}
     component = {"name": "component", "in": "path", "required": True, "schema": _S}
+    action = {"name": "action", "in": "path", "required": True, "schema": {"type": "string",
+                                                                         "enum": ["enable", "disable"]}}
+    pct = {"name": "pct", "in": "path", "required": True, "schema": _N, "description": "percent"}
     t = "/topology/{id}"
     return {
         "/cluster/summary": _get("Storm UI: cluster summary (slots are Spark cores)",
@@ -60,6 +63,23 @@ def ui_paths() -> dict:
         f"{t}/rebalance/{{wait}}": _post("Storm UI: rebalance after waiting", _ID, wait,
                                          body="StormRebalance"),
         f"{t}/kill/{{wait}}": _post("Storm UI: kill after waiting", _ID, wait),
+        f"{t}/debug/{{action}}/{{pct}}": _post("Storm UI: sample pct% of every component's tuples, or stop",
+                                               _ID, action, pct),
+        f"{t}/component/{{component}}/debug/{{action}}/{{pct}}": _post(
+            "Storm UI: sample pct% of one component's tuples, or stop", _ID, component, action, pct),
+        "/topologies/{name}/debug": {"post": {
+            "summary": "sample a share of the tuples emitted (0 turns it off)", "parameters": [_NAME],
+            "security": [{"token": []}],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["sample"],
+                "properties": {"sample": {**_N, "description": "0 to 1"}, "component": _S}}}}},
+            "responses": {"200": {"description": "the sampling now", "content": {"application/json": {
+                "schema": {"type": "object"}}}}, "400": _ERR, "401": _ERR, "403": _ERR, "404": _ERR}}},
+        "/topologies/{name}/samples": _get(
+            "the tuples sampled lately (needs the token)", "Samples", _NAME,
+            {"name": "since", "in": "query", "schema": _I},
+            {"name": "component", "in": "query", "schema": _S},
+            auth=True),
         "/topologies/{name}/history": _get(
             "metric history for charts: one point per bucket", "History", _NAME,
             {"name": "window", "in": "query", "schema": _I, "description": "seconds, 600 by default"},
@@ -119,4 +139,9 @@ def ui_schemas() -> dict:
             "edges": {"type": "array", "items": {"type": "object", "properties": {
                 "source": _S, "target": _S, "stream": _S, "grouping": _S, "tuples": _I}}}}},
         "Log": {"type": "object", "properties": {"text": _S, "offset": _I, "size": _I}},
+        "Samples": {"type": "object", "properties": {
+            "debug": {"type": "object", "nullable": True}, "last": _I,
+            "samples": {"type": "array", "items": {"type": "object", "properties": {
+                "seq": _I, "component": _S, "stream": _S, "worker": _I, "values": {"type": "array"},
+                "time": _N}}}}},
     }

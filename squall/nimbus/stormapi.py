@@ -296,6 +296,7 @@ def topology_page(view: TopologyView, window: str) -> dict:
     req = [_requested(s) for s in view.shape.values()]
     mem, cpu = sum(r["requestedMemOnHeap"] for r in req), sum(r["requestedCpu"] for r in req)
     info = view.info
+    debug = info.get("debug")
     return {
         "id": view.id, "encodedId": quote(view.id, safe=""), "name": view.name, "owner": "", "user": "",
         "status": info["status"], "uptime": pretty_uptime(uptime), "uptimeSeconds": uptime,
@@ -303,7 +304,8 @@ def topology_page(view: TopologyView, window: str) -> dict:
         "workersTotal": info.get("num_workers") or len(info.get("workers") or []),
         "msgTimeout": int(view.conf.get("topology.message.timeout.secs") or 30),
         "window": window, "windowHint": window_hint(window), "schedulerDisplayResource": False,
-        "replicationCount": 1, "debug": False, "samplingPct": 0.0,
+        "replicationCount": 1, "debug": bool(debug),
+        "samplingPct": round(100.0 * (debug or {}).get("rate", 0.0), 3),
         "assignedMemOnHeap": mem, "assignedMemOffHeap": 0.0, "assignedTotalMem": mem, "assignedCpu": cpu,
         "requestedMemOnHeap": mem, "requestedMemOffHeap": 0.0, "requestedTotalMem": mem, "requestedCpu": cpu,
         "topologyVersion": str(info.get("version")),
@@ -371,12 +373,16 @@ def component_page(view: TopologyView, cid: str, window: str) -> dict:
     f = view.figures(cid, window)
     live = view.components.get(cid, {})
     n = view.num_tasks(cid)
+    debug = view.info.get("debug") or {}
+    sampled = bool(debug.get("rate")) and (not debug.get("components") or cid in debug["components"])
     out: dict[str, Any] = {
         "user": "", "id": cid, "encodedId": quote(cid, safe=""), "name": view.name,
         "executors": n, "tasks": n, "topologyId": view.id, "encodedTopologyId": quote(view.id, safe=""),
         "topologyStatus": view.info["status"], "window": window, "windowHint": window_hint(window),
-        "componentType": "spout" if spout else "bolt", "debug": False, "samplingPct": 0.0,
-        "eventLogLink": "", "profilingAndDebuggingCapable": False, "profileActionEnabled": False,
+        "componentType": "spout" if spout else "bolt", "debug": sampled,
+        "samplingPct": round(100.0 * debug["rate"], 3) if sampled else 0.0,
+        "eventLogLink": f"/api/v1/topologies/{quote(view.name)}/samples?component={quote(cid)}",
+        "profilingAndDebuggingCapable": False, "profileActionEnabled": False,
         "profilerActive": [], "schedulerDisplayResource": False, **_requested(view.shape.get(cid)),
         "componentErrors": [
             {**{k: v for k, v in view.error_fields(e, truncate=False).items() if k != "lastError"},

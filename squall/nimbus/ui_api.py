@@ -42,6 +42,8 @@ from squall.runtime import clock
 ID = r"(?P<id>[^/]+)"
 COMPONENT = r"(?P<component>[^/]+)"
 WAIT = r"(?P<wait>[0-9]+(\.[0-9]+)?)"
+ACTION = r"(?P<action>enable|disable)"
+PCT = r"(?P<pct>[0-9]+(\.[0-9]+)?)"
 NAME = r"(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]{0,127})"
 
 Handler = Callable[..., Any]
@@ -93,6 +95,12 @@ class UiApi:
              lambda q, b, id, wait: self.operate(id, "rebalance", b, float(wait))),
             ("POST", f"{t}/kill/{WAIT}", True,
              lambda q, b, id, wait: self.operate(id, "kill", b, float(wait))),
+            ("POST", f"{t}/debug/{ACTION}/{PCT}", True,
+             lambda q, b, id, action, pct: self.storm_debug(id, None, action, pct)),
+            ("POST", f"{t}/component/{COMPONENT}/debug/{ACTION}/{PCT}", True,
+             lambda q, b, id, component, action, pct: self.storm_debug(id, unquote(component), action, pct)),
+            ("POST", f"/topologies/{NAME}/debug", True, lambda q, b, name: self.debug(name, b)),
+            ("GET", f"/topologies/{NAME}/samples", True, lambda q, b, name: self.samples(name, q)),
             ("GET", f"/topologies/{NAME}/history", False, lambda q, b, name: self.history(name, q)),
             ("GET", f"/topologies/{NAME}/graph", False, lambda q, b, name: self.graph(name)),
             ("GET", f"/topologies/{NAME}/logs", True, lambda q, b, name: self.logs(name, q)),
@@ -114,6 +122,7 @@ class UiApi:
         rec = self.observer.find(unquote(key))
         info = self.info(rec["id"])
         shape, conf = self.observer.shape(rec)
+        info["debug"] = rec.get("debug")
         history = self.observer.history(rec["name"], rec["id"])
         return TopologyView(info, shape, conf, history, clock.time_ms() / 1000.0)
 
@@ -228,6 +237,57 @@ class UiApi:
             raise InvalidRequest("rebalanceOptions.executors must map components to counts")
         out["parallelism"] = {c: _as_int(n, f"rebalanceOptions.executors.{c}") for c, n in executors.items()}
         return out
+
+    # ---- tuple sampling (Storm's event logger) --------------------------------------------
+
+    def storm_debug(self, key: str, component: str | None, action: str, pct: str) -> dict:
+        """Storm's ``debug/:action/:spct`` routes: sampling percentage ``pct`` on or off."""
+        rec = self.observer.find(unquote(key))
+        rate = float(pct) / 100.0 if action == "enable" else 0.0
+        self.set_debug(rec["name"], rate, component)
+        return {"topologyOperation": "debug", "topologyId": rec["id"], "status": "success"}
+
+    def debug(self, name: str, body: dict) -> dict:
+        """Sample ``sample`` (a fraction; 0 turns it off) of the tuples ``component`` emits, or all."""
+        sample = body.get("sample")
+        if isinstance(sample, bool) or not isinstance(sample, (int, float)):
+            raise InvalidRequest(f"debug needs 'sample', a fraction of the tuples from 0 to 1, "
+                                 f"got {sample!r}")
+        component = body.get("component")
+        if component is not None and not isinstance(component, str):
+            raise InvalidRequest(f"debug: 'component' must be a component's id, got {component!r}")
+        return {"name": name, "debug": self.set_debug(name, float(sample), component)}
+
+    def set_debug(self, name: str, rate: float, component: str | None) -> dict | None:
+        """Turn sampling on (``rate`` in (0, 1]) or off (0) for ``name``; recorded in its record."""
+        if not 0.0 <= rate <= 1.0:
+            raise InvalidRequest(f"debug: the sampling rate must be between 0 and 1 (0-100%), got {rate}")
+        self.nimbus.require_leader()
+        with self.nimbus.operation(name, "debug"):
+            rec = self.nimbus.record(name)
+            if component is not None:
+                shape, _ = self.observer.shape(rec)
+                if component not in shape:
+                    raise NotFound(f"topology {name!r} has no component {component!r}; "
+                                   f"components: {', '.join(sorted(shape))}")
+            components = [component] if component is not None and rate > 0 else None
+            self.nimbus.control(rec, "POST", "/debug", {"rate": rate, "components": components})
+            setting = {"rate": rate, "components": components} if rate > 0 else None
+            self.nimbus.update(name, debug=setting)
+            return setting
+
+    def samples(self, name: str, query: dict) -> dict:
+        """The tuples sampled lately (numbered: ``since`` returns the newer ones only)."""
+        rec = self.observer.find(name)
+        since = query.get("since") or "0"
+        if not re.fullmatch(r"[0-9]+", since):
+            raise InvalidRequest(f"since must be a sample number, got {since!r}")
+        live = self.nimbus.control(rec, "POST", "/samples", {"since": int(since)}, timeout=10.0)
+        samples = live.get("samples") or []
+        if query.get("component"):
+            samples = [s for s in samples if s.get("component") == query["component"]]
+        last = max([int(since)] + [int(s.get("seq") or 0) for s in live.get("samples") or []])
+        return {"name": name, "debug": rec.get("debug"), "samples": samples, "last": last}
 
     def history(self, name: str, query: dict) -> dict:
         """Chart series of ``name`` over ``window`` seconds (600 by default)."""

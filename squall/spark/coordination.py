@@ -8,12 +8,15 @@ worker -> master
                   up and its receive socket is bound at ``address``; ``proof`` is the tag
                   of its identity under the topology's secret (see ``transport``).
     ``started``   {worker, launch, error}: its tasks are open (error None) or failed to open.
-    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames}: alive; task metrics;
-                  new errors; frames dropped for lacking the topology's secret.
+    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames, samples}: alive; task
+                  metrics; new errors; frames dropped for lacking the topology's secret;
+                  tuples sampled while debugging is on (``squall.runtime.sampling``).
 master -> worker
     ``welcome``   {addresses, active}: registration accepted; the peers' addresses.
     ``addresses`` {addresses}: the address map changed (a worker came back elsewhere).
     ``activate`` / ``deactivate``: spouts on or off.
+    ``debug``     {rate, components}: sample emitted tuples at ``rate`` (0 turns it off),
+                  of ``components`` only when given.
     ``stop``      {graceful}: stop the tasks and end the Spark task.
     ``reject``    {reason}: registration refused (a newer launch of that worker exists).
     ``ack``       : the master is alive (answers each heartbeat).
@@ -36,6 +39,7 @@ WELCOME = "welcome"
 ADDRESSES = "addresses"
 ACTIVATE = "activate"
 DEACTIVATE = "deactivate"
+DEBUG = "debug"
 STOP = "stop"
 REJECT = "reject"
 ACK = "ack"

@@ -28,6 +28,7 @@ from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
 from squall.runtime.errors import ErrorLog
 from squall.runtime.plan import TaskPlan
+from squall.runtime.sampling import TupleSampler
 from squall.runtime.worker import Worker
 from squall.spark import coordination as co
 from squall.spark.transport import ZmqTransport, frame_tag
@@ -212,8 +213,10 @@ class _MasterLink:
                 new = errors.total - sent_errors
                 sent_errors = errors.total
                 metrics = [co.metrics_to_dict(t.metrics) for t in list(worker.tasks.values())]
+                tap = worker.tap
+                samples = tap.drain() if isinstance(tap, TupleSampler) else []
                 self.send(co.HEARTBEAT, metrics=metrics, errors=errors.list()[-new:] if new else [],
-                          rejected_frames=transport.rejected_frames)
+                          rejected_frames=transport.rejected_frames, samples=samples)
                 next_beat = now + spec.heartbeat_secs
             msg = self.recv(max(0.0, next_beat - time.monotonic()))
             if msg is not None:
@@ -222,6 +225,9 @@ class _MasterLink:
                     transport.set_peers(msg["addresses"])
                 elif t in (co.ACTIVATE, co.DEACTIVATE):
                     worker.set_active(t == co.ACTIVATE)
+                elif t == co.DEBUG:  # the tap is read on every emit: off, it is None and costs nothing
+                    rate = float(msg.get("rate") or 0.0)
+                    worker.tap = TupleSampler(rate, msg.get("components"), spec.index) if rate > 0 else None
                 elif t in (co.STOP, co.REJECT):
                     worker.stop(graceful=bool(msg.get("graceful", True)))
                     if not worker.join(STOP_TIMEOUT):

@@ -146,6 +146,36 @@ def test_deactivate_asks_for_the_token_and_changes_the_state(world, browser):
     assert browser.errors == []
 
 
+def test_sampling_from_the_component_page(world, browser):
+    browser.goto(f"{world.url}/#/topology/{NAME}/component/split")
+    # the hash changed in the same document: wait for this page, not the last one's buttons
+    browser.wait_for("(document.querySelector('#component-name') || {}).textContent === 'split'",
+                     what="the component page")
+    browser.wait_selector("#debug-on")
+    if not browser.evaluate("sessionStorage.getItem('squall.token')"):
+        browser.evaluate(f"sessionStorage.setItem('squall.token', {world.token!r})")
+    assert browser.text("#debug-state") == "Sampling is off."
+    browser.type("#debug-pct", "100")
+    browser.click("#debug-on")
+    browser.wait_for("document.querySelector('#debug-state').textContent.startsWith('Sampling 100%')",
+                     what="sampling to be on")
+    browser.click("#show-samples")
+    wait_for(lambda: (browser.click("#show-samples") or True) and browser.evaluate(
+        "document.querySelectorAll('#samples tbody tr').length") > 0, 20, "samples on the page")
+    components = browser.evaluate("[...document.querySelectorAll('#samples tbody tr td:nth-child(2)')]"
+                                  ".map(td => td.textContent)")
+    assert set(components) == {"split"}
+    page = world.get(f"/api/v1/topology/{NAME}")
+    assert page["debug"] is True and page["samplingPct"] == 100.0
+    assert world.get(f"/api/v1/topology/{NAME}/component/count")["debug"] is False  # split's only
+    browser.screenshot("component-samples")
+    browser.click("#debug-off")
+    browser.wait_for("document.querySelector('#debug-state').textContent === 'Sampling is off.'",
+                     what="sampling to be off")
+    assert world.get(f"/api/v1/topology/{NAME}")["debug"] is False
+    assert browser.errors == []
+
+
 def test_page_loads_nothing_from_elsewhere(world, browser):
     status, headers, body = world.raw("/")
     assert status == 200 and "default-src 'self'" in headers["Content-Security-Policy"]

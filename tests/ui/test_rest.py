@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -316,6 +317,66 @@ def test_squall_ui_prints_where_the_ui_is(world):
     assert status == 200 and b"squall" in body
 
 
+def samples(world, since=0, component=None, token=""):
+    query = f"&component={component}" if component else ""
+    req = urllib.request.Request(f"{world.url}/api/v1/topologies/{NAME}/samples?since={since}{query}",
+                                 headers={"Authorization": f"Bearer {world.token if token == '' else token}"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.load(resp)
+
+
+def test_sampling_tuples_without_a_restart(world):
+    first = samples(world)
+    assert first["debug"] is None  # off by default (or turned off by the browser test)
+    time.sleep(3)
+    assert samples(world, since=first["last"])["samples"] == []  # nothing is sampled while off
+    assert world.get(f"/api/v1/topology/{NAME}")["debug"] is False
+    pid_before = {w["worker"]: w["pid"] for w in world.info()["workers"]}
+
+    status, body = world.post(f"/api/v1/topology/{NAME}/component/count/debug/enable/100")
+    assert status == 200 and body["topologyOperation"] == "debug"
+    page = world.get(f"/api/v1/topology/{NAME}")
+    assert page["debug"] is True and page["samplingPct"] == 100.0
+    assert world.get(f"/api/v1/topology/{NAME}/component/count")["debug"] is True
+    assert world.get(f"/api/v1/topology/{NAME}/component/split")["debug"] is False
+    since = first["last"]
+    got = wait_for(lambda: [s for s in samples(world, since)["samples"]]
+                   if len(samples(world, since)["samples"]) >= 5 else None, 20, "sampled tuples of count")
+    assert {s["component"] for s in got} == {"count"}, got[:3]
+    for s in got:
+        assert s["stream"] == "default" and s["worker"] in pid_before
+        word, n = s["values"]
+        assert word in ("apple", "banana", "cherry", "date", "elder", "fig", "grape") and n >= 1
+        assert abs(s["time"] - time.time()) < 60
+    assert [s["seq"] for s in got] == sorted(s["seq"] for s in got)
+    assert {w["worker"]: w["pid"] for w in world.info()["workers"]} == pid_before  # no restart
+
+    status, _ = world.post(f"/api/v1/topology/{NAME}/debug/disable/0")
+    assert status == 200 and world.get(f"/api/v1/topology/{NAME}")["debug"] is False
+    time.sleep(2.5)  # a heartbeat may have been on its way
+    last = samples(world)["last"]
+    time.sleep(3)
+    assert samples(world, since=last)["samples"] == []
+
+    # the command line: a share of one component's tuples, then off
+    out = world.cli("debug", NAME, "split", "--sample", "0.5", check=True).stdout
+    assert "sampling 50% of the tuples component 'split'" in out
+    wait_for(lambda: samples(world, since=last, component="split")["samples"], 20, "split's samples")
+    printed = world.cli("samples", NAME, "split", check=True).stdout
+    assert "  split  words  worker " in printed or "  split  lengths  worker " in printed
+    assert "  count  " not in printed.split("split", 1)[-1]
+    assert "sampling of 'uiwc' is off" in world.cli("debug", NAME, "--off", check=True).stdout
+    assert world.info()["status"] == "ACTIVE"
+
+    # refusals
+    assert world.cli("debug", NAME, "nope", "--sample", "0.1").returncode == 4
+    assert world.cli("debug", NAME, "--sample", "2").returncode == 2
+    assert world.post(f"/api/v1/topologies/{NAME}/debug", {"sample": 0.1}, token=None)[0] == 401
+    with pytest.raises(urllib.error.HTTPError) as e:
+        samples(world, token="wrong")
+    assert e.value.code == 403
+
+
 def test_history_survives_a_nimbus_restart(world):
     before = world.get(f"/api/v1/topologies/{NAME}/history?window=600")["points"]
     assert before
@@ -349,7 +410,8 @@ def test_openapi_describes_every_ui_route(world):
     routes = ui_api.UiApi(None, None).routes()  # type: ignore[arg-type]
     for method, pattern, auth, _ in routes:
         path = (pattern.replace(ui_api.ID, "{id}").replace(ui_api.COMPONENT, "{component}")
-                .replace(ui_api.WAIT, "{wait}").replace(ui_api.NAME, "{name}"))
+                .replace(ui_api.WAIT, "{wait}").replace(ui_api.NAME, "{name}")
+                .replace(ui_api.ACTION, "{action}").replace(ui_api.PCT, "{pct}"))
         op = doc["paths"][path][method.lower()]
         assert ("security" in op) == auth, (method, path)
     assert "/metrics" in doc["paths"]

@@ -9,6 +9,7 @@ const WINDOWS = [["600", "10 min"], ["10800", "3 h"], ["86400", "1 day"], [":all
 const COLORS = ["#2a6fdb", "#e8743b", "#19a979", "#ed4a7b", "#945ecf", "#13a4b4", "#525df4", "#bf399e", "#6c8893", "#ee6868"];
 const REFRESH_MS = 10000;
 let refreshTimer = null;
+let samplesShown = null;  // the samples table survives the periodic refresh
 
 // ---- DOM helpers ------------------------------------------------------------------------
 
@@ -131,6 +132,8 @@ async function render(quiet) {
     if (document.querySelector("dialog[open]")) return schedule();  // do not redraw under a dialog
     main.replaceChildren(...content);
     main.setAttribute("data-loaded", String(Date.now()));
+    const [topo, comp] = args.length === 3 ? [args[0], args[1]] : [args[0], null];
+    if (samplesShown && samplesShown[0] === topo && samplesShown[1] === comp && token()) showSamples(topo, comp);
   } catch (e) {
     if (!quiet) main.replaceChildren(h("p", { class: "error", id: "load-error" }, `Cannot load: ${e.message}`));
   }
@@ -394,12 +397,48 @@ async function topologyView(name, params) {
       ["Memory (MB)", "memoryMb"], ["Log", (w) => h("a", { href: "#", class: "log-link", onclick: (e) => { e.preventDefault(); showLog(topo.name, w.worker); } }, "log"), "text"]],
     topo.workers),
     h("div", { id: "log-box" }),
+    h("h2", {}, "Sampled tuples"),
+    debugSection(topo.name, null, topo.debug, topo.samplingPct),
     h("h2", {}, "Errors"),
     errorList(errors),
     h("h2", {}, "Configuration"),
     table("configuration", [["Key", "key", "text"], ["Value", "value", "wrap"]],
       Object.keys(topo.configuration).sort().map((k) => ({ key: k, value: JSON.stringify(topo.configuration[k]) }))));
   return out;
+}
+
+function debugSection(topo, component, on, pct) {
+  // Storm's event logger: sample a share of the tuples emitted, without a restart
+  const base = component ? `/topology/${encodeURIComponent(topo)}/component/${encodeURIComponent(component)}` : `/topology/${encodeURIComponent(topo)}`;
+  const act = (label, fn) => async () => {
+    try { await fn(); flash(`${label}: done`); } catch (e) { flash(`${label}: ${e.message}`, true); }
+    render(true);
+  };
+  const input = h("input", { id: "debug-pct", type: "number", min: "0.001", max: "100", step: "any", value: on ? pct : 10 });
+  return h("div", { id: "debug" },
+    h("p", { id: "debug-state" }, on ? `Sampling ${pct}% of the tuples ${component ? component : "every component"} emits.` : "Sampling is off."),
+    h("div", { class: "actions" }, h("label", {}, "Percent ", input),
+      h("button", { id: "debug-on", onclick: act("sampling", () => post(`${base}/debug/enable/${Number(input.value)}`)) }, "Sample tuples"),
+      h("button", { id: "debug-off", onclick: act("sampling off", () => post(`${base}/debug/disable/0`)) }, "Stop sampling"),
+      h("button", { id: "show-samples", onclick: () => showSamples(topo, component) }, "Show samples")),
+    h("div", { id: "samples-box" }));
+}
+
+async function showSamples(name, component) {
+  const box = document.getElementById("samples-box");
+  samplesShown = [name, component];
+  let t = token();
+  if (!t) t = await askToken();
+  if (!t) return;
+  const query = component ? `&component=${encodeURIComponent(component)}` : "";
+  const resp = await fetch(`${API}/topologies/${encodeURIComponent(name)}/samples?since=0${query}`, { headers: { Authorization: `Bearer ${t}` } });
+  const body = await resp.json().catch(() => ({}));
+  if (resp.status === 401 || resp.status === 403) sessionStorage.removeItem("squall.token");
+  showTokenState();
+  if (!resp.ok) { box.replaceChildren(h("p", { class: "error" }, body.error || resp.statusText)); return; }
+  const rows = body.samples.slice(-200).reverse().map((s) => ({ ...s, when: new Date(s.time * 1000).toLocaleTimeString(), shown: JSON.stringify(s.values) }));
+  box.replaceChildren(rows.length ? table("samples", [["Time", "when", "text"], ["Component", "component", "text"], ["Stream", "stream", "text"],
+    ["Worker", "worker"], ["Values", "shown", "wrap"]], rows) : h("p", { class: "muted", id: "no-samples" }, "No samples yet."));
 }
 
 async function showLog(name, worker) {
@@ -455,6 +494,7 @@ async function componentView(name, component, params) {
     out.push(h("h2", {}, "Metrics"), table("user-metrics", [["Metric", "name", "text"], ["Value", "value", "wrap"]],
       Object.keys(c.metrics).sort().map((k) => ({ name: k, value: typeof c.metrics[k] === "object" ? JSON.stringify(c.metrics[k]) : c.metrics[k] }))));
   }
+  out.push(h("h2", {}, "Sampled tuples"), debugSection(c.name, c.id, c.debug, c.samplingPct));
   out.push(h("h2", {}, "Errors"), errorList(c.componentErrors.map((e) => ({ ...e, component: c.id }))));
   return out;
 }
