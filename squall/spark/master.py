@@ -134,8 +134,16 @@ class TopologyMaster:
         self._call(apply)
 
     def recent_samples(self, since: int = 0) -> list[dict]:
-        """The kept samples numbered above ``since``, oldest first."""
-        return [s for s in list(self.samples) if s["seq"] > since]
+        """The kept samples numbered above ``since``, oldest first (any thread)."""
+        for _ in range(5):  # the loop thread may append meanwhile: copying then fails, try again
+            try:
+                kept = list(self.samples)
+                break
+            except RuntimeError:
+                continue
+        else:
+            kept = []
+        return [s for s in kept if s["seq"] > since]
 
     def stop(self, wait_secs: float = 0) -> None:
         """Deactivate, wait ``wait_secs``, stop every worker and end their Spark jobs."""

@@ -9,6 +9,7 @@ restart Nimbus (the history must survive it) and kill the topology through Storm
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 import urllib.error
@@ -18,7 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.nimbus.harness import wait_for
-from tests.ui.conftest import NAME, artifacts_dir
+from tests.ui.conftest import NAME, REPO, artifacts_dir
 from tests.ui.topology_source import COMPONENTS, SECRET_VALUE, STREAMS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -245,6 +246,10 @@ def test_prometheus_metrics_parse(world):
                  "squall_task_executed", "squall_worker_up", "squall_worker_restarts"):
         assert name in families, f"{name} not in {sorted(families)}"
     assert families["squall_component_complete_latency_ms"].type == "summary"
+    # every series docs/ui.md names is there (user metrics only when a component registers some)
+    for name in documented_series() - {"squall_user_metric"}:
+        family = name.removesuffix("_total")
+        assert family in families, f"{name} (docs/ui.md) not in /metrics"
     assert families["squall_component_emitted"].type == "counter"
     emitted = {s.labels["component"]: s.value for s in families["squall_component_emitted"].samples
                if s.name == "squall_component_emitted_total"}
@@ -254,6 +259,21 @@ def test_prometheus_metrics_parse(world):
     assert all(s.value > 10e6 for s in families["squall_worker_memory_bytes"].samples)
     up = [s for s in families["squall_worker_up"].samples]
     assert len(up) == 2 and all(s.value == 1 for s in up)
+
+
+def documented_series() -> set[str]:
+    """The series names in docs/ui.md's Prometheus table, with ``{a,b}`` expanded."""
+    text = (REPO / "docs" / "ui.md").read_text()
+    section = text.split("## Prometheus", 1)[1].split("\n## ", 1)[0]
+    names = set()
+    for raw in re.findall(r"`(squall_[a-z_{},]+)", section):
+        m = re.fullmatch(r"(squall_[a-z_]*)\{([a-z_,]+)\}(_[a-z_]+)?", raw)
+        if m and "," in m.group(2):
+            names |= {f"{m.group(1)}{part}{m.group(3) or ''}" for part in m.group(2).split(",")}
+        else:
+            names.add(raw.split("{")[0])
+    assert len(names) > 20, names
+    return names
 
 
 def test_mutations_need_the_token(world):

@@ -78,3 +78,10 @@ def test_graph_layers_and_redaction():
         ("s", "a", "shuffle"), ("a", "a", "direct"), ("a", "b", "fields")}
     assert redact({"x.password": "p", "api_key": "k", "list": [{"secret": 1}], "keep": "v"}) == {
         "x.password": "*****", "api_key": "*****", "list": [{"secret": "*****"}], "keep": "v"}
+
+
+def test_the_docs_name_every_series():
+    from squall.nimbus.prometheus import FAMILIES
+    from tests.ui.test_rest import documented_series  # the same reading of docs/ui.md
+
+    assert documented_series() == set(FAMILIES)
