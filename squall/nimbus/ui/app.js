@@ -50,7 +50,8 @@ function table(id, columns, rows) {
   const body = rows.map((row) => h("tr", {}, columns.map(([, key, kind]) => {
     const v = typeof key === "function" ? key(row) : row[key];
     const cls = kind === "text" ? "text" : kind === "wrap" ? "wrap" : null;
-    return h("td", { class: cls, "data-key": typeof key === "string" ? key : null }, v instanceof Node ? v : fmt(v));
+    const plain = ["port", "pid", "worker", "task"].includes(key);  // identifiers, not quantities
+    return h("td", { class: cls, "data-key": typeof key === "string" ? key : null }, v instanceof Node ? v : plain && v !== null && v !== undefined ? String(v) : fmt(v));
   })));
   return h("table", { id }, h("thead", {}, head), h("tbody", {}, body));
 }
