@@ -86,15 +86,22 @@ class _Page:
 
 
 def _user_metrics(page: _Page, labels: Labels, metrics: Any) -> None:
-    """Flatten ``{name: number}`` or ``{name: {field: number}}`` into ``squall_user_metric``."""
+    """Flatten a component's user metrics (docs/metrics.md) into ``squall_user_metric``.
+
+    Each numeric field of a metric is a series (``field`` label), with the metric's ``type``;
+    non-numeric fields (a gauge's ``values`` by task, its ``errors``) are left out.
+    """
     if not isinstance(metrics, dict):
         return
     for name, value in sorted(metrics.items()):
         if isinstance(value, dict):
+            kind = str(value.get("type") or "")
             for field, v in sorted(value.items()):
-                page.add("squall_user_metric", {**labels, "metric": name, "field": field}, v)
+                if field != "type":
+                    series = {**labels, "metric": name, "type": kind, "field": field}
+                    page.add("squall_user_metric", series, v)
         else:
-            page.add("squall_user_metric", {**labels, "metric": name, "field": "value"}, value)
+            page.add("squall_user_metric", {**labels, "metric": name, "type": "", "field": "value"}, value)
 
 
 def _component(page: _Page, top: Labels, cid: str, kind: str, c: dict) -> None:

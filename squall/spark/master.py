@@ -43,7 +43,7 @@ from squall.spark import coordination as co
 from squall.spark import settings as S
 from squall.spark.errors import spark_job_error
 from squall.spark.master_info import master_info
-from squall.spark.registry import WorkerRegistry
+from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
 from squall.spark.transport import frame_tag
 from squall.spark.worker_main import WorkerCode, WorkerSpec, spark_task
@@ -70,6 +70,7 @@ class TopologyMaster:
         self.plan = plan
         self.sc = sc
         self.active = active
+        self._active_seq = 0  # activate/deactivate commands sent, for the confirmations
         self.base = WorkerCode(version, topology, conf, code_path)
         self.worker_code: dict[int, WorkerCode] = {}  # workers not running ``base``
         # workers prove they have it when they register, and tag every frame with it
@@ -117,14 +118,39 @@ class TopologyMaster:
         self.started_at = time.monotonic()
         log.info("topology %r: %d workers running on %s", self.name, self.plan.num_workers, self.sc.master)
 
-    def set_active(self, active: bool) -> None:
-        """Activate or deactivate the spouts of every worker (and of later relaunches)."""
-        def apply() -> None:
-            self.active = active
-            for inc in self.registry.current():
-                self._send(inc.identity, co.ACTIVATE if active else co.DEACTIVATE)
-        self._call(apply)
+    def set_active(self, active: bool, timeout: float = STOP_TIMEOUT) -> None:
+        """Activate or deactivate the spouts of every worker (and of later relaunches).
+
+        Returns once every running worker confirmed it: after a deactivate no
+        ``next_tuple`` call starts anywhere (Storm's contract). A worker that does not
+        confirm within ``timeout`` is logged; it will not run its spouts once it does.
+        """
         self.status = "ACTIVE" if active else "INACTIVE"
+        self._confirmed(active, timeout)
+
+    def _confirmed(self, active: bool, timeout: float) -> None:
+        """Tell every running worker, and wait until each confirmed (or ``timeout``)."""
+        def apply() -> tuple[int, list[Incarnation]]:
+            self.active = active
+            self._active_seq += 1
+            told = list(self.registry.current())
+            for inc in told:
+                self._send(inc.identity, co.ACTIVATE if active else co.DEACTIVATE,
+                           seq=self._active_seq)
+            return self._active_seq, told
+        seq, told = self._call(apply)
+        deadline = time.monotonic() + timeout
+        while True:
+            waiting = self._call(lambda: [
+                i.worker for i in told
+                if i.applied < seq and any(i is c for c in self.registry.current())])
+            if not waiting:
+                return
+            if time.monotonic() >= deadline:
+                log.error("topology %r: workers %s did not confirm %s within %.0fs", self.name,
+                          waiting, "activate" if active else "deactivate", timeout)
+                return
+            time.sleep(0.005)  # confirmations arrive on the master's loop thread
 
     def set_debug(self, rate: float, components: list[str] | None) -> None:
         """Sample emitted tuples at ``rate`` (0: off) in every worker (and later relaunches)."""
@@ -150,7 +176,7 @@ class TopologyMaster:
         if not self._thread.is_alive():
             self._close()
             return
-        self._call(lambda: self._broadcast(co.DEACTIVATE))
+        self._confirmed(False, STOP_TIMEOUT)
         if wait_secs > 0:
             time.sleep(wait_secs)
         self._call(self._stop_all)
@@ -349,8 +375,12 @@ class TopologyMaster:
         if inc is None:
             self._send(ident, co.STOP, graceful=False)  # a process of an older launch
             return
-        if t == co.HEARTBEAT:
+        if t == co.APPLIED:
+            inc.applied = max(inc.applied, int(msg.get("seq") or 0))
+        elif t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
+            inc.stuck = list(msg.get("stuck") or [])
+            inc.corrupt_frames = int(msg.get("corrupt_frames") or 0)
             inc.rejected_frames = int(msg.get("rejected_frames") or 0)
             self.errors.extend(msg["errors"])
             for sample in msg.get("samples") or ():

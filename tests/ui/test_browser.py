@@ -155,6 +155,7 @@ def test_sampling_from_the_component_page(world, browser):
     if not browser.evaluate("sessionStorage.getItem('squall.token')"):
         browser.evaluate(f"sessionStorage.setItem('squall.token', {world.token!r})")
     assert browser.text("#debug-state") == "Sampling is off."
+    assert "counter" in browser.text("#user-metrics")  # split's user metric "words"
     browser.type("#debug-pct", "100")
     browser.click("#debug-on")
     browser.wait_for("document.querySelector('#debug-state').textContent.startsWith('Sampling 100%')",

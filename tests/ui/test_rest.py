@@ -188,6 +188,9 @@ def test_component_pages(world):
         assert e["executed"] >= by_task[str(e["task"])]["executed"]
         assert e["host"] and isinstance(e["port"], int) and is_float_str(e["capacity"])
 
+    split = world.get(f"/api/v1/topology/{NAME}/component/split")
+    assert split["metrics"]["words"]["type"] == "counter" and split["metrics"]["words"]["count"] > 0
+
     total = world.get(f"/api/v1/topology/{NAME}/component/total")
     err = total["componentErrors"][0]
     assert "Traceback" in err["error"] and "refused on purpose" in err["error"]
@@ -246,8 +249,8 @@ def test_prometheus_metrics_parse(world):
                  "squall_task_executed", "squall_worker_up", "squall_worker_restarts"):
         assert name in families, f"{name} not in {sorted(families)}"
     assert families["squall_component_complete_latency_ms"].type == "summary"
-    # every series docs/ui.md names is there (user metrics only when a component registers some)
-    for name in documented_series() - {"squall_user_metric"}:
+    # every series docs/ui.md names is there
+    for name in documented_series():
         family = name.removesuffix("_total")
         assert family in families, f"{name} (docs/ui.md) not in /metrics"
     assert families["squall_component_emitted"].type == "counter"
@@ -256,6 +259,12 @@ def test_prometheus_metrics_parse(world):
     assert set(COMPONENTS) <= set(emitted)
     for c in COMPONENTS:
         assert before["components"][c]["emitted"] <= emitted[c] <= after["components"][c]["emitted"], c
+    user = [s for s in families["squall_user_metric"].samples if s.labels["metric"] == "words"]
+    assert [(s.labels["component"], s.labels["type"], s.labels["field"]) for s in user] == [
+        ("split", "counter", "count")]
+    words = (before["components"]["split"]["metrics"]["words"]["count"],
+             after["components"]["split"]["metrics"]["words"]["count"])
+    assert 0 < words[0] <= user[0].value <= words[1]
     assert all(s.value > 10e6 for s in families["squall_worker_memory_bytes"].samples)
     up = [s for s in families["squall_worker_up"].samples]
     assert len(up) == 2 and all(s.value == 1 for s in up)

@@ -43,9 +43,11 @@ class SentenceSpout(Spout):
 class SplitBolt(Bolt):
     def prepare(self, conf, context, collector):
         self.collector = collector
+        self.words = context.register_counter("words")  # a user metric, for the UI and /metrics
 
     def execute(self, tup):
         words = tup["sentence"].split()
+        self.words.inc(len(words))
         for word in words:
             self.collector.emit([word], anchors=tup, stream="words")
         self.collector.emit([len(words)], anchors=tup, stream="lengths")

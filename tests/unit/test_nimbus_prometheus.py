@@ -15,7 +15,9 @@ INFO = {
               "complete_latency_ms": 4.0, "complete_latency_p50_ms": 3.0, "complete_latency_p99_ms": 9.0,
               "capacity": 0.0, "by_task": {"1": {"emitted": 10, "capacity": 0.0}}},
         "b": {"tasks": [2], "emitted": 0, "executed": 10, "capacity": 0.25, "execute_latency_ms": 0.5,
-              "metrics": {"parsed": 7, "sizes": {"count": 3, "mean": 1.5, "p99": 2.0}, "label": "text"}},
+              "metrics": {"parsed": {"type": "counter", "count": 7},
+                          "sizes": {"type": "histogram", "count": 3, "mean": 1.5, "p99": 2.0, "p50": None},
+                          "depth": {"type": "gauge", "values": {"2": 4}, "sum": 4, "errors": {}}}},
         "__acker": {"tasks": [3], "emitted": 0},
     },
     "workers": [{"worker": 0, "host": "h", "tasks": [1, 2, 3], "uptime_secs": 4.0, "restarts": 1,
@@ -49,9 +51,11 @@ def test_page_parses_with_every_family():
 
 def test_user_metrics_when_present():
     fams = families(render([INFO], {"leader": False}))
-    user = {(s.labels["metric"], s.labels["field"]): s.value for s in fams["squall_user_metric"].samples}
-    assert user == {("parsed", "value"): 7, ("sizes", "count"): 3, ("sizes", "mean"): 1.5,
-                    ("sizes", "p99"): 2.0}
+    user = {(s.labels["metric"], s.labels["type"], s.labels["field"]): s.value
+            for s in fams["squall_user_metric"].samples}
+    assert user == {("parsed", "counter", "count"): 7, ("sizes", "histogram", "count"): 3,
+                    ("sizes", "histogram", "mean"): 1.5, ("sizes", "histogram", "p99"): 2.0,
+                    ("depth", "gauge", "sum"): 4}
     b = {k: v for k, v in INFO["components"]["b"].items() if k != "metrics"}
     plain = {**INFO, "components": {"b": b}}
     assert "squall_user_metric" not in families(render([plain], {}))
