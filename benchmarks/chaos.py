@@ -151,7 +151,17 @@ class Soak:
             self._spawn(f"spark-worker-{host}", [cls, "org.apache.spark.deploy.worker.Worker",
                                                  "--host", host, "--cores", "2", "--memory", "2g",
                                                  "--webui-port", str(free_port()), self.spark_master], wenv)
-        time.sleep(8)  # the workers register with the master
+        deadline = time.monotonic() + 180  # a loaded machine takes its time
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json", timeout=2) as r:
+                    state = json.load(r)
+                if sum(w.get("state") == "ALIVE" for w in state.get("workers", [])) >= 2:
+                    return
+            except (OSError, ValueError):
+                pass
+            time.sleep(1)
+        raise SystemExit("the two standalone Spark workers did not register within 180 s")
 
     def start_nimbus(self) -> None:
         self._spawn("nimbus", [sys.executable, "-m", "squall.cli.main", "nimbus", "--port",
