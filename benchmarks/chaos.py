@@ -75,7 +75,7 @@ def build_topology():
 def build_config():
     c = Config()
     c.update({{"topology.workers": 2, "topology.message.timeout.secs": 10,
-              "topology.max.spout.pending": 200,
+              "topology.max.spout.pending": 200, "squall.spark.executor.wait.secs": 180,
               "topology.state.provider": "squall.state.redis.RedisStateProvider",
               "topology.state.provider.config": {{"host": "127.0.0.1", "port": REDIS}}}})
     return c
