@@ -69,7 +69,7 @@ def build_topology():
     b.set_bolt("relay", Relay(), 2).shuffle_grouping("seq")
     b.set_bolt("check", SequenceChecker(OUT), 2).fields_grouping("relay", Fields("key"))
     b.set_bolt("count", KeyCount(), 2).fields_grouping("relay", Fields("key"))
-    return b.create_topology()
+    return build_config(), b.create_topology()
 
 
 def build_config():
