@@ -103,7 +103,7 @@ class Soak:
         self.procs: dict[str, subprocess.Popen] = {}
         self.events: list[tuple[float, str]] = []
         self.samples: list[dict[str, Any]] = []
-        self.count = int(rate * minutes * 60 / KEYS) + 1
+        self.count = int(rate * minutes * 60 / KEYS) + 1  # per key: the window's worth of load
         self.redis_port = free_port()
         self.nimbus_port = free_port()
         self.nimbus_url = f"http://127.0.0.1:{self.nimbus_port}"
@@ -236,10 +236,11 @@ class Soak:
                              "received": report.received, "rss_mb": rss})
 
     def chaos(self) -> None:
-        end = self.t0 + self.minutes * 60
+        start = time.monotonic()  # the load window starts once the topology runs
+        end = start + self.minutes * 60
         rng = random.Random(int(time.time()))
-        plan = {"master": self.t0 + self.minutes * 60 * 0.25, "nimbus": self.t0 + self.minutes * 60 * 0.5,
-                "redis": self.t0 + self.minutes * 60 * 0.75}
+        plan = {"master": start + self.minutes * 60 * 0.25, "nimbus": start + self.minutes * 60 * 0.5,
+                "redis": start + self.minutes * 60 * 0.75}
         next_kill = time.monotonic() + rng.uniform(20, 60)
         next_sample = time.monotonic()
         while time.monotonic() < end:
