@@ -30,6 +30,7 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
 
 def run(args: argparse.Namespace) -> int:
     """Run Nimbus until SIGTERM or SIGINT."""
+    from squall.nimbus.auth import TokenError
     from squall.nimbus.daemon import run_nimbus  # the daemon's imports only where needed
     from squall.store import StoreError
 
@@ -45,5 +46,5 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(ExitCode.USAGE, str(e)) from None
     try:
         return run_nimbus(config)
-    except (OSError, StoreError) as e:
+    except (OSError, StoreError, TokenError) as e:
         raise CliError(ExitCode.ERROR, str(e)) from None
