@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -29,15 +30,28 @@ def nimbus_urls(option: str | None) -> list[str]:
 
 
 def read_token(token_file: str | None) -> str | None:
-    """The token from ``$SQUALL_TOKEN`` or the token file; None if there is none."""
+    """The token from ``$SQUALL_TOKEN`` or the token file; None if there is none.
+
+    A token file that others can read (or write) is refused, as ssh refuses such a key:
+    ``CliError`` with the ``chmod`` that fixes it.
+    """
     token = os.environ.get("SQUALL_TOKEN")
     if token:
         return token.strip()
     path = Path(token_file or os.environ.get("SQUALL_TOKEN_FILE") or squall_home() / "nimbus.token")
     try:
-        return path.read_text().strip() or None
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
+    with os.fdopen(fd) as f:
+        mode = os.fstat(fd).st_mode
+        if mode & 0o077:
+            raise CliError(ExitCode.AUTH, f"the token file {path} can be read by others (mode "
+                                          f"{stat.S_IMODE(mode):o}); run: chmod 600 {path}")
+        try:
+            return f.read().strip() or None
+        except (OSError, UnicodeDecodeError):
+            return None
 
 
 class NimbusClient:

@@ -16,7 +16,7 @@ import threading
 import time
 from types import FrameType
 
-from squall.nimbus.auth import load_or_create_token
+from squall.nimbus.auth import load_or_create_token, private_dir
 from squall.nimbus.config import NimbusConfig
 from squall.nimbus.launcher import Launcher
 from squall.nimbus.monitor import Monitor
@@ -31,6 +31,8 @@ def run_nimbus(config: NimbusConfig) -> int:
     """Run Nimbus until a signal stops it; returns the exit status."""
     config = config.resolved()
     assert config.store and config.token_file and config.blob_dir and config.log_dir
+    for directory in (config.data_dir, config.blob_dir, config.log_dir):
+        private_dir(directory)  # tokens, uploaded code, logs: its owner's only, whatever exists
     token = load_or_create_token(config.token_file)
     options = {"session_timeout": config.zk_session_timeout_secs} if config.store.startswith("zk://") else {}
     store = open_store(config.store, **options)

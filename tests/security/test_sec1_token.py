@@ -16,13 +16,14 @@ import pytest
 from squall.nimbus import auth
 from squall.nimbus.auth import check_token, load_or_create_token
 from squall.nimbus.errors import Unauthorized
-from tests.nimbus.harness import PYTHON, base_env, free_port
+from tests.nimbus import harness
+from tests.nimbus.harness import PYTHON, free_port
 
 
 def start_nimbus(home, timeout=20):
     """Run ``squall nimbus``; it must exit by itself (else it is killed and the test fails)."""
     proc = subprocess.Popen([PYTHON, "-m", "squall.cli.main", "nimbus", "--port", str(free_port()),
-                             "--data-dir", str(home)], env=base_env(home), stdout=subprocess.PIPE,
+                             "--data-dir", str(home)], env=harness.base_env(home), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         out, err = proc.communicate(timeout=timeout)
