@@ -2,7 +2,9 @@
 
 Where Nimbus is: ``--nimbus URL``, else ``$SQUALL_NIMBUS``, else http://127.0.0.1:6627;
 several comma-separated URLs are tried in turn (for Nimbus HA), and a standby's 503 sends
-the request on to the leader it names. The token: ``$SQUALL_TOKEN``, else the file
+the request on to the leader it names, but only if that leader is one of those URLs: the
+token never goes to a server the user did not name (a forged leader record, or whoever
+answers in a standby's place, cannot redirect it). The token: ``$SQUALL_TOKEN``, else the file
 ``--token-file``, ``$SQUALL_TOKEN_FILE`` or ``$SQUALL_HOME/nimbus.token`` (``~/.squall``);
 it is sent only with requests that change something.
 """
@@ -15,6 +17,7 @@ import stat
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 from typing import Any
 
 from squall.cli.exits import CliError, ExitCode, exit_for_status
@@ -78,9 +81,15 @@ class NimbusClient:
             except _Unreachable as e:
                 reasons.append(f"{url}: {e}")
             except _Standby as e:
-                if e.leader and e.leader.rstrip("/") != url:
+                leader = _normal(e.leader) if e.leader else None
+                if leader and leader not in {_normal(u) for u in self.urls}:
+                    reasons.append(f"{url}: a standby naming leader {e.leader}, which is not one of "
+                                   f"the configured Nimbus URLs (add it to --nimbus or $SQUALL_NIMBUS "
+                                   f"to follow it)")
+                    continue
+                if leader and leader != _normal(url):
                     try:
-                        return self._once(e.leader.rstrip("/"), method, path, body, timeout)
+                        return self._once(leader, method, path, body, timeout)
                     except _Unreachable as e2:
                         reasons.append(f"leader {e.leader}: {e2}")
                         continue
@@ -113,6 +122,12 @@ class NimbusClient:
         except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
             reason = getattr(e, "reason", e)
             raise _Unreachable(str(reason)) from None
+
+
+def _normal(url: str) -> str:
+    """``url`` compared as a Nimbus address: scheme and host lower case, no trailing slash."""
+    parts = urlsplit(url.strip())
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), "", ""))
 
 
 class _Unreachable(Exception):
