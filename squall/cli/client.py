@@ -6,7 +6,8 @@ the request on to the leader it names, but only if that leader is one of those U
 token never goes to a server the user did not name (a forged leader record, or whoever
 answers in a standby's place, cannot redirect it). The token: ``$SQUALL_TOKEN``, else the file
 ``--token-file``, ``$SQUALL_TOKEN_FILE`` or ``$SQUALL_HOME/nimbus.token`` (``~/.squall``);
-it is sent only with requests that change something.
+it is sent with every request (reads without it show no errors or paths), and only to
+the configured URLs.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class NimbusClient:
         return self._request("GET", path, None, timeout)
 
     def post(self, path: str, body: dict | None = None, timeout: float | None = None) -> Any:
-        """POST ``body`` to ``/api/v1`` + ``path`` with the token."""
+        """POST ``body`` to ``/api/v1`` + ``path``."""
         return self._request("POST", path, body or {}, timeout)
 
     def _request(self, method: str, path: str, body: dict | None, timeout: float | None) -> Any:
@@ -101,11 +102,11 @@ class NimbusClient:
     def _once(self, url: str, method: str, path: str, body: dict | None, timeout: float | None) -> Any:
         headers = {"Accept": "application/json"}
         data = None
+        if self.token:  # reads too: errors and details are shown to the token's holder only
+            headers["Authorization"] = f"Bearer {self.token}"
         if method == "POST":
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
-            if self.token:
-                headers["Authorization"] = f"Bearer {self.token}"
         req = urllib.request.Request(f"{url}/api/v1{path}", data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:  # noqa: S310

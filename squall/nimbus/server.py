@@ -1,7 +1,9 @@
 """Nimbus's REST API: JSON over HTTP (stdlib ``ThreadingHTTPServer``), under ``/api/v1``.
 
-Reads (GET) are open; every request that changes anything or uploads code (POST) needs
-the token and is refused with 401 (none) or 403 (wrong) otherwise, and logged. A standby
+Reads (GET) are open, but without the token they show no secrets, paths or error texts
+(``redact``; a component's errors need the token); every request that changes anything
+or uploads code (POST) needs the token and is refused with 401 (none) or 403 (wrong)
+otherwise, and logged. A standby
 answers reads from the store and refuses changes with 503 naming the leader. Errors are
 ``{"error": "<one line>", "code": "<kind>"}``. ``GET /api/v1/openapi.json`` describes it all.
 """
@@ -17,9 +19,10 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import squall
-from squall.nimbus.auth import check_token
+from squall.nimbus.auth import check_token, token_matches
 from squall.nimbus.errors import InvalidRequest, NimbusError, NotFound
 from squall.nimbus.openapi import openapi
+from squall.nimbus.redact import public
 from squall.nimbus.upgrades import Nimbus
 from squall.store import StoreError
 
@@ -55,7 +58,7 @@ class NimbusServer:
             ("GET", "/topologies", False, lambda q, b: {"topologies": n.list_topologies()}),
             ("POST", "/topologies", True, lambda q, b: n.submit(b)),
             ("GET", f"/topologies/{NAME}", False, lambda q, b, name: n.info(name)),
-            ("GET", f"/topologies/{NAME}/errors", False, lambda q, b, name: {"errors": n.errors(name)}),
+            ("GET", f"/topologies/{NAME}/errors", True, lambda q, b, name: {"errors": n.errors(name)}),
             ("POST", f"/topologies/{NAME}/activate", True, lambda q, b, name: n.set_active(name, True)),
             ("POST", f"/topologies/{NAME}/deactivate", True, lambda q, b, name: n.set_active(name, False)),
             ("POST", f"/topologies/{NAME}/rebalance", True, lambda q, b, name: n.rebalance(name, b)),
@@ -121,13 +124,17 @@ class NimbusServer:
             read = True
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
             body = route[3](query, data, **params)
+            if not token_matches(self.token, req.headers.get("Authorization")):
+                body = public(body)
         except NimbusError as e:
             status, body = e.status, e.body()
         except StoreError as e:
-            status, body = 503, {"error": f"the store is unavailable: {e}", "code": "store_unavailable"}
+            log.warning("%s %s: the store is unavailable: %s", method, url.path, e)
+            status, body = 503, {"error": "the store is unavailable" + self._detail(req, e),
+                                 "code": "store_unavailable"}
         except Exception as e:  # noqa: BLE001 - one bad request must not take the server down
             log.exception("%s %s failed", method, url.path)
-            status, body = 500, {"error": f"{type(e).__name__}: {e}", "code": "failed"}
+            status, body = 500, {"error": f"{type(e).__name__}" + self._detail(req, e), "code": "failed"}
         if method == "POST" or status >= 400:
             log.info("%s %s from %s -> %d%s", method, url.path, peer, status,
                      f" ({body.get('error')})" if status >= 400 else "")
@@ -140,6 +147,12 @@ class NimbusServer:
             req.close_connection = True
         req.end_headers()
         req.wfile.write(payload)
+
+    def _detail(self, req: BaseHTTPRequestHandler, e: Exception) -> str:
+        """``: <message>`` for the token's holder; others get a pointer to the log."""
+        if token_matches(self.token, req.headers.get("Authorization")):
+            return f": {e}"
+        return " (details in the Nimbus log)"
 
     def _match(self, method: str, path: str) -> tuple[Route, dict[str, str]]:
         allowed = False
