@@ -23,6 +23,9 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
                    help="store, blobs, token and logs (default $SQUALL_HOME or ~/.squall)")
     p.add_argument("--store", default=None,
                    help="sqlite:PATH (default <data dir>/nimbus.sqlite3) or zk://host:port/root")
+    p.add_argument("--tls-cert", default=None, metavar="PEM",
+                   help="serve HTTPS only, with this certificate chain (needs --tls-key)")
+    p.add_argument("--tls-key", default=None, metavar="PEM", help="the private key of --tls-cert")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Nimbus setting")
     p.add_argument("--log-level", default=os.environ.get("SQUALL_LOG_LEVEL", "INFO"))
     p.set_defaults(run=run)
@@ -39,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
         handler.setFormatter(logging.Formatter(f"%(asctime)s squall nimbus pid {os.getpid()} "
                                                f"%(levelname)s %(name)s: %(message)s"))
     config = NimbusConfig(host=args.host, port=args.port, store=args.store,
-                          data_dir=Path(args.data_dir) if args.data_dir else squall_home())
+                          data_dir=Path(args.data_dir) if args.data_dir else squall_home(),
+                          tls_cert=Path(args.tls_cert) if args.tls_cert else None,
+                          tls_key=Path(args.tls_key) if args.tls_key else None)
     try:
         config = with_conf(config, {k: str(v) for k, v in key_values(args.conf, "--conf").items()})
     except ValueError as e:
