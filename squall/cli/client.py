@@ -18,8 +18,8 @@ import stat
 import urllib.error
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from squall.cli.exits import CliError, ExitCode, exit_for_status
 from squall.nimbus.config import DEFAULT_PORT, squall_home

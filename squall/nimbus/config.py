@@ -38,6 +38,7 @@ class NimbusConfig:
     kill_timeout_secs: float = 60.0
     max_task_parallelism: int | None = None
     zk_session_timeout_secs: float = 6.0
+    zk_auth: str | None = field(default=None, repr=False)  # user:password (digest); never shown
     http_timeout_secs: float = 30.0  # an idle or slow HTTP connection is cut after this
     max_wait_secs: float = 600.0  # the longest wait_secs a request may ask for
     tls_cert: Path | None = None  # serve HTTPS with this certificate chain (PEM)...

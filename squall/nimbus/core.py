@@ -81,7 +81,11 @@ class NimbusCore:
         rec = self.store.get(K.topology_key(name))
         if rec is None:
             raise NotFound(f"no topology named {name!r} is running")
-        return rec
+        try:
+            return K.check_record(name, rec)  # ids become paths, secrets keys: never trusted raw
+        except K.RecordError as e:
+            log.error("%s", e)
+            raise NimbusError(str(e)) from None
 
     def update(self, name: str, **changes: Any) -> dict:
         """Apply ``changes`` to the record of ``name`` (which must exist)."""

@@ -37,7 +37,7 @@ def run_nimbus(config: NimbusConfig) -> int:
         private_dir(directory)  # tokens, uploaded code, logs: its owner's only, whatever exists
     token = load_or_create_token(config.token_file)
     options = {"session_timeout": config.zk_session_timeout_secs} if config.store.startswith("zk://") else {}
-    store = open_store(config.store, **options)
+    store = open_store(config.store, auth=config.zk_auth, **options)
     try:
         tls = (str(config.tls_cert), str(config.tls_key)) if config.tls_cert else None
         server = NimbusServer(config.host, config.port, token, timeout=config.http_timeout_secs,
@@ -48,7 +48,7 @@ def run_nimbus(config: NimbusConfig) -> int:
     election = store.election({"url": config.url, "pid": os.getpid(), "host": socket.gethostname(),
                                "since": time.time()})
     launcher = Launcher(store_uri=config.store, blob_dir=config.blob_dir, log_dir=config.log_dir,
-                        spark_submit=config.spark_submit, bind_host=config.host)
+                        spark_submit=config.spark_submit, bind_host=config.host, store_auth=config.zk_auth)
     nimbus = Nimbus(config, store, election, launcher, BlobStore(config.blob_dir))
     server.attach(nimbus)
     monitor = Monitor(nimbus)

@@ -23,7 +23,7 @@ HIDDEN = "(needs the token)"
 def public(body: Any) -> Any:
     """``body`` without what only the token's holder may read (see the module docstring)."""
     if isinstance(body, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in body.items():
             if key in DROPPED:
                 continue

@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"%(asctime)s squall master {args.name} pid {os.getpid()} "
                                f"%(levelname)s %(name)s: %(message)s")
-    store = open_store(args.store)
+    store = open_store(args.store, auth=os.environ.get("SQUALL_ZK_AUTH") or None)
     try:
         return TopologyApp(store, BlobStore(args.blobs), args.name, args.epoch, args.log_dir).run()
     finally:

@@ -14,6 +14,14 @@ was killed) stops its workers and exits: that fences a master Nimbus gave up for
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+# what Nimbus makes at submit: <name>-<seconds>-<6 hex digits>; never a path
+TOPOLOGY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}-[0-9]{1,12}-[0-9a-f]{6}")
+SECRET = re.compile(r"[0-9a-f]{64}")
+
 TOPOLOGIES = "topologies"
 MASTERS = "masters"
 
@@ -39,3 +47,47 @@ def topology_key(name: str) -> str:
 def master_key(name: str) -> str:
     """The key of topology ``name``'s master registration."""
     return f"{MASTERS}/{name}"
+
+
+class RecordError(ValueError):
+    """A record read from the store is malformed (forged or corrupted); the message says how."""
+
+
+def check_topology_id(topology_id: Any) -> str:
+    """``topology_id`` if it has the form Nimbus gives ids, else ``ValueError``.
+
+    >>> check_topology_id("wc-1700000000-a1b2c3")
+    'wc-1700000000-a1b2c3'
+    """
+    if not isinstance(topology_id, str) or not TOPOLOGY_ID.fullmatch(topology_id):
+        raise ValueError(f"{topology_id!r} is not a topology id")
+    return topology_id
+
+
+def check_record(name: str, rec: Any) -> dict:
+    """The topology record of ``name`` if well-formed, else ``RecordError`` naming the field.
+
+    What later becomes a path (``id``, ``name``), a key (``secret``) or a number is checked:
+    whoever could write the store must not steer Nimbus to files outside its blob store.
+    """
+    def bad(field: str, value: Any) -> RecordError:
+        return RecordError(f"the store's record of topology {name!r} is malformed: {field} = {value!r}")
+    if not isinstance(rec, dict):
+        raise bad("record", type(rec).__name__)
+    if rec.get("name") != name or not NAME.fullmatch(name):
+        raise bad("name", rec.get("name"))
+    try:
+        check_topology_id(rec.get("id"))
+    except ValueError:
+        raise bad("id", rec.get("id")) from None
+    if not isinstance(rec.get("secret"), str) or not SECRET.fullmatch(rec["secret"]):
+        raise bad("secret", "(not 64 hex digits)")
+    for key in ("epoch", "version"):
+        value = rec.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise bad(key, value)
+    versions = rec.get("versions")
+    if not isinstance(versions, list) or not versions or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in versions):
+        raise bad("versions", versions)
+    return rec
