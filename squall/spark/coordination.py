@@ -88,10 +88,12 @@ def _tag(secret: bytes, direction: bytes, ident: bytes, payload: bytes) -> bytes
 
 
 class Link:
-    """One worker process's coordination link, as one end sees it: seals what it sends and
-    opens what it receives (see the module docstring).
+    """One worker process's coordination link, as one end sees it.
 
-    >>> worker, master = Link(b"k" * 32, b"wc/0/1/0/9", TO_MASTER), Link(b"k" * 32, b"wc/0/1/0/9", TO_WORKER)
+    It seals what it sends and opens what it receives (see the module docstring).
+
+    >>> ident = b"wc/0/1/0/9"
+    >>> worker, master = Link(b"k" * 32, ident, TO_MASTER), Link(b"k" * 32, ident, TO_WORKER)
     >>> master.open(worker.seal(REGISTER, worker=0))["t"]
     'register'
     >>> parts = worker.seal(HEARTBEAT)

@@ -8,6 +8,9 @@ parallelism overrides, the gray upgrade in progress, and the master's launch ``e
 its control endpoint, pid, state (STARTING, RUNNING, FAILED, STOPPED), a heartbeat
 counter ``beat``, a summary of its figures, and each worker's code version.
 
+``statekeys/<name>``: the key that tags topology ``name``'s pickled state values
+(``squall.state.codec``), made by its first master and kept across kills and resubmits.
+
 A master whose epoch is no longer the record's (Nimbus relaunched it, or the topology
 was killed) stops its workers and exits: that fences a master Nimbus gave up for dead.
 """
@@ -24,6 +27,7 @@ SECRET = re.compile(r"[0-9a-f]{64}")
 
 TOPOLOGIES = "topologies"
 MASTERS = "masters"
+STATE_KEYS = "statekeys"
 
 # topology status, as Storm's
 ACTIVE = "ACTIVE"
@@ -42,6 +46,11 @@ STOPPED = "STOPPED"
 def topology_key(name: str) -> str:
     """The key of topology ``name``'s record."""
     return f"{TOPOLOGIES}/{name}"
+
+
+def state_key_key(name: str) -> str:
+    """The key of topology ``name``'s state key (kept after a kill: its state outlives it)."""
+    return f"{STATE_KEYS}/{name}"
 
 
 def master_key(name: str) -> str:

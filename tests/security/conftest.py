@@ -9,6 +9,7 @@ import pytest
 
 from tests.nimbus import harness
 from tests.nimbus.conftest import pytest_configure, zookeeper  # noqa: F401 - fixtures re-exported
+from tests.state.conftest import redis_server  # noqa: F401 - fixture re-exported
 
 ROOT = str(Path(__file__).resolve().parents[2])
 _base_env = harness.base_env
