@@ -128,3 +128,42 @@ def test_sec2_nimbus_never_takes_a_record_id_as_a_path(tmp_path):
         assert "malformed: id" in nimbus.log_tail(100000)
     finally:
         nimbus.stop()
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_sec2_a_topology_runs_end_to_end_under_zk_auth(zookeeper, tmp_path):
+    """Nimbus, its topology master (handed the credential in its environment) and the
+    workers (sealed coordination, bound links, a state key) on an authenticated ZooKeeper."""
+    from tests.nimbus import results as R
+    from tests.nimbus.harness import Cli, cleanup_topologies
+    from tests.nimbus.topology_source import write_topology
+
+    root = "/sec2-e2e"
+    home, out = tmp_path / "home", tmp_path / "out"
+    source = write_topology(tmp_path / "wordcount.py", out, tmp_path / "state", "v1", rate=200, n=400)
+    nimbus = NimbusProcess(home, tmp_path, store=zookeeper.uri(root), args=["--zk-auth", CRED]).start()
+    cli = Cli(nimbus.url, home, tmp_path)
+    try:
+        nimbus.wait_leader()
+        proc = cli("submit", str(source), "--name", "wc-auth", timeout=240)
+        assert proc.returncode == 0, proc.stderr + nimbus.log_tail()
+        wait_for(lambda: len(R.acked(out)) >= 50, 90, "50 acked sentences")
+        info = cli.json("info", "wc-auth")
+        assert info["master"]["state"] == "RUNNING" and info["status"] == "ACTIVE"
+        assert sum(w.get("rejected_frames", 0) for w in info["workers"]) == 0
+        other = anonymous(zookeeper)
+        try:
+            for path in (f"{root}/topologies/wc-auth", f"{root}/masters/wc-auth", f"{root}/statekeys/wc-auth"):
+                with pytest.raises(NoAuthError):
+                    other.get(path)
+        finally:
+            other.stop()
+            other.close()
+        store = open_store(zookeeper.uri(root), auth=CRED)
+        assert len(store.get("statekeys/wc-auth")["key"]) == 64
+        store.close()
+        assert cli("kill", "wc-auth", "--wait", "0", timeout=120).returncode == 0
+    finally:
+        cleanup_topologies(cli, home)
+        nimbus.stop()
