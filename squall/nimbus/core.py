@@ -98,8 +98,15 @@ class NimbusCore:
         return new
 
     def master(self, name: str) -> dict | None:
-        """The registration of ``name``'s topology master, if any."""
-        return self.store.get(K.master_key(name))
+        """The registration of ``name``'s topology master, if any (a malformed one is none)."""
+        reg = self.store.get(K.master_key(name))
+        if reg is None:
+            return None
+        try:
+            return K.check_master(name, reg)
+        except K.RecordError as e:
+            log.error("%s; ignored", e)
+            return None
 
     def live_master(self, rec: dict) -> dict | None:
         """The master registration of the record's epoch, if it is running."""

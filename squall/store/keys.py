@@ -99,4 +99,29 @@ def check_record(name: str, rec: Any) -> dict:
     if not isinstance(versions, list) or not versions or not all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in versions):
         raise bad("versions", versions)
+    launcher = rec.get("launcher")
+    if launcher is not None:  # its pid's process group is what Nimbus stops
+        pid = launcher.get("pid") if isinstance(launcher, dict) else None
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1:
+            raise bad("launcher.pid", pid)
     return rec
+
+
+CONTROL_URL = re.compile(r"http://[A-Za-z0-9.:\[\]-]+:[0-9]{1,5}")
+
+
+def check_master(name: str, reg: Any) -> dict:
+    """Topology ``name``'s master registration if well-formed, else ``RecordError``.
+
+    Nimbus sends the topology's secret to its ``control`` URL: it must be a bare
+    ``http://host:port``.
+    """
+    if not isinstance(reg, dict):
+        raise RecordError(f"the store's master registration of {name!r} is not a record")
+    control = reg.get("control")
+    if control is not None and (not isinstance(control, str) or not CONTROL_URL.fullmatch(control)):
+        raise RecordError(f"the store's master registration of {name!r} is malformed: control = {control!r}")
+    epoch = reg.get("epoch")
+    if isinstance(epoch, bool) or not isinstance(epoch, int):
+        raise RecordError(f"the store's master registration of {name!r} is malformed: epoch = {epoch!r}")
+    return reg

@@ -167,3 +167,21 @@ def test_sec2_a_topology_runs_end_to_end_under_zk_auth(zookeeper, tmp_path):
     finally:
         cleanup_topologies(cli, home)
         nimbus.stop()
+
+
+def test_sec2_records_are_checked_field_by_field():
+    from squall.store import keys as K
+
+    good = {"name": "wc", "id": "wc-1700000000-abcdef", "secret": "ab" * 32, "epoch": 1, "version": 1,
+            "versions": [1], "launcher": {"pid": 4242, "host": "h"}}
+    assert K.check_record("wc", good) is good
+    for field, value in (("id", "../x"), ("id", "wc-1-abcdef/.."), ("name", "other"), ("secret", ""),
+                         ("epoch", "1"), ("versions", ["1"]), ("launcher", {"pid": 1}),
+                         ("launcher", {"pid": -5})):
+        with pytest.raises(K.RecordError, match=field.split(".")[0]):
+            K.check_record("wc", {**good, field: value})
+    reg = {"epoch": 1, "control": "http://127.0.0.1:4567", "state": "RUNNING"}
+    assert K.check_master("wc", reg) is reg
+    for control in ("http://evil.example/steal?x=", "https://h:1", "file:///etc/passwd"):
+        with pytest.raises(K.RecordError, match="control"):
+            K.check_master("wc", {**reg, "control": control})
