@@ -154,7 +154,8 @@ def test_sec2_a_topology_runs_end_to_end_under_zk_auth(zookeeper, tmp_path):
         assert sum(w.get("rejected_frames", 0) for w in info["workers"]) == 0
         other = anonymous(zookeeper)
         try:
-            for path in (f"{root}/topologies/wc-auth", f"{root}/masters/wc-auth", f"{root}/statekeys/wc-auth"):
+            for kind in ("topologies", "masters", "statekeys"):
+                path = f"{root}/{kind}/wc-auth"
                 with pytest.raises(NoAuthError):
                     other.get(path)
         finally:
