@@ -14,10 +14,11 @@ order as keys.
 
 Unpickling runs code, so a ``Codec`` says what a state may do with pickles. With a key
 (``topology.state.key``; Nimbus gives every topology one) pickles are written with a keyed
-BLAKE2b tag and read only if the tag is right: a pickle someone else wrote into the store
-is refused, never loaded. Without a key, a store another party can write (Redis, a state
-file others can write) takes no pickles at all (``pickles=False``: msgpack types and the
-ext types above only); a private one (memory, a private file) reads and writes them as is.
+BLAKE2b tag, and a tagged pickle is read only if the tag is right. A store another party
+can write (``trusted=False``: Redis, a state file others can write) never has a pickle
+without the tag loaded, and without a key takes no pickles at all (msgpack types and the
+ext types above only). A private store (memory, a private file) also reads untagged
+pickles, such as those written before a key was set.
 
 The ext codes below are a storage format: changing one makes stored state unreadable.
 
@@ -57,11 +58,11 @@ class StateSerializationError(TypeError):
 
 
 class Codec:
-    """How one state encodes keys and values: see the module docstring for ``key``/``pickles``."""
+    """How one state encodes keys and values: see the module docstring for ``key`` and ``trusted``."""
 
-    def __init__(self, key: bytes | None = None, pickles: bool = True, where: str = "this store") -> None:
+    def __init__(self, key: bytes | None = None, trusted: bool = True, where: str = "this store") -> None:
         self.key = key
-        self.pickles = pickles or key is not None
+        self.trusted = trusted  # only this topology's user can write the store
         self.where = where
 
     def encode_key(self, key: Any) -> bytes:
@@ -114,7 +115,7 @@ class Codec:
         return self._pickle(obj, "value")
 
     def _pickle(self, obj: Any, what: str) -> msgpack.ExtType:
-        if not self.pickles:
+        if self.key is None and not self.trusted:
             raise StateSerializationError(
                 f"state {what} of type {type(obj).__name__} needs pickle, and {self.where} can be "
                 f"written by others: set {STATE_KEY} to a secret so that pickles carry the "
@@ -138,7 +139,7 @@ class Codec:
         if code == BIGINT_EXT:
             return int(data.decode())
         if code == PICKLE_EXT:
-            if self.key is not None or not self.pickles:
+            if not self.trusted:
                 raise StateSerializationError(
                     f"a stored state entry in {self.where} is a pickle without the topology's tag "
                     f"(written by another party, or before {STATE_KEY} was set): refused, never unpickled")

@@ -261,5 +261,5 @@ class LocalStateProvider(StateProvider):
         except OSError as e:
             raise StateConfigError(f"LocalStateProvider: cannot create the state directory "
                                    f"{path} (topology.state.provider.config path): {e}") from e
-        codec = Codec(state_key(conf), pickles=not shared, where=f"the state file {db}")
+        codec = Codec(state_key(conf), trusted=not shared, where=f"the state file {db}")
         return LocalKeyValueState(namespace, db, codec=codec)

@@ -233,5 +233,5 @@ class RedisStateProvider(StateProvider):
         )
         where = f"{cfg['host']}:{cfg['port']} (db {cfg['db']})"
         # others may write to a Redis: pickles only with the topology's tag
-        codec = Codec(state_key(conf), pickles=False, where=f"Redis at {where}")
+        codec = Codec(state_key(conf), trusted=False, where=f"Redis at {where}")
         return RedisKeyValueState(namespace, client, where, codec)
