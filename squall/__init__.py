@@ -30,6 +30,7 @@ _EXPORTS = {
     "Tuple": "squall.api.tuple",
     "Config": "squall.api.config",
     "TopologyContext": "squall.api.context",
+    "BaseTaskHook": "squall.api.hooks",
     "FailedException": "squall.api.errors",
     "ReportedFailedException": "squall.api.errors",
     "InvalidTopologyError": "squall.api.errors",
@@ -39,6 +40,11 @@ _EXPORTS = {
     "LocalCluster": "squall.local.cluster",
     "PartialKeyGrouping": "squall.runtime.groupings",
     "submit_topology": "squall.cli.remote",
+    "WindowedBolt": "squall.windows",
+    "StatefulWindowedBolt": "squall.windows",
+    "TupleWindow": "squall.windows",
+    "Count": "squall.windows",
+    "Duration": "squall.windows",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -66,10 +72,12 @@ if TYPE_CHECKING:
         TopologyStartError,
     )
     from squall.api.fields import Fields
+    from squall.api.hooks import BaseTaskHook
     from squall.api.tuple import Tuple
     from squall.cli.remote import submit_topology
     from squall.local.cluster import LocalCluster
     from squall.runtime.groupings import PartialKeyGrouping
+    from squall.windows import Count, Duration, StatefulWindowedBolt, TupleWindow, WindowedBolt
 
 
 def __getattr__(name: str) -> Any:

@@ -191,7 +191,14 @@ class TopologyBuilder:
         return self._add(cid, "spout", spout, parallelism, (Spout,))
 
     def set_bolt(self, cid: str, bolt: Bolt | BasicBolt, parallelism: int = 1) -> ComponentDeclarer:
-        """Add a bolt with ``parallelism`` executors."""
+        """Add a bolt with ``parallelism`` executors.
+
+        A component with an ``as_bolt()`` method (a windowed bolt) runs as the bolt that
+        method returns, which wraps it (as Storm's builder wraps an ``IWindowedBolt``).
+        """
+        as_bolt = getattr(bolt, "as_bolt", None)
+        if callable(as_bolt) and not isinstance(bolt, (Bolt, BasicBolt)):
+            bolt = as_bolt()
         return self._add(cid, "bolt", bolt, parallelism, (Bolt, BasicBolt))
 
     def _add(

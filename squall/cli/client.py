@@ -66,19 +66,20 @@ class NimbusClient:
         self.token = token
         self.timeout = timeout
 
-    def get(self, path: str, timeout: float | None = None) -> Any:
-        """GET ``/api/v1`` + ``path``."""
-        return self._request("GET", path, None, timeout)
+    def get(self, path: str, timeout: float | None = None, *, auth: bool = False) -> Any:
+        """GET ``/api/v1`` + ``path`` (with the token if ``auth``: logs need it)."""
+        return self._request("GET", path, None, timeout, auth)
 
     def post(self, path: str, body: dict | None = None, timeout: float | None = None) -> Any:
         """POST ``body`` to ``/api/v1`` + ``path``."""
         return self._request("POST", path, body or {}, timeout)
 
-    def _request(self, method: str, path: str, body: dict | None, timeout: float | None) -> Any:
+    def _request(self, method: str, path: str, body: dict | None, timeout: float | None,
+                 auth: bool = False) -> Any:
         reasons = []
         for url in self.urls:
             try:
-                return self._once(url, method, path, body, timeout)
+                return self._once(url, method, path, body, timeout, auth)
             except _Unreachable as e:
                 reasons.append(f"{url}: {e}")
             except _Standby as e:
@@ -90,7 +91,7 @@ class NimbusClient:
                     continue
                 if leader and leader != _normal(url):
                     try:
-                        return self._once(leader, method, path, body, timeout)
+                        return self._once(leader, method, path, body, timeout, auth)
                     except _Unreachable as e2:
                         reasons.append(f"leader {e.leader}: {e2}")
                         continue
@@ -99,7 +100,8 @@ class NimbusClient:
                 reasons.append(f"{url}: {e}")
         raise CliError(ExitCode.UNREACHABLE, f"cannot reach a Nimbus leader ({'; '.join(reasons)})")
 
-    def _once(self, url: str, method: str, path: str, body: dict | None, timeout: float | None) -> Any:
+    def _once(self, url: str, method: str, path: str, body: dict | None, timeout: float | None,
+              auth: bool = False) -> Any:
         headers = {"Accept": "application/json"}
         data = None
         if self.token:  # reads too: errors and details are shown to the token's holder only

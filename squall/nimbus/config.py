@@ -43,6 +43,7 @@ class NimbusConfig:
     max_wait_secs: float = 600.0  # the longest wait_secs a request may ask for
     tls_cert: Path | None = None  # serve HTTPS with this certificate chain (PEM)...
     tls_key: Path | None = None  # ...and this private key
+    history_interval_secs: float = 10.0  # how often the UI's metric history samples topologies
 
     def resolved(self) -> NimbusConfig:
         """A copy with every default path and URL filled in."""
@@ -76,6 +77,8 @@ CONF_KEYS: dict[str, tuple[str, str]] = {
     "nimbus.max.wait.secs": ("max_wait_secs", "the longest wait_secs a request may ask for"),
     "nimbus.tls.cert": ("tls_cert", "serve HTTPS with this certificate chain (PEM; also --tls-cert)"),
     "nimbus.tls.key": ("tls_key", "the private key of nimbus.tls.cert (PEM; also --tls-key)"),
+    "nimbus.history.interval.secs": ("history_interval_secs", "how often the metric history of the "
+                                                              "UI samples each topology"),
 }
 
 

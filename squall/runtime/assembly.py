@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
@@ -34,7 +35,8 @@ def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
 
     Each task unpickles its own instance of the component, so tasks never share one.
     """
-    ctx = TopologyContext(worker.topology_name, worker.plan, worker_tasks, task_id, worker.index)
+    ctx = TopologyContext(worker.topology_name, worker.plan, worker_tasks, task_id, worker.index,
+                          topology=worker.topology, call_soon=task_caller(worker, task_id))
     if comp == SYSTEM:
         return None  # the system task only names the source of ticks
     if comp == ACKER:
@@ -65,6 +67,23 @@ def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
     if senders:
         bolt.barrier = Barrier(senders)
     return bolt
+
+
+def task_caller(worker: Worker, task_id: int) -> Callable[[Callable[[], None]], None]:
+    """``context.call_soon`` of task ``task_id``: ``fn`` runs on the thread that runs the task.
+
+    That is the task's own thread when it has one (``set_threaded``), else the loop thread.
+    Which one is known once the worker is built, so it is looked up on the first call.
+    """
+    post: list[Callable[[Callable[[], None]], Any]] = []
+
+    def call_soon(fn: Callable[[], None]) -> None:
+        if not post:
+            own = [t for t in worker.threads if t.task.task_id == task_id]
+            post.append(own[0].post if own else worker.call)
+        post[0](fn)
+
+    return call_soon
 
 
 def make_routes(worker: Worker, comp: str, task_id: int, ctx: WorkerTopologyContext,

@@ -156,16 +156,24 @@ class AsyncBoltTask(BoltTask):
     async def _call(self, seq: int, tup: Tuple) -> None:
         records: list[tuple] = []
         _SINK.set(records)  # this asyncio task's own context (its child task copies it)
+        hooks = self.hooks  # task hooks: the call is timed from its start to its end
+        if hooks is not None:
+            t0 = self.real.clock()
+            tup._t0 = t0 or 1e-9
         try:
             if tup.stream == CHECKPOINT_STREAM:
                 self._on_checkpoint_tuple(tup)
             else:
                 await self._execute(tup)
+                if hooks is not None:
+                    hooks.bolt_execute(tup, (self.real.clock() - t0) * 1000.0)
         except asyncio.CancelledError:
             raise  # shutting down: the tuple's tree times out upstream and replays
         except Exception as e:  # noqa: BLE001 - user code: report, fail the input
             self.real.report_error(self, e)
             self.collector.fail(tup)
+            if hooks is not None:
+                hooks.bolt_execute(tup, (self.real.clock() - t0) * 1000.0)
         finally:
             self._finished.append((seq, records))
             self.real.transport.wake()

@@ -52,6 +52,8 @@ class TaskPlan:
     executors: list[Executor]
     worker_executors: list[list[Executor]]
     streams: dict[str, dict[str, StreamDef]] = field(default_factory=dict)
+    # component -> the (component, stream) pairs it subscribes to
+    sources: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def worker_tasks(self, worker: int) -> list[int]:
         """Task ids hosted by ``worker``."""
@@ -141,5 +143,7 @@ def make_plan(topology: StormTopology, conf: dict) -> TaskPlan:
         system.append(ex)
     streams = {cid: dict(spec.streams) for cid, spec in topology.components.items()}
     task_component = {t: c for c, ts in component_tasks.items() for t in ts}
+    sources = {cid: [(i.component, i.stream) for i in spec.inputs]
+               for cid, spec in topology.components.items()}
     return TaskPlan(workers, component_tasks, task_component, executors + system,
-                    worker_executors, streams)
+                    worker_executors, streams, sources)

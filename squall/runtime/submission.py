@@ -9,6 +9,7 @@ from typing import Any
 from squall.api.config import check_component_conf, effective_conf
 from squall.api.errors import InvalidTopologyError
 from squall.api.topology import StormTopology
+from squall.runtime.window_checks import check_windows
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
@@ -32,6 +33,19 @@ def _positive(conf: dict, key: str, *, allow_none: bool, integer: bool) -> None:
         kind = "a positive integer" if integer else "a positive number"
         extra = " or None" if allow_none else ""
         raise InvalidTopologyError(f"config {key} must be {kind}{extra}, got {value!r}")
+
+
+def _hook_paths(paths: Any, where: str) -> None:
+    """``topology.auto.task.hooks``: None or a list of import paths (resolved in the workers)."""
+    if paths is None:
+        return
+    if isinstance(paths, (list, tuple)) and all(
+            isinstance(p, str) and "." in p.strip(".") for p in paths):
+        return
+    raise InvalidTopologyError(
+        f"{where} topology.auto.task.hooks must be a list of hook class import paths "
+        f"('package.module.Class'), got {paths!r}"
+    )
 
 
 def prepare_conf(conf: Any, topology: Any) -> dict:
@@ -63,8 +77,10 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
         raise InvalidTopologyError(
             f"config squall.spout.max.retries must be a non-negative integer or None, got {retries!r}"
         )
+    _hook_paths(merged.get("topology.auto.task.hooks"), "config")
     for comp in topology.components.values():
         check_component_conf(comp.id, comp.conf)  # again: a topology may not come from the builder
+    check_windows(merged, topology)
     if topology.stateful:
         interval = merged.get("topology.state.checkpoint.interval.ms")
         if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:

@@ -17,6 +17,7 @@ cdef class Task:
     cdef public object inbox
     cdef public dict out_fields
     cdef public TaskMetrics metrics
+    cdef public object hooks
     cdef public list _ackers
     cdef public Py_ssize_t _num_ackers
     cdef public list _local_ackers

@@ -16,9 +16,11 @@ worker -> master
                   up and its receive socket is bound at ``address``; ``nonce`` is its
                   transport's end of every link (see ``transport``).
     ``started``   {worker, launch, error}: its tasks are open (error None) or failed to open.
-    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames, stuck}: alive; task
-                  metrics; new errors; frames dropped for lacking the topology's secret;
-                  its tasks stuck in one call now.
+    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames, stuck, samples}: alive;
+                  task metrics (with ``user``: the task's user metrics as plain data, when it
+                  has some); new errors; frames dropped for lacking the topology's secret;
+                  its tasks stuck in one call now; tuples sampled while debugging is on
+                  (``squall.runtime.sampling``).
     ``applied``   {seq}: the activate/deactivate ``seq`` took effect (spouts told; no
                   ``next_tuple`` starts after a deactivate).
 master -> worker
@@ -26,6 +28,8 @@ master -> worker
                   and transport nonces.
     ``addresses`` {addresses, nonces}: the map changed (a worker came back elsewhere).
     ``activate`` / ``deactivate`` {seq}: spouts on or off; answered with ``applied``.
+    ``debug``     {rate, components}: sample emitted tuples at ``rate`` (0 turns it off),
+                  of ``components`` only when given.
     ``stop``      {graceful}: stop the tasks and end the Spark task.
     ``reject``    {reason}: registration refused (a newer launch of that worker exists).
     ``ack``       : the master is alive (answers each heartbeat).
@@ -42,6 +46,7 @@ import msgpack
 
 from squall.runtime.metrics import FIELDS as METRIC_FIELDS
 from squall.runtime.metrics import TaskMetrics
+from squall.runtime.user_metrics import ReceivedMetrics
 
 REGISTER = "register"
 STARTED = "started"
@@ -50,6 +55,7 @@ WELCOME = "welcome"
 ADDRESSES = "addresses"
 ACTIVATE = "activate"
 DEACTIVATE = "deactivate"
+DEBUG = "debug"
 STOP = "stop"
 REJECT = "reject"
 ACK = "ack"
@@ -153,6 +159,9 @@ def metrics_to_dict(m: TaskMetrics) -> dict:
             else:
                 value = []
         out[name] = value
+    user = m.user_raw()  # gauges are read here, on the heartbeat's thread
+    if user:
+        out["user"] = user
     return out
 
 
@@ -161,6 +170,8 @@ def metrics_from_dict(d: dict, carried: dict | None = None) -> TaskMetrics:
     kwargs = {k: v for k, v in d.items() if k in METRIC_FIELDS}
     m = TaskMetrics(**{k: v for k, v in kwargs.items() if k != "complete_recent"})
     m.complete_recent.extend(kwargs.get("complete_recent", ()))
+    if d.get("user"):
+        m.user = ReceivedMetrics(d["user"])
     for key, value in (carried or {}).items():
         setattr(m, key, getattr(m, key) + value)
     return m
