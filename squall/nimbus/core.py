@@ -87,7 +87,11 @@ class NimbusCore:
         rec = self.store.get(K.topology_key(name))
         if rec is None:
             raise NotFound(f"no topology named {name!r} is running")
-        return rec
+        try:
+            return K.check_record(name, rec)  # ids become paths, secrets keys: never trusted raw
+        except K.RecordError as e:
+            log.error("%s", e)
+            raise NimbusError(str(e)) from None
 
     def update(self, name: str, **changes: Any) -> dict:
         """Apply ``changes`` to the record of ``name`` (which must exist)."""
@@ -100,8 +104,15 @@ class NimbusCore:
         return new
 
     def master(self, name: str) -> dict | None:
-        """The registration of ``name``'s topology master, if any."""
-        return self.store.get(K.master_key(name))
+        """The registration of ``name``'s topology master, if any (a malformed one is none)."""
+        reg = self.store.get(K.master_key(name))
+        if reg is None:
+            return None
+        try:
+            return K.check_master(name, reg)
+        except K.RecordError as e:
+            log.error("%s; ignored", e)
+            return None
 
     def live_master(self, rec: dict) -> dict | None:
         """The master registration of the record's epoch, if it is running."""

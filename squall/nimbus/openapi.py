@@ -48,10 +48,11 @@ def _paths() -> dict:
                         body="Submission", errors=("400", "409", "500")),
         },
         t: {"parameters": _NAME,
-            "get": _op("topology info: components, workers, errors", _ok("TopologyInfo", "info"),
-                       errors=("404",))},
+            "get": _op("topology info: components, workers, errors (error texts only with the "
+                       "token)", _ok("TopologyInfo", "info"), errors=("404",))},
         f"{t}/errors": {"parameters": _NAME,
-                        "get": _op("errors reported by components", {"description": "errors"},
+                        "get": _op("errors reported by components (their tracebacks hold "
+                                   "tuple values)", {"description": "errors"}, auth=True,
                                    errors=("404",))},
         f"{t}/activate": {"parameters": _NAME, "post": _op(
             "activate the spouts", summary, auth=True, errors=("404", "409"))},

@@ -23,7 +23,6 @@ topology briefly runs two versions side by side (same plan required, checked by 
 from __future__ import annotations
 
 import functools
-import hmac
 import logging
 import queue
 import secrets
@@ -45,7 +44,6 @@ from squall.spark.errors import spark_job_error
 from squall.spark.master_info import master_info
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
-from squall.spark.transport import frame_tag
 from squall.spark.worker_main import WorkerCode, WorkerSpec, spark_task
 
 if TYPE_CHECKING:
@@ -90,6 +88,8 @@ class TopologyMaster:
         self._ctx = zmq.Context()
         self._router = self._ctx.socket(zmq.ROUTER)
         self._router.setsockopt(zmq.LINGER, 0)
+        self._router.setsockopt(zmq.MAXMSGSIZE, co.MAX_MESSAGE_BYTES)
+        self._links: dict[bytes, co.Link] = {}  # worker process identity -> its sealed link
         host = setting(conf, S.MASTER_BIND_HOST)
         self.address = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{host}')}"
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
@@ -268,10 +268,10 @@ class TopologyMaster:
                 if router.poll(LOOP_POLL_MS):
                     while True:
                         try:
-                            ident, data = router.recv_multipart(zmq.NOBLOCK)
+                            parts = router.recv_multipart(zmq.NOBLOCK)
                         except zmq.Again:
                             break
-                        self._handle(ident, data)
+                        self._handle(parts[0], parts[1:])
                 while True:
                     try:
                         self._commands.get_nowait()()
@@ -361,12 +361,15 @@ class TopologyMaster:
             parts.append(f"worker {slot.index} {state}{error}")
         return "; ".join(parts)
 
-    def _handle(self, ident: bytes, data: bytes) -> None:
-        try:
-            msg = co.decode(data)
-        except ValueError:
-            log.warning("topology master %r dropped a malformed message", self.name)
+    def _handle(self, ident: bytes, parts: list[bytes]) -> None:
+        link = self._links.get(ident) or co.Link(self.secret, ident, co.TO_WORKER)
+        msg = link.open(parts)
+        if msg is None:
+            # without the topology's secret, a replay, or malformed: never answered
+            log.warning("topology master %r dropped a message from %r that is not authentic or "
+                        "was replayed", self.name, ident[:80])
             return
+        self._links[ident] = link
         t = msg["t"]
         if t == co.REGISTER:
             self._register(ident, msg)
@@ -403,10 +406,17 @@ class TopologyMaster:
         if self._stopping:
             self._send(ident, co.STOP, graceful=False)
             return
-        proof = msg.get("proof")
-        if not isinstance(proof, bytes) or not hmac.compare_digest(proof, frame_tag(self.secret, ident)):
-            log.warning("topology %r refused a registration from %r without its secret", self.name, ident)
-            self._send(ident, co.REJECT, reason="registration without the topology's secret")
+        # the sealed message is the proof; its fields must be the identity it was sealed for
+        try:
+            bound = (co.identity(self.name, msg["worker"], msg["launch"], msg["attempt"], msg["pid"]) == ident
+                     and 0 <= msg["worker"] < self.plan.num_workers and isinstance(msg["address"], str)
+                     and isinstance(msg.get("nonce"), bytes))
+        except (KeyError, TypeError):
+            bound = False
+        if not bound:
+            log.warning("topology %r refused a registration from %r: its fields are not its identity's",
+                        self.name, ident[:80])
+            self._send(ident, co.REJECT, reason="registration fields do not match the identity")
             return
         accepted, replaced = self.registry.register(msg, ident)
         if not accepted:
@@ -416,16 +426,17 @@ class TopologyMaster:
             self._send(replaced.identity, co.STOP, graceful=False)
         log.info("topology %r worker %d registered: pid %d at %s (launch %d, attempt %d)", self.name,
                  msg["worker"], msg["pid"], msg["address"], msg["launch"], msg["attempt"])
-        self._send(ident, co.WELCOME, addresses=self.registry.addresses(), active=self.active)
+        self._send(ident, co.WELCOME, addresses=self.registry.addresses(), nonces=self.registry.nonces(),
+                   active=self.active)
         if self.debug["rate"]:
             self._send(ident, co.DEBUG, **self.debug)
         self._broadcast_addresses(skip=ident)
 
     def _broadcast_addresses(self, skip: bytes | None = None) -> None:
-        addresses = self.registry.addresses()
+        addresses, nonces = self.registry.addresses(), self.registry.nonces()
         for inc in self.registry.current():
             if inc.identity != skip:
-                self._send(inc.identity, co.ADDRESSES, addresses=addresses)
+                self._send(inc.identity, co.ADDRESSES, addresses=addresses, nonces=nonces)
 
     def _broadcast(self, t: str, **fields: Any) -> None:
         for inc in self.registry.current():
@@ -436,8 +447,11 @@ class TopologyMaster:
         self._broadcast(co.STOP, graceful=True)
 
     def _send(self, ident: bytes, t: str, **fields: Any) -> None:
+        link = self._links.get(ident)
+        if link is None:
+            return  # a process that never sent an authentic message is never answered
         try:
-            self._router.send_multipart([ident, co.encode(t, **fields)], zmq.NOBLOCK)
+            self._router.send_multipart([ident, *link.seal(t, **fields)], zmq.NOBLOCK)
         except zmq.Again:
             log.warning("topology master %r could not send %s to %r", self.name, t, ident)
 

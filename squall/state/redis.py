@@ -5,6 +5,9 @@ Config: ``conf["topology.state.provider.config"] = {"host", "port", "db", "passw
 and for each reply). Needs the ``redis`` package (``pip install 'squall[redis]'``), imported
 only when a Redis state is made.
 
+Others may write to a Redis, so pickled values are taken only with ``topology.state.key``
+(and then carry its tag; ``squall.state.codec``): without it, state holds msgpack types.
+
 Each namespace has three hashes; the ``{...}`` hash tag keeps them in one Redis Cluster slot:
 
 - ``squall:state:{<ns>}:committed``: encoded key -> encoded value;
@@ -31,8 +34,10 @@ from squall.state.base import (
     StateProvider,
     StateUnavailableError,
     _Outcome,
+    check_namespace,
     provider_config,
 )
+from squall.state.codec import DEFAULT, Codec, state_key
 
 if TYPE_CHECKING:
     import redis as redis_py
@@ -89,8 +94,8 @@ return {outcome, ''}
 class RedisKeyValueState(BufferedKeyValueState):
     """A key-value state in Redis (see the module docs); reconnects by itself after an outage."""
 
-    def __init__(self, namespace: str, client: redis_py.Redis, where: str) -> None:
-        super().__init__(namespace)
+    def __init__(self, namespace: str, client: redis_py.Redis, where: str, codec: Codec = DEFAULT) -> None:
+        super().__init__(namespace, codec)
         self._client = client
         self._where = where
         prefix = f"squall:state:{{{namespace}}}"
@@ -208,6 +213,7 @@ class RedisStateProvider(StateProvider):
 
     def new_state(self, namespace: str, conf: Mapping[str, Any], context: Any) -> KeyValueState:
         """The state of ``namespace`` in the configured Redis (connects on first use)."""
+        check_namespace(namespace, context)
         cfg = provider_config(conf, "RedisStateProvider", DEFAULTS)
         try:
             redis_py = importlib.import_module("redis")
@@ -225,4 +231,7 @@ class RedisStateProvider(StateProvider):
             # server; longer outages surface as StateUnavailableError for the caller to handle.
             retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
         )
-        return RedisKeyValueState(namespace, client, f"{cfg['host']}:{cfg['port']} (db {cfg['db']})")
+        where = f"{cfg['host']}:{cfg['port']} (db {cfg['db']})"
+        # others may write to a Redis: pickles only with the topology's tag
+        codec = Codec(state_key(conf), trusted=False, where=f"Redis at {where}")
+        return RedisKeyValueState(namespace, client, where, codec)

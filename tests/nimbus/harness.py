@@ -64,7 +64,7 @@ class NimbusProcess:
     """One ``squall nimbus`` process on 127.0.0.1."""
 
     def __init__(self, home: Path, workdir: Path, *, port: int | None = None, store: str | None = None,
-                 conf: dict | None = None, name: str = "nimbus") -> None:
+                 conf: dict | None = None, name: str = "nimbus", args: list[str] | None = None) -> None:
         self.home = home
         self.workdir = workdir
         self.port = port or free_port()
@@ -73,6 +73,7 @@ class NimbusProcess:
         self.conf = {"squall.spark.master": "local[4]", "nimbus.master.timeout.secs": "8",
                      "nimbus.submit.timeout.secs": "150", **(conf or {})}
         self.log_path = workdir / f"{name}-{self.port}.log"
+        self.args = list(args or [])  # more options of ``squall nimbus``
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 30.0) -> NimbusProcess:
@@ -82,6 +83,7 @@ class NimbusProcess:
             args += ["--store", self.store]
         for k, v in self.conf.items():
             args += ["--conf", f"{k}={v}"]
+        args += self.args
         self.workdir.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(args, cwd=self.workdir, env=base_env(self.home), stdout=log,

@@ -23,6 +23,12 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
                    help="store, blobs, token and logs (default $SQUALL_HOME or ~/.squall)")
     p.add_argument("--store", default=None,
                    help="sqlite:PATH (default <data dir>/nimbus.sqlite3) or zk://host:port/root")
+    p.add_argument("--zk-auth", default=os.environ.get("SQUALL_ZK_AUTH"), metavar="USER:PASSWORD|@FILE",
+                   help="authenticate to ZooKeeper (digest) and put an ACL of that identity on every "
+                        "znode; @FILE reads the credential from a file (default $SQUALL_ZK_AUTH)")
+    p.add_argument("--tls-cert", default=None, metavar="PEM",
+                   help="serve HTTPS only, with this certificate chain (needs --tls-key)")
+    p.add_argument("--tls-key", default=None, metavar="PEM", help="the private key of --tls-cert")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Nimbus setting")
     p.add_argument("--log-level", default=os.environ.get("SQUALL_LOG_LEVEL", "INFO"))
     p.set_defaults(run=run)
@@ -30,6 +36,7 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
 
 def run(args: argparse.Namespace) -> int:
     """Run Nimbus until SIGTERM or SIGINT."""
+    from squall.nimbus.auth import TokenError
     from squall.nimbus.daemon import run_nimbus  # the daemon's imports only where needed
     from squall.store import StoreError
 
@@ -37,13 +44,22 @@ def run(args: argparse.Namespace) -> int:
     for handler in logging.getLogger().handlers:
         handler.setFormatter(logging.Formatter(f"%(asctime)s squall nimbus pid {os.getpid()} "
                                                f"%(levelname)s %(name)s: %(message)s"))
-    config = NimbusConfig(host=args.host, port=args.port, store=args.store,
-                          data_dir=Path(args.data_dir) if args.data_dir else squall_home())
+    zk_auth = None
+    if args.zk_auth:
+        from squall.store.zookeeper import read_auth
+        try:
+            zk_auth = read_auth(args.zk_auth)
+        except ValueError as e:
+            raise CliError(ExitCode.USAGE, f"--zk-auth: {e}") from None
+    config = NimbusConfig(host=args.host, port=args.port, store=args.store, zk_auth=zk_auth,
+                          data_dir=Path(args.data_dir) if args.data_dir else squall_home(),
+                          tls_cert=Path(args.tls_cert) if args.tls_cert else None,
+                          tls_key=Path(args.tls_key) if args.tls_key else None)
     try:
         config = with_conf(config, {k: str(v) for k, v in key_values(args.conf, "--conf").items()})
     except ValueError as e:
         raise CliError(ExitCode.USAGE, str(e)) from None
     try:
         return run_nimbus(config)
-    except (OSError, StoreError) as e:
+    except (OSError, StoreError, TokenError) as e:
         raise CliError(ExitCode.ERROR, str(e)) from None
