@@ -1,7 +1,8 @@
 """Nimbus's settings: each with its default and meaning, in one place.
 
 ``squall nimbus`` takes the common ones as options (``--host``, ``--port``, ``--data-dir``,
-``--store``) and any key below as ``--conf key=value``.
+``--store``) and any key below as ``--conf key=value`` or from the cluster configuration
+file (``squall.nimbus.clusterconf``; options win over the file).
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ class NimbusConfig:
     kill_timeout_secs: float = 60.0
     max_task_parallelism: int | None = None
     zk_session_timeout_secs: float = 6.0
+    notifier_class: str | None = None  # import path of a TopologyActionNotifier
+    conf_file: str | None = None  # the cluster configuration file read (squall.yaml)
+    topology_defaults: dict[str, Any] = field(default_factory=dict)  # its topology.* defaults
 
     def resolved(self) -> NimbusConfig:
         """A copy with every default path and URL filled in."""
@@ -67,6 +71,9 @@ CONF_KEYS: dict[str, tuple[str, str]] = {
     "nimbus.token.file": ("token_file", "the token file"),
     "nimbus.log.dir": ("log_dir", "where topology masters' logs go"),
     "nimbus.url": ("url", "how clients reach this Nimbus (told by a standby)"),
+    "nimbus.topology.action.notifier.plugin.class": (
+        "notifier_class", "import path of a class told of every topology action (Storm's "
+                          "ITopologyActionNotifierPlugin: prepare(conf), notify(name, action), cleanup())"),
 }
 
 

@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 
+from squall.nimbus import gray
 from squall.nimbus.launcher import pid_alive, stop_group
 from squall.nimbus.upgrades import Nimbus
 from squall.store import StoreError
@@ -84,6 +85,13 @@ class Monitor:
             log.warning("topology %r: finishing a kill that was interrupted", name)
             nimbus.finish_kill(rec, 0.0)
             return
+        up = rec.get("upgrade")
+        if up and up.get("state") in gray.OPEN and gray.state_of(up, nimbus.now()) == gray.EXPIRED:
+            log.warning("topology %r: the gray upgrade to version %d made no progress for %.0fs and "
+                        "expired; %s", name, up["to"], up.get("expire_secs", 0),
+                        gray.versions_text(up, rec.get("num_workers") or 0))
+            status = nimbus.status_after(rec) if rec["status"] == K.UPGRADING else rec["status"]
+            rec = nimbus.update(name, upgrade={**up, "state": gray.EXPIRED}, status=status)
         reason = self.dead_reason(name, rec)
         if reason is None:
             return

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import squall
 from squall.nimbus.auth import check_token
+from squall.nimbus.core import CALLER
 from squall.nimbus.errors import InvalidRequest, NimbusError, NotFound
 from squall.nimbus.openapi import openapi
 from squall.nimbus.upgrades import Nimbus
@@ -56,6 +57,7 @@ class NimbusServer:
             ("POST", "/topologies", True, lambda q, b: n.submit(b)),
             ("GET", f"/topologies/{NAME}", False, lambda q, b, name: n.info(name)),
             ("GET", f"/topologies/{NAME}/errors", False, lambda q, b, name: {"errors": n.errors(name)}),
+            ("GET", f"/topologies/{NAME}/conf", False, lambda q, b, name: n.effective_conf(name)),
             ("POST", f"/topologies/{NAME}/activate", True, lambda q, b, name: n.set_active(name, True)),
             ("POST", f"/topologies/{NAME}/deactivate", True, lambda q, b, name: n.set_active(name, False)),
             ("POST", f"/topologies/{NAME}/rebalance", True, lambda q, b, name: n.rebalance(name, b)),
@@ -119,6 +121,7 @@ class NimbusServer:
                 check_token(self.token, req.headers.get("Authorization"), f"{method} {url.path}", peer)
             data = self._read_body(req)
             read = True
+            CALLER.set(f"{req.headers.get('X-Squall-User') or '?'}@{peer}"[:200])  # for the notifier
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
             body = route[3](query, data, **params)
         except NimbusError as e:
