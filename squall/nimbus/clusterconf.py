@@ -40,6 +40,9 @@ IGNORED_PREFIXES = ("storm.", "supervisor.", "worker.", "drpc.", "ui.", "logview
                     "metrics.", "jstorm.", "ssl.", "kerberos.")
 
 
+SELECTORS = ("topology.upgrade.worker.num", "topology.upgrade.component", "topology.upgrade.workers")
+
+
 class ClusterConfError(ValueError):
     """The file cannot be used; the message names the file, the line and the key."""
 
@@ -112,6 +115,10 @@ def classify(data: dict, path: str, lines: dict[str, int],
             seeds = value
         elif key == STORM_PORT:
             port = value
+        elif key in SELECTORS:
+            raise ClusterConfError(f"{where}: {key} chooses the workers of one gray upgrade; it belongs in "
+                                   f"the new version's configuration or on the upgrade command, not in the "
+                                   f"cluster's defaults (where it would make every upgrade gray)")
         elif key.startswith(("topology.", "squall.")):
             check_value(key, value, where)
             topology[key] = value

@@ -64,7 +64,7 @@ class NimbusProcess:
     """One ``squall nimbus`` process on 127.0.0.1."""
 
     def __init__(self, home: Path, workdir: Path, *, port: int | None = None, store: str | None = None,
-                 conf: dict | None = None, name: str = "nimbus") -> None:
+                 conf: dict | None = None, name: str = "nimbus", conf_file: Path | None = None) -> None:
         self.home = home
         self.workdir = workdir
         self.port = port or free_port()
@@ -72,6 +72,7 @@ class NimbusProcess:
         self.store = store
         self.conf = {"squall.spark.master": "local[4]", "nimbus.master.timeout.secs": "8",
                      "nimbus.submit.timeout.secs": "150", **(conf or {})}
+        self.conf_file = conf_file
         self.log_path = workdir / f"{name}-{self.port}.log"
         self.proc: subprocess.Popen | None = None
 
@@ -82,6 +83,8 @@ class NimbusProcess:
             args += ["--store", self.store]
         for k, v in self.conf.items():
             args += ["--conf", f"{k}={v}"]
+        if self.conf_file is not None:
+            args += ["--conf", str(self.conf_file)]
         self.workdir.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(args, cwd=self.workdir, env=base_env(self.home), stdout=log,
