@@ -42,6 +42,7 @@ from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 from squall.spark import settings as S
 from squall.spark.errors import spark_job_error
+from squall.spark.liveness import TaskLiveness
 from squall.spark.master_info import master_info
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
@@ -76,6 +77,7 @@ class TopologyMaster:
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.status = "ACTIVE" if active else "INACTIVE"
         self.errors: deque[dict] = deque(maxlen=1000)
+        self.liveness = TaskLiveness()  # each task's last heartbeat and progress
         self.started_at = time.monotonic()
         self.registry = WorkerRegistry(
             plan.num_workers,
@@ -356,6 +358,7 @@ class TopologyMaster:
             inc.applied = max(inc.applied, int(msg.get("seq") or 0))
         elif t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
+            self.liveness.observe(inc.worker, inc.pid, inc.metrics)
             inc.rejected_frames = int(msg.get("rejected_frames") or 0)
             self.errors.extend(msg["errors"])
             self._send(ident, co.ACK)
@@ -417,8 +420,10 @@ class TopologyMaster:
 
     def _info(self) -> dict:
         versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
-        return master_info(self.name, self.status, self.plan, self.registry, list(self.errors),
+        info = master_info(self.name, self.status, self.plan, self.registry, list(self.errors),
                            self.started_at, versions)
+        info["tasks"] = self.liveness.report()
+        return info
 
     def _close(self) -> None:
         self._running = False

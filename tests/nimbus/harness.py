@@ -2,8 +2,8 @@
 
 Everything runs as a user would run it: Nimbus is ``python -m squall.cli.main nimbus`` on
 127.0.0.1 and a free port, each command a new process, and results come back through the
-files the topology writes (see ``topology_source``). No PYTHONPATH is passed, so the
-topologies' code can only reach the workers through what ``squall submit`` uploads.
+files the topology writes (see ``topology_source``). PYTHONPATH holds only the squall under
+test, so the topologies' code can only reach the workers through what ``squall submit`` uploads.
 """
 
 from __future__ import annotations
@@ -30,9 +30,14 @@ def free_port() -> int:
 
 
 def base_env(home: Path) -> dict:
-    """The environment of Nimbus and of the commands: no PYTHONPATH, loopback only."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SQUALL_TOKEN", "SQUALL_NIMBUS")}
-    env.update(SQUALL_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1")
+    """The environment of Nimbus and of the commands: loopback only, and on PYTHONPATH only
+    the squall these tests import (a git worktree's, not the one the virtualenv installed)."""
+    import squall
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "SQUALL_TOKEN", "SQUALL_NIMBUS", "SQUALL_CONF")}
+    env.update(SQUALL_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
+               PYTHONPATH=str(Path(squall.__file__).resolve().parent.parent))
     return env
 
 
