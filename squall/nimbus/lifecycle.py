@@ -102,7 +102,7 @@ class Lifecycle(NimbusCore):
         out: dict[str, Any] = self.summary(rec)
         out.update(versions=rec["versions"], submitted=rec["submitted"], restarts=rec.get("restarts", 0),
                    last_error=rec.get("last_error"), epoch=rec["epoch"],
-                   components={}, workers=[], errors=[])
+                   components={}, workers=[], errors=[], tasks=[])
         m = self.master(name) or {}
         out["master"] = {"state": rec.get("state"), "pid": m.get("pid"), "host": m.get("host"),
                          "app_id": m.get("app_id"), "registered_epoch": m.get("epoch")}
@@ -113,7 +113,8 @@ class Lifecycle(NimbusCore):
                 out["master"]["error"] = str(e)
             else:
                 out.update(components=live["components"], workers=live["workers"],
-                           errors=live["errors"], uptime_secs=live["uptime_secs"])
+                           errors=live["errors"], uptime_secs=live["uptime_secs"],
+                           tasks=live.get("tasks", []))  # per task: last heartbeat and progress
         now = self.now()
         num = len(out["workers"]) or rec.get("num_workers") or 0
         up = rec.get("upgrade")

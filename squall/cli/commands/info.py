@@ -16,6 +16,8 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     name_argument(p)
     p.add_argument("--conf", action="store_true",
                    help="show the effective configuration and where each value came from")
+    p.add_argument("--tasks", action="store_true",
+                   help="show each task's last heartbeat and how long its counters have not moved")
     p.set_defaults(run=run)
 
 
@@ -49,6 +51,13 @@ def run(args: argparse.Namespace) -> int:
         print(table(["WORKER", "VERSION", "SINCE", "STATE", "HOST", "PID", "ADDRESS", "RESTARTS", "UPTIME",
                      "TASKS"], workers))
     print_upgrade(info)
+    if args.tasks:
+        rows = [[t["task"], t["component"], t["worker"], t["pid"], stamp(t["last_heartbeat"]),
+                 f"{t['heartbeat_age_secs']:.1f}", f"{t['idle_secs']:.1f}", t["emitted"], t["executed"],
+                 t["acked"], t["failed"]] for t in info.get("tasks", [])]
+        print()
+        print(table(["TASK", "COMPONENT", "WORKER", "PID", "HEARTBEAT", "AGE S", "IDLE S", "EMITTED",
+                     "EXECUTED", "ACKED", "FAILED"], rows))
     if info["errors"]:
         last = info["errors"][-1]
         print(f"\n{len(info['errors'])} error(s); last, from {last['component']} task {last['task']}: "
