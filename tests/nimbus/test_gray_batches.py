@@ -74,7 +74,8 @@ class World:
         def write(v: str, **kw) -> Path:
             d = root / v
             d.mkdir(parents=True, exist_ok=True)
-            return write_topology(d / "wordcount.py", self.out, self.state, v, workers=4,
+            # a count task on every worker: whichever worker a batch picks counts on the new code
+            return write_topology(d / "wordcount.py", self.out, self.state, v, workers=4, count_parallelism=4,
                                   spout_conf={"topology.max.spout.pending": 32}, **kw)
         self.files = {v: write(v) for v in ("v1", "v2", "v3", "v5")}
         self.files["v4"] = write("v4", conf_extra={"topology.upgrade.worker.num": 1})
