@@ -115,3 +115,27 @@ def test_precedence_with_a_value_at_every_level():
     assert clusterconf.CLUSTER_KEYS not in rows and clusterconf.CLUSTER_FILE not in rows
     assert out["components"] == {"sentences": [{"key": "topology.max.spout.pending", "value": 8,
                                                 "source": "component sentences"}]}
+
+
+def test_submit_local_applies_the_cluster_files_defaults_under_the_topologys(tmp_path):
+    import json
+
+    from tests.nimbus.harness import Cli
+    from tests.nimbus.topology_source import write_topology
+
+    out = tmp_path / "out"
+    (tmp_path / "topo").mkdir()
+    path = write_topology(tmp_path / "topo" / "wc_local.py", out, tmp_path / "state", "v1", workers=1,
+                          spout_conf={"topology.max.spout.pending": 7})
+    conf_file = write(tmp_path, "topology.stats.sample.rate: 0.5\ntopology.message.timeout.secs: 9\n"
+                                "topology.max.spout.pending: 100\nstorm.local.dir: /x\n")
+    cli = Cli("http://127.0.0.1:9", tmp_path / "home", tmp_path)
+    proc = cli("submit", str(path), "--local", "2", env={"SQUALL_CONF": str(conf_file)}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = [json.loads(p.read_text()) for p in out.glob("conf-*.json")]
+    assert got and got[0]["topology.stats.sample.rate"] == 0.5  # the cluster's
+    assert got[0]["topology.message.timeout.secs"] == 5  # the topology's, over the file's 9
+    assert got[0]["topology.max.spout.pending"] == 7  # the component's, over both
+    bad = write(tmp_path, "topology.debug: yes please\n", "bad.yaml")
+    proc = cli("submit", str(path), "--local", "1", env={"SQUALL_CONF": str(bad)})
+    assert proc.returncode == 2 and "bad.yaml:1" in proc.stderr and "topology.debug" in proc.stderr
