@@ -87,11 +87,12 @@ class Monitor:
             return
         up = rec.get("upgrade")
         if up and up.get("state") in gray.OPEN and gray.state_of(up, nimbus.now()) == gray.EXPIRED:
-            log.warning("topology %r: the gray upgrade to version %d made no progress for %.0fs and "
-                        "expired; %s", name, up["to"], up.get("expire_secs", 0),
-                        gray.versions_text(up, rec.get("num_workers") or 0))
+            why = (f"the gray upgrade to version {up['to']} made no progress for "
+                   f"{float(up.get('expire_secs', 0)):.0f}s and expired; "
+                   f"{gray.versions_text(up, rec.get('num_workers') or 0)}")
+            log.warning("topology %r: %s", name, why)
             status = nimbus.status_after(rec) if rec["status"] == K.UPGRADING else rec["status"]
-            rec = nimbus.update(name, upgrade={**up, "state": gray.EXPIRED}, status=status)
+            rec = nimbus.update(name, upgrade={**up, "state": gray.EXPIRED}, status=status, last_error=why)
         reason = self.dead_reason(name, rec)
         if reason is None:
             return

@@ -254,6 +254,7 @@ def test_an_expired_upgrade_no_longer_blocks_a_rebalance(world):
     expired = wait_for(lambda: (i := world.info())["upgrade"]["state"] == "EXPIRED"
                        and i["status"] == "ACTIVE" and i, 30, "the upgrade to expire")
     assert "expired" in world.nimbus.log_tail(20000)
+    assert "expired; workers [" in expired["last_error"]  # which workers run which code
     assert expired["versions"][-1] == new and sorted(world.versions().values()) == [base, base, base, new]
     ok(world.cli("rebalance", NAME, "--workers", "3", timeout=300))
     info = world.info()
