@@ -264,6 +264,26 @@ def test_an_expired_upgrade_no_longer_blocks_a_rebalance(world):
     assert_exact(world)
 
 
+def test_a_new_gray_upgrade_over_an_expired_one_starts_from_the_base_version(world):
+    base, new, _ = base_and_next(world)
+    ok(world.cli("upgrade", NAME, str(world.files["v5"]), "--worker-num", "2",
+                 "--conf", "topology.upgrade.expire.secs=3"))
+    stale = world.on(new)
+    assert len(stale) == 2
+    wait_for(lambda: world.info()["status"] == "ACTIVE", 30, "the upgrade to expire")
+    # a new upgrade (another version) is no longer refused; the expired one's workers go back first
+    ok(world.cli("upgrade", NAME, str(world.files["v3"]), "--workers", "0"))
+    info = world.info()
+    versions = world.versions()
+    assert versions[0] == new + 1 and sorted(versions.values()) == [base] * (len(versions) - 1) + [new + 1]
+    assert info["upgrade"]["from"] == base and info["last_upgrade"]["state"] == "EXPIRED"
+    assert info["last_upgrade"]["workers"] == stale
+    ok(world.cli("rollback", NAME))
+    assert world.versions() == {0: base, 1: base, 2: base}
+    progress(world)
+    assert_exact(world)
+
+
 def test_the_notifier_heard_every_action_and_who_asked(world):
     ok(world.cli("kill", NAME, "--wait", "1", timeout=180))
     lines = wait_for(lambda: world.actions.exists() and "killTopology" in world.actions.read_text()
@@ -272,7 +292,7 @@ def test_the_notifier_heard_every_action_and_who_asked(world):
     for action in ("submitTopology", "grayUpgrade", "completeUpgrade", "rollback", "deactivate", "activate",
                    "rebalance", "killTopology"):
         assert action in actions, f"{action} not notified: {actions}"
-    assert actions.count("grayUpgrade") == 3 + 2 + 2 + 1
+    assert actions.count("grayUpgrade") == 3 + 2 + 2 + 1 + 2
     who = {line.split()[2] for line in lines if line}
     assert all(w.endswith("@127.0.0.1") and not w.startswith("?") for w in who), who
     assert "the operator's system is down" in world.nimbus.log_tail(50000)
