@@ -10,7 +10,7 @@ HOT := $(wildcard squall/api/tuple.py squall/api/tuple.pxd squall/runtime/*.pxd)
 
 .PHONY: setup compile demo test test-fast lint bench bench-full bench-clean clean
 
-$(STAMP): pyproject.toml scripts/setup.sh scripts/setup-java.sh scripts/setup-redis.sh scripts/setup-zookeeper.sh
+$(STAMP): pyproject.toml scripts/setup.sh scripts/setup-java.sh scripts/setup-redis.sh scripts/setup-zookeeper.sh scripts/setup-node.sh
 	bash scripts/setup.sh "$(PYTHON)" "$(VENV)"
 	touch $(STAMP)
 

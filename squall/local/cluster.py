@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ class _Running:
     plan: TaskPlan
     workers: list[Worker]
     errors: ErrorLog
+    hub: InProcessHub | None = None
     status: str = "ACTIVE"
     started_at: float = field(default_factory=time.monotonic)
 
@@ -85,7 +88,7 @@ class LocalCluster(ClusterBase[_Running]):
         plan, conf = running.plan, running.conf
         send_buffer = int(conf["topology.executor.send.buffer.size"])
         capacity = max(4, send_buffer // int(conf["squall.transfer.batch.size"]))
-        hub = InProcessHub(plan.num_workers, capacity)
+        hub = running.hub = InProcessHub(plan.num_workers, capacity)
         workers = [
             Worker(topology_name=running.name, topology=running.topology, conf=conf, plan=plan,
                    index=i, transport=hub.endpoint(i), errors=running.errors, tap=self._tap,
@@ -183,8 +186,22 @@ class LocalCluster(ClusterBase[_Running]):
         """Status, per-component figures, workers and errors of ``name``."""
         running = self._get(name)
         metrics = [t.metrics for w in running.workers for t in w.tasks.values()]
+        stuck = [dict(s) for w in running.workers for s in list(w.stuck.values())]
+        host, pid = socket.gethostname(), os.getpid()
+        workers = [{"worker": w.index, "host": host, "pid": pid, "tasks": running.plan.worker_tasks(w.index),
+                    "corrupt_frames": w.corrupt_frames} for w in running.workers]
         return topology_info(name, running.status, running.plan, metrics,
-                             running.errors.list(), time.monotonic() - running.started_at)
+                             running.errors.list(), time.monotonic() - running.started_at,
+                             workers=workers, stuck=stuck)
+
+    def set_transport_fault(self, name: str, fault: Callable[[int, int, bytes], list[bytes]] | None) -> None:
+        """Pass every frame between ``name``'s workers through ``fault`` (None: stop).
+
+        For fault tests: see ``squall.testing.faults`` (drop, duplicate, corrupt frames).
+        """
+        hub = self._get(name).hub
+        assert hub is not None
+        hub.fault = fault
 
     # ---- simulated time and quiet (Storm's testing kit) ---------------------------------
 

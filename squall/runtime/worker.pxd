@@ -14,12 +14,13 @@ cdef class Worker:
     cdef public object topology_name, topology, conf, plan, index, transport, errors, clock, tap
     cdef public bint active
     cdef public dict tasks
-    cdef public list spouts, processors
+    cdef public list spouts, processors, threads
     cdef public object _task_worker
     cdef public Encoder _encoder
     cdef public dict _out, _unsent, _acks
     cdef public object _ack_src
-    cdef public Py_ssize_t _batch, _capacity, _high, _low
+    cdef public Py_ssize_t _batch, _capacity, _high, _low, _max_tuple
+    cdef public list _barrier_spouts
     cdef public bint throttled
     cdef public dict _fields
     cdef public list _timers

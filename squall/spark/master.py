@@ -359,6 +359,8 @@ class TopologyMaster:
         elif t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
             self.liveness.observe(inc.worker, inc.pid, inc.metrics)
+            inc.stuck = list(msg.get("stuck") or [])
+            inc.corrupt_frames = int(msg.get("corrupt_frames") or 0)
             inc.rejected_frames = int(msg.get("rejected_frames") or 0)
             self.errors.extend(msg["errors"])
             self._send(ident, co.ACK)

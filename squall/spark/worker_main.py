@@ -213,7 +213,9 @@ class _MasterLink:
                 sent_errors = errors.total
                 metrics = [co.metrics_to_dict(t.metrics) for t in list(worker.tasks.values())]
                 self.send(co.HEARTBEAT, metrics=metrics, errors=errors.list()[-new:] if new else [],
-                          rejected_frames=transport.rejected_frames)
+                          rejected_frames=transport.rejected_frames,
+                          stuck=[dict(s) for s in list(worker.stuck.values())],
+                          corrupt_frames=worker.corrupt_frames)
                 next_beat = now + spec.heartbeat_secs
             msg = self.recv(max(0.0, next_beat - time.monotonic()))
             if msg is not None:

@@ -7,9 +7,9 @@ import pytest
 
 from squall import LocalCluster
 from tests.integration.components import RECORD
-from tests.integration.test_acking import wait_for
 from tests.integration.test_stateful import SENTENCES, committed_counts, conf, expected, topology
 from tests.redis_server import RedisServer
+from tests.waiting import wait_for
 
 
 @pytest.fixture

@@ -162,3 +162,20 @@ def test_deactivate_is_a_contract_on_spark_and_submit_inactive_is_public(local_c
         assert not any(w == "violation" for e in events.values() for w, _ in e)
     finally:
         local_cluster.kill_topology("sleepy", wait_secs=0)
+
+
+@pytest.mark.timeout(180)
+def test_async_and_threaded_bolts_on_spark_are_exact(local_cluster, tmp_path):
+    """Issue 22 on the Spark runtime: an AsyncBolt split and threaded count tasks in the
+    executors' worker processes; every sentence acked, every word counted."""
+    n = 400
+    conf, topology = tm.wordcount(n, str(tmp_path), waiting=True)
+    local_cluster.submit_topology("wc-waiting", conf, topology)
+    try:
+        acked = helpers.wait_all_acked(str(tmp_path), n, timeout=90)
+        info = local_cluster.get_topology_info("wc-waiting")
+    finally:
+        local_cluster.kill_topology("wc-waiting", wait_secs=0)
+    assert acked == set(range(n))
+    assert tm.read_results(str(tmp_path))[1] == tm.expected_counts(n)
+    assert info["errors"] == [] and info["stuck"] == []

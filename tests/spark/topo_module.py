@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from squall import Bolt, Config, Fields, Spout, StatefulBolt, TopologyBuilder
+from squall import AsyncBolt, Bolt, Config, Fields, Spout, StatefulBolt, TopologyBuilder
 
 WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape"]
 
@@ -163,12 +163,18 @@ class UnpicklableBolt(Bolt):
         pass
 
 
-def wordcount(n: int, out_dir: str, workers: int = 2, rate: float = 0.0, timeout: float = 5.0):
-    """(conf, topology) of the word count."""
+def wordcount(n: int, out_dir: str, workers: int = 2, rate: float = 0.0, timeout: float = 5.0,
+              waiting: bool = False):
+    """(conf, topology) of the word count; ``waiting``: split is an AsyncBolt and count
+    runs each task on a thread of its own (set_threaded)."""
     builder = TopologyBuilder()
     builder.set_spout("sentences", SentenceSpout(n, out_dir, rate), parallelism=1)
-    builder.set_bolt("split", SplitBolt(), parallelism=2).shuffle_grouping("sentences")
-    builder.set_bolt("count", CountBolt(out_dir), parallelism=2).fields_grouping("split", Fields("word"))
+    split = AsyncSplitBolt() if waiting else SplitBolt()
+    builder.set_bolt("split", split, parallelism=2).shuffle_grouping("sentences")
+    count = builder.set_bolt("count", CountBolt(out_dir), parallelism=2)
+    count.fields_grouping("split", Fields("word"))
+    if waiting:
+        count.set_threaded()
     conf = Config()
     conf.set_num_workers(workers)
     conf.set_message_timeout_secs(timeout)
@@ -260,3 +266,24 @@ class NullBolt(Bolt):
 
     def execute(self, tup) -> None:
         self.collector.ack(tup)
+
+
+class AsyncSplitBolt(AsyncBolt):
+    """SplitBolt as an AsyncBolt: waits a moment per sentence on the worker's event loop."""
+
+    capacity = 20
+
+    def prepare(self, conf, context, collector) -> None:
+        self.collector = collector
+
+    async def execute(self, tup) -> None:
+        import asyncio
+
+        await asyncio.sleep(0.001)
+        i, text = tup[0], tup[1]
+        for pos, word in enumerate(text.split()):
+            self.collector.emit([word, i, pos], anchors=tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer) -> None:
+        declarer.declare(Fields("word", "id", "pos"))
