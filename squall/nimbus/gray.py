@@ -16,7 +16,9 @@ Its state, as JStorm's ``GrayUpgradeConfig`` knows it:
 - ``EXPIRED``: nothing happened for ``expire_secs`` (``topology.upgrade.expire.secs``,
   default ``DEFAULT_EXPIRE_SECS``): the upgrade no longer blocks a rebalance or a new
   upgrade, and the workers keep the code they run until one of those (or a rollback or
-  complete-upgrade) moves them;
+  complete-upgrade) moves them. The leader's monitor decides it (``is_expired``) on
+  time it measures on its monotonic clock once it has seen the upgrade's last progress,
+  so a wall-clock jump does not expire every upgrade at once (RELIABILITY C12);
 - ``COMPLETED`` and ``ROLLED_BACK``: over; kept as ``rec["last_upgrade"]`` for ``info``.
 
 Times are seconds since the epoch, read from ``squall.runtime.clock`` by the callers.
@@ -184,20 +186,26 @@ def finish_batch(up: dict, running_new: list[int], now: float, error: str | None
             "state": BATCH_FINISHED, "updated": now}
 
 
-def state_of(up: Mapping[str, Any] | None, now: float) -> str | None:
-    """The upgrade's state now: ``EXPIRED`` once an open one made no progress for its expiry."""
-    if not up:
-        return None
-    state = up.get("state", BATCH_FINISHED)
-    if state in OPEN and now - float(up.get("updated", now)) > float(up.get("expire_secs",
-                                                                             DEFAULT_EXPIRE_SECS)):
-        return EXPIRED
-    return state
+def state_of(up: Mapping[str, Any] | None) -> str | None:
+    """The upgrade's state as recorded (None without an upgrade)."""
+    return up.get("state", BATCH_FINISHED) if up else None
 
 
-def is_open(up: Mapping[str, Any] | None, now: float) -> bool:
-    """True while an upgrade blocks rebalances and other upgrades (open and not expired)."""
-    return state_of(up, now) in OPEN
+def is_open(up: Mapping[str, Any] | None) -> bool:
+    """True while an upgrade blocks rebalances and other upgrades (open, not expired)."""
+    return state_of(up) in OPEN
+
+
+def is_expired(up: Mapping[str, Any] | None, idle_secs: float) -> bool:
+    """Whether an open upgrade that made no progress for ``idle_secs`` has expired."""
+    if not up or not is_open(up):
+        return False
+    return idle_secs > float(up.get("expire_secs", DEFAULT_EXPIRE_SECS))
+
+
+def expire(up: dict, now: float) -> dict:
+    """``up`` marked ``EXPIRED``."""
+    return {**up, "state": EXPIRED, "expired": now}
 
 
 def ended(up: dict, state: str, now: float) -> dict:
@@ -219,7 +227,7 @@ def describe(up: Mapping[str, Any] | None, num_workers: int, now: float) -> dict
     """What ``info`` shows of an upgrade: state, versions per worker and since when."""
     if not up:
         return None
-    state = state_of(up, now)
+    state = state_of(up)
     upgraded = list(up["workers"])
     out = {
         "state": state, "from": up["from"], "to": up["to"], "workers": upgraded,

@@ -87,7 +87,7 @@ class Lifecycle(NimbusCore):
             "master": rec.get("state"),
             "upgrade": None if not upgrade else {
                 "from": upgrade["from"], "to": upgrade["to"], "workers": upgrade["workers"],
-                "state": gray.state_of(upgrade, self.now())},
+                "state": gray.state_of(upgrade)},
             "spark_master": rec["spark_master"],
         }
 
@@ -180,7 +180,7 @@ class Lifecycle(NimbusCore):
         with self.operation(name, "the rebalance"):
             rec = self.record(name)
             up = rec.get("upgrade")
-            if gray.is_open(up, self.now()):
+            if gray.is_open(up):
                 assert up is not None
                 where = gray.versions_text(up, rec["num_workers"])
                 raise Conflict(f"topology {name!r} is being upgraded ({where}); "

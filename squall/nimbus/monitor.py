@@ -87,13 +87,14 @@ class Monitor:
             nimbus.finish_kill(rec, 0.0)
             return
         up = rec.get("upgrade")
-        if up and up.get("state") in gray.OPEN and gray.state_of(up, nimbus.now()) == gray.EXPIRED:
+        if up and gray.is_open(up) and gray.is_expired(
+                up, self.elapsed(("upgrade", name), float(up.get("updated") or 0))):
             why = (f"the gray upgrade to version {up['to']} made no progress for "
                    f"{float(up.get('expire_secs', 0)):.0f}s and expired; "
                    f"{gray.versions_text(up, rec.get('num_workers') or 0)}")
             log.warning("topology %r: %s", name, why)
             status = nimbus.status_after(rec) if rec["status"] == K.UPGRADING else rec["status"]
-            rec = nimbus.update(name, upgrade={**up, "state": gray.EXPIRED}, status=status, last_error=why)
+            rec = nimbus.update(name, upgrade=gray.expire(up, nimbus.now()), status=status, last_error=why)
         reason = self.dead_reason(name, rec)
         if reason is None:
             return

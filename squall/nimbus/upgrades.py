@@ -63,7 +63,7 @@ class Nimbus(Lifecycle):
         with self.operation(name, "the upgrade"):
             rec = self.record(name)
             up = rec.get("upgrade")
-            state = gray.state_of(up, self.now())
+            state = gray.state_of(up)
             if state in gray.OPEN:
                 assert up is not None
                 return self._continue(rec, up, upload, selector)

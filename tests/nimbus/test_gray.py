@@ -76,13 +76,18 @@ def test_no_worker_left_names_those_not_yet_upgraded():
         gray.select_workers(WORKERS, TASKS, {"worker_num": 1}, {0, 1, 2, 3})
 
 
+def idle(up):
+    """Seconds since the upgrade's last progress, on the (simulated) clock."""
+    return clock.time_ms() / 1000 - up["updated"]
+
+
 def test_three_batches_keep_each_workers_since():
     with clock.simulation() as sim:
         now = clock.time_ms() / 1000
         up = gray.begin(1, 2, {"worker_num": 1}, 60.0, now)
-        assert gray.state_of(up, now) == gray.IN_PROGRESS
+        assert gray.state_of(up) == gray.IN_PROGRESS
         up = gray.finish_batch(gray.ask_batch(up, [2], {"worker_num": 1}, now), [2], now)
-        assert gray.state_of(up, now) == gray.BATCH_FINISHED
+        assert gray.state_of(up) == gray.BATCH_FINISHED
         first = now
         sim.advance(10)
         now = clock.time_ms() / 1000
@@ -106,20 +111,25 @@ def test_an_upgrade_without_progress_expires_and_stops_blocking():
         up = gray.finish_batch(gray.ask_batch(gray.begin(1, 2, {"worker_num": 1}, 30.0, start), [0],
                                               {}, start), [0], start)
         sim.advance(30)
-        now = clock.time_ms() / 1000
-        assert gray.is_open(up, now) and gray.describe(up, 2, now)["expires_at"] == start + 30
+        assert not gray.is_expired(up, idle(up)) and gray.is_open(up)
+        assert gray.describe(up, 2, clock.time_ms() / 1000)["expires_at"] == start + 30
         sim.advance(0.5)
-        now = clock.time_ms() / 1000
-        assert gray.state_of(up, now) == gray.EXPIRED and not gray.is_open(up, now)
-        assert "expires_at" not in gray.describe(up, 2, now)
+        assert gray.is_expired(up, idle(up))
         # a batch is progress: the clock starts again
+        now = clock.time_ms() / 1000
         up = gray.finish_batch(gray.ask_batch(up, [1], {}, now), [0, 1], now)
         sim.advance(29)
-        assert gray.is_open(up, clock.time_ms() / 1000)
+        assert not gray.is_expired(up, idle(up))
+        sim.advance(2)
+        assert gray.is_expired(up, idle(up))
+        up = gray.expire(up, clock.time_ms() / 1000)
+        assert gray.state_of(up) == gray.EXPIRED and not gray.is_open(up)
+        assert not gray.is_expired(up, 10_000.0)  # once expired, it is no longer open
+        assert "expires_at" not in gray.describe(up, 2, clock.time_ms() / 1000)
 
 
 def test_ended_upgrades_are_not_open_whatever_the_time():
     up = gray.ended(gray.begin(1, 2, {}, 30.0, 0.0), gray.COMPLETED, 5.0)
-    assert gray.state_of(up, 10_000.0) == gray.COMPLETED
-    assert not gray.is_open(up, 6.0)
-    assert gray.state_of(None, 0.0) is None
+    assert gray.state_of(up) == gray.COMPLETED
+    assert not gray.is_open(up) and not gray.is_expired(up, 10_000.0)
+    assert gray.state_of(None) is None and not gray.is_expired(None, 10_000.0)
