@@ -42,6 +42,7 @@ class NimbusConfig:
     notifier_class: str | None = None  # import path of a TopologyActionNotifier
     conf_file: str | None = None  # the cluster configuration file read (squall.yaml)
     topology_defaults: dict[str, Any] = field(default_factory=dict)  # its topology.* defaults
+    history_interval_secs: float = 10.0  # how often the UI's metric history samples topologies
 
     def resolved(self) -> NimbusConfig:
         """A copy with every default path and URL filled in."""
@@ -74,6 +75,8 @@ CONF_KEYS: dict[str, tuple[str, str]] = {
     "nimbus.topology.action.notifier.plugin.class": (
         "notifier_class", "import path of a class told of every topology action (Storm's "
                           "ITopologyActionNotifierPlugin: prepare(conf), notify(name, action), cleanup())"),
+    "nimbus.history.interval.secs": ("history_interval_secs", "how often the metric history of the "
+                                                              "UI samples each topology"),
 }
 
 

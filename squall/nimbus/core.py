@@ -33,6 +33,13 @@ log = logging.getLogger("squall.nimbus")
 # who made the request being served (``user@address``); the HTTP server sets it per request
 CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("squall_nimbus_caller", default=None)
 
+HISTORY = "history"  # history/<name>: the metric history the UI charts (squall.nimbus.observer)
+
+
+def history_key(name: str) -> str:
+    """The store key of topology ``name``'s metric history."""
+    return f"{HISTORY}/{name}"
+
 
 class NimbusCore:
     """Shared state and helpers of the Nimbus operations (see the module docstring)."""

@@ -21,6 +21,7 @@ from squall.nimbus.config import NimbusConfig
 from squall.nimbus.launcher import Launcher
 from squall.nimbus.monitor import Monitor
 from squall.nimbus.notifier import ActionNotifier, load_plugin
+from squall.nimbus.observer import Observer
 from squall.nimbus.server import NimbusServer
 from squall.nimbus.upgrades import Nimbus
 from squall.store import BlobStore, open_store
@@ -52,7 +53,8 @@ def run_nimbus(config: NimbusConfig) -> int:
             server.httpd.server_close()
             store.close()
             raise
-    server.attach(nimbus)
+    observer = Observer(nimbus, config.history_interval_secs)
+    server.attach(nimbus, observer)
     monitor = Monitor(nimbus)
     stopping = threading.Event()
 
@@ -66,12 +68,14 @@ def run_nimbus(config: NimbusConfig) -> int:
     signal.signal(signal.SIGINT, stop)
     election.start()
     monitor.start()
+    observer.start()
     log.info("squall nimbus %s serving (store %s, blobs %s)", config.url, config.store, config.blob_dir)
     print(f"squall nimbus listening on {config.url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     finally:
         monitor.stop()
+        observer.stop()
         election.stop()
         if nimbus.notifier is not None:
             nimbus.notifier.close()
