@@ -1,6 +1,9 @@
 """The command line's HTTP client of Nimbus (stdlib ``urllib``, JSON).
 
-Where Nimbus is: ``--nimbus URL``, else ``$SQUALL_NIMBUS``, else http://127.0.0.1:6627;
+Where Nimbus is: ``--nimbus URL``, else ``$SQUALL_NIMBUS``, else what the cluster
+configuration file says (``squall.nimbus.url``, or Storm's ``nimbus.seeds`` and
+``nimbus.thrift.port``; the file is ``$SQUALL_CONF`` or ``~/.squall/squall.yaml``), else
+http://127.0.0.1:6627;
 several comma-separated URLs are tried in turn (for Nimbus HA), and a standby's 503 sends
 the request on to the leader it names, but only if that leader is one of those URLs: the
 token never goes to a server the user did not name (a forged leader record, or whoever
@@ -12,6 +15,7 @@ the configured URLs.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import stat
@@ -28,9 +32,30 @@ DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
 
 
 def nimbus_urls(option: str | None) -> list[str]:
-    """The Nimbus URLs to try, from the option or the environment."""
-    raw = option or os.environ.get("SQUALL_NIMBUS") or DEFAULT_URL
+    """The Nimbus URLs to try, from the option, the environment or the cluster file."""
+    raw = option or os.environ.get("SQUALL_NIMBUS")
+    if not raw:
+        from squall.nimbus import clusterconf
+        from squall.nimbus.config import CONF_KEYS
+
+        path = clusterconf.default_path(squall_home())
+        if path is not None:
+            try:
+                urls = clusterconf.read(path, set(CONF_KEYS)).urls
+            except clusterconf.ClusterConfError as e:
+                raise CliError(ExitCode.USAGE, str(e)) from None
+            if urls:
+                return urls
+        raw = DEFAULT_URL
     return [u.strip().rstrip("/") for u in raw.split(",") if u.strip()]
+
+
+def user_name() -> str:
+    """Who runs the command, as Nimbus's action notifier is told."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
 
 
 def read_token(token_file: str | None) -> str | None:
@@ -109,6 +134,7 @@ class NimbusClient:
         if method == "POST":
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
+            headers["X-Squall-User"] = user_name()
         req = urllib.request.Request(f"{url}/api/v1{path}", data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:  # noqa: S310

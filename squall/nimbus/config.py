@@ -1,7 +1,8 @@
 """Nimbus's settings: each with its default and meaning, in one place.
 
 ``squall nimbus`` takes the common ones as options (``--host``, ``--port``, ``--data-dir``,
-``--store``) and any key below as ``--conf key=value``.
+``--store``) and any key below as ``--conf key=value`` or from the cluster configuration
+file (``squall.nimbus.clusterconf``; options win over the file).
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ class NimbusConfig:
     max_wait_secs: float = 600.0  # the longest wait_secs a request may ask for
     tls_cert: Path | None = None  # serve HTTPS with this certificate chain (PEM)...
     tls_key: Path | None = None  # ...and this private key
+    notifier_class: str | None = None  # import path of a TopologyActionNotifier
+    conf_file: str | None = None  # the cluster configuration file read (squall.yaml)
+    topology_defaults: dict[str, Any] = field(default_factory=dict)  # its topology.* defaults
     history_interval_secs: float = 10.0  # how often the UI's metric history samples topologies
 
     def resolved(self) -> NimbusConfig:
@@ -77,6 +81,9 @@ CONF_KEYS: dict[str, tuple[str, str]] = {
     "nimbus.max.wait.secs": ("max_wait_secs", "the longest wait_secs a request may ask for"),
     "nimbus.tls.cert": ("tls_cert", "serve HTTPS with this certificate chain (PEM; also --tls-cert)"),
     "nimbus.tls.key": ("tls_key", "the private key of nimbus.tls.cert (PEM; also --tls-key)"),
+    "nimbus.topology.action.notifier.plugin.class": (
+        "notifier_class", "import path of a class told of every topology action (Storm's "
+                          "ITopologyActionNotifierPlugin: prepare(conf), notify(name, action), cleanup())"),
     "nimbus.history.interval.secs": ("history_interval_secs", "how often the metric history of the "
                                                               "UI samples each topology"),
 }

@@ -20,6 +20,7 @@ from squall.nimbus.auth import load_or_create_token, private_dir
 from squall.nimbus.config import NimbusConfig
 from squall.nimbus.launcher import Launcher
 from squall.nimbus.monitor import Monitor
+from squall.nimbus.notifier import ActionNotifier, load_plugin
 from squall.nimbus.observer import Observer
 from squall.nimbus.server import NimbusServer
 from squall.nimbus.upgrades import Nimbus
@@ -51,6 +52,13 @@ def run_nimbus(config: NimbusConfig) -> int:
     launcher = Launcher(store_uri=config.store, blob_dir=config.blob_dir, log_dir=config.log_dir,
                         spark_submit=config.spark_submit, bind_host=config.host, store_auth=config.zk_auth)
     nimbus = Nimbus(config, store, election, launcher, BlobStore(config.blob_dir))
+    if config.notifier_class:
+        try:
+            nimbus.notifier = ActionNotifier(load_plugin(config.notifier_class), notifier_conf(config))
+        except ValueError:
+            server.httpd.server_close()
+            store.close()
+            raise
     observer = Observer(nimbus, config.history_interval_secs)
     server.attach(nimbus, observer)
     monitor = Monitor(nimbus)
@@ -75,5 +83,16 @@ def run_nimbus(config: NimbusConfig) -> int:
         monitor.stop()
         observer.stop()
         election.stop()
+        if nimbus.notifier is not None:
+            nimbus.notifier.close()
         store.close()
     return 0
+
+
+def notifier_conf(config: NimbusConfig) -> dict:
+    """What the notifier's ``prepare`` gets: Nimbus's settings by key, and the topology defaults."""
+    from squall.nimbus.config import CONF_KEYS
+
+    out = {key: getattr(config, attr) for key, (attr, _) in CONF_KEYS.items()}
+    out = {k: str(v) if hasattr(v, "__fspath__") else v for k, v in out.items()}
+    return {**config.topology_defaults, **out}

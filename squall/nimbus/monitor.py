@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 
+from squall.nimbus import gray
 from squall.nimbus.launcher import pid_alive, stop_group
 from squall.nimbus.upgrades import Nimbus
 from squall.store import StoreError
@@ -94,6 +95,15 @@ class Monitor:
             log.warning("topology %r: finishing a kill that was interrupted", name)
             nimbus.finish_kill(rec, 0.0)
             return
+        up = rec.get("upgrade")
+        if up and gray.is_open(up) and gray.is_expired(
+                up, self.elapsed(("upgrade", name), float(up.get("updated") or 0))):
+            why = (f"the gray upgrade to version {up['to']} made no progress for "
+                   f"{float(up.get('expire_secs', 0)):.0f}s and expired; "
+                   f"{gray.versions_text(up, rec.get('num_workers') or 0)}")
+            log.warning("topology %r: %s", name, why)
+            status = nimbus.status_after(rec) if rec["status"] == K.UPGRADING else rec["status"]
+            rec = nimbus.update(name, upgrade=gray.expire(up, nimbus.now()), status=status, last_error=why)
         reason = self.dead_reason(name, rec)
         if reason is None:
             return

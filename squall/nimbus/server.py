@@ -29,6 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import squall
 from squall.nimbus.auth import check_token, token_matches
+from squall.nimbus.core import CALLER
 from squall.nimbus.errors import InvalidRequest, NimbusError, NotFound, TooLarge
 from squall.nimbus.observer import Observer
 from squall.nimbus.openapi import openapi
@@ -90,6 +91,7 @@ class NimbusServer:
             ("POST", "/topologies", True, lambda q, b: n.submit(b)),
             ("GET", f"/topologies/{NAME}", False, lambda q, b, name: n.info(name)),
             ("GET", f"/topologies/{NAME}/errors", True, lambda q, b, name: {"errors": n.errors(name)}),
+            ("GET", f"/topologies/{NAME}/conf", True, lambda q, b, name: n.effective_conf(name)),
             ("POST", f"/topologies/{NAME}/activate", True, lambda q, b, name: n.set_active(name, True)),
             ("POST", f"/topologies/{NAME}/deactivate", True, lambda q, b, name: n.set_active(name, False)),
             ("POST", f"/topologies/{NAME}/rebalance", True, lambda q, b, name: n.rebalance(name, b)),
@@ -169,6 +171,7 @@ class NimbusServer:
             read = True
             if "wait_secs" in data:
                 data["wait_secs"] = _wait(data["wait_secs"], self.max_wait_secs)
+            CALLER.set(f"{req.headers.get('X-Squall-User') or '?'}@{peer}"[:200])  # for the notifier
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
             body = route[3](query, data, **params)
             if id(route) in self.redacted and not token_matches(self.token, req.headers.get("Authorization")):

@@ -302,7 +302,8 @@ class TopologyApp:
         """Restart every worker under a new worker count and/or parallelism (state kept)."""
         with self._lock:
             old = self._running()
-            if old.worker_code:
+            if old.worker_code and not body.get("drop_upgrade"):
+                # an expired upgrade is dropped: the new master runs every worker on the base
                 raise ControlError(409, "a gray upgrade is in progress: complete or roll it back first")
             topology = with_parallelism(old.topology, body.get("parallelism") or {})
             conf = dict(old.conf)

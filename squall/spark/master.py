@@ -41,6 +41,7 @@ from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 from squall.spark import settings as S
 from squall.spark.errors import spark_job_error
+from squall.spark.liveness import TaskLiveness
 from squall.spark.master_info import master_info
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
@@ -75,6 +76,7 @@ class TopologyMaster:
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.status = "ACTIVE" if active else "INACTIVE"
         self.errors: deque[dict] = deque(maxlen=1000)
+        self.liveness = TaskLiveness()  # each task's last heartbeat and progress
         self.debug: dict = {"rate": 0.0, "components": None}  # tuple sampling, sent to every worker
         self.samples: deque[dict] = deque(maxlen=SAMPLES_KEPT)
         self._sample_seq = 0
@@ -382,6 +384,7 @@ class TopologyMaster:
             inc.applied = max(inc.applied, int(msg.get("seq") or 0))
         elif t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
+            self.liveness.observe(inc.worker, inc.pid, inc.metrics)
             inc.stuck = list(msg.get("stuck") or [])
             inc.corrupt_frames = int(msg.get("corrupt_frames") or 0)
             inc.rejected_frames = int(msg.get("rejected_frames") or 0)
@@ -461,8 +464,10 @@ class TopologyMaster:
 
     def _info(self) -> dict:
         versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
-        return master_info(self.name, self.status, self.plan, self.registry, list(self.errors),
+        info = master_info(self.name, self.status, self.plan, self.registry, list(self.errors),
                            self.started_at, versions)
+        info["tasks"] = self.liveness.report()
+        return info
 
     def _close(self) -> None:
         self._running = False

@@ -97,10 +97,29 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cluster_defaults() -> dict:
+    """The cluster file's topology defaults (``$SQUALL_CONF`` or ``~/.squall/squall.yaml``), if any."""
+    from squall.nimbus import clusterconf
+    from squall.nimbus.config import CONF_KEYS, squall_home
+
+    path = clusterconf.default_path(squall_home())
+    if path is None:
+        return {}
+    try:
+        return dict(clusterconf.read(path, set(CONF_KEYS)).topology)
+    except clusterconf.ClusterConfError as e:
+        raise CliError(ExitCode.USAGE, str(e)) from None
+
+
 def run_local(name: str, conf: dict, topology: object, secs: float, as_json: bool) -> int:
-    """Run on a LocalCluster for ``secs`` seconds, then print its info and kill it."""
+    """Run on a LocalCluster for ``secs`` seconds, then print its info and kill it.
+
+    The cluster file's topology defaults apply under the topology's own configuration, as
+    Nimbus applies its own.
+    """
     from squall.local.cluster import LocalCluster
 
+    conf = {**cluster_defaults(), **conf}
     with LocalCluster() as cluster:
         try:
             cluster.submit_topology(name, conf, topology)  # type: ignore[arg-type]
