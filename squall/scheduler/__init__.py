@@ -23,8 +23,21 @@ from squall.scheduler.request import build_request, old_workers
 from squall.scheduler.strategy import Scheduler, load_scheduler
 
 __all__ = [
-    "Assignment", "DefaultScheduler", "HostOffer", "OldWorker", "Scheduler", "SchedulingError",
-    "SchedulingRequest", "Unit", "UserWorker", "WorkerAssignment", "apply_assignment",
-    "build_request", "load_scheduler", "offers_from_executors", "old_workers", "schedule",
+    "Assignment",
+    "DefaultScheduler",
+    "HostOffer",
+    "OldWorker",
+    "Scheduler",
+    "SchedulingError",
+    "SchedulingRequest",
+    "Unit",
+    "UserWorker",
+    "WorkerAssignment",
+    "apply_assignment",
+    "build_request",
+    "load_scheduler",
+    "offers_from_executors",
+    "old_workers",
+    "schedule",
     "schedule_plan",
 ]

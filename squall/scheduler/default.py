@@ -73,11 +73,15 @@ def check_cluster(request: SchedulingRequest, offers: list[HostOffer]) -> None:
     ports = sum(max(0, o.ports) for o in offers)
     hosts = [o for o in offers if o.ports > 0]
     if ports - request.reserved_workers < workers:
-        reserved = (f", {request.reserved_workers} of them reserved (squall.scheduler.reserved.workers)"
-                    if request.reserved_workers else "")
+        reserved = (
+            f", {request.reserved_workers} of them reserved (squall.scheduler.reserved.workers)"
+            if request.reserved_workers
+            else ""
+        )
         raise SchedulingError(
             f"topology {name!r} asks for {workers} workers (topology.workers); the cluster has "
-            f"{ports} free worker slots on {len(hosts)} hosts ({_hosts_text(offers) or 'none'}){reserved}")
+            f"{ports} free worker slots on {len(hosts)} hosts ({_hosts_text(offers) or 'none'}){reserved}"
+        )
     by_comp: dict[str, list[Unit]] = defaultdict(list)
     for unit in request.units:
         by_comp[unit.component].append(unit)
@@ -96,20 +100,24 @@ def _check_component(name: str, comp: str, units: list[Unit], hosts: list[HostOf
         raise SchedulingError(
             f"component {comp!r} asks task.on.differ.node for {n} tasks, but its {len(units)} "
             f"executors hold several tasks each and an executor runs on one host: set its "
-            f"parallelism to its task count ({n})")
+            f"parallelism to its task count ({n})"
+        )
     if n > len(hosts):
         listed = ", ".join(o.host for o in hosts[:8]) + (", ..." if len(hosts) > 8 else "")
         raise SchedulingError(
             f"component {comp!r} asks task.on.differ.node for {n} tasks; the cluster has "
-            f"{len(hosts)} hosts with a free worker slot ({listed or 'none'})")
+            f"{len(hosts)} hosts with a free worker slot ({listed or 'none'})"
+        )
     if n > workers:
         raise SchedulingError(
             f"component {comp!r} asks task.on.differ.node for {n} tasks; topology {name!r} has "
-            f"{workers} workers (topology.workers), and each task needs a worker on a host of its own")
+            f"{workers} workers (topology.workers), and each task needs a worker on a host of its own"
+        )
 
 
-def _check_total(request: SchedulingRequest, offers: list[HostOffer], attr: str, label: str,
-                 slot: float | None, unit: str) -> None:
+def _check_total(
+    request: SchedulingRequest, offers: list[HostOffer], attr: str, label: str, slot: float | None, unit: str
+) -> None:
     asked = sum(getattr(u, attr) for u in request.units)
     budgets = [getattr(w, attr) for w in request.user_workers if attr != "disk"]
     asked = max(asked, sum(b for b in budgets if b is not None))
@@ -121,17 +129,20 @@ def _check_total(request: SchedulingRequest, offers: list[HostOffer], attr: str,
         size = f" ({asked * slot:g}{unit} asked, {free * slot:g}{unit} free)" if slot else ""
         raise SchedulingError(
             f"topology {request.topology!r} asks {asked} {label} slots for its tasks; the cluster "
-            f"has {free} free{size} ({_hosts_text(offers, attr)})")
+            f"has {free} free{size} ({_hosts_text(offers, attr)})"
+        )
 
 
-def pin_user_defined(request: SchedulingRequest, ledger: Ledger, pool: dict[tuple[int, ...], Unit],
-                     notes: list[str]) -> None:
+def pin_user_defined(
+    request: SchedulingRequest, ledger: Ledger, pool: dict[tuple[int, ...], Unit], notes: list[str]
+) -> None:
     """Give each user-defined worker its host, budget and the tasks it names (JStorm's first step)."""
     users = request.user_workers
     if len(users) > request.num_workers:
         raise SchedulingError(
             f"squall.use.userdefine.assignment lists {len(users)} workers; topology "
-            f"{request.topology!r} has {request.num_workers} (topology.workers)")
+            f"{request.topology!r} has {request.num_workers} (topology.workers)"
+        )
     left: dict[str, list[Unit]] = defaultdict(list)
     for unit in pool.values():
         left[unit.component].append(unit)
@@ -143,8 +154,8 @@ def pin_user_defined(request: SchedulingRequest, ledger: Ledger, pool: dict[tupl
         have = sum(len(u.tasks) for u in left.get(comp, []))
         if n > have:
             raise SchedulingError(
-                f"squall.use.userdefine.assignment asks {n} tasks of component {comp!r} in all; "
-                f"it has {have}")
+                f"squall.use.userdefine.assignment asks {n} tasks of component {comp!r} in all; it has {have}"
+            )
     for index, user in enumerate(users):
         worker = ledger.workers[index]
         worker.source, worker.host = "userdefine", user.host
@@ -155,33 +166,41 @@ def pin_user_defined(request: SchedulingRequest, ledger: Ledger, pool: dict[tupl
         _check_budget(request, worker)
 
 
-def _take(ledger: Ledger, worker: WorkerState, units: list[Unit], pool: dict, n: int, notes: list[str]) -> None:
+def _take(
+    ledger: Ledger, worker: WorkerState, units: list[Unit], pool: dict, n: int, notes: list[str]
+) -> None:
     taken = 0
     while taken < n:
         unit = units.pop(0)
         if unit.differ_node and any(u.component == unit.component for u in worker.units):
             raise SchedulingError(
                 f"squall.use.userdefine.assignment puts {n} tasks of component {unit.component!r} "
-                f"in worker {worker.index}, but it sets task.on.differ.node (one task per host)")
+                f"in worker {worker.index}, but it sets task.on.differ.node (one task per host)"
+            )
         del pool[unit.tasks]
         worker.add(unit)
         ledger.note(worker, unit)
         taken += len(unit.tasks)
     if taken > n:
-        notes.append(f"worker {worker.index} (userdefine) holds {taken} tasks of {units[0].component!r} "
-                     f"rather than {n}: an executor's tasks stay together")
+        notes.append(
+            f"worker {worker.index} (userdefine) holds {taken} tasks of {units[0].component!r} "
+            f"rather than {n}: an executor's tasks stay together"
+        )
 
 
 def _check_budget(request: SchedulingRequest, worker: WorkerState) -> None:
     cpu, memory = worker.budget_left()
-    for left, label, slot, unit in ((cpu, "CPU", request.cpu_slot_percent, "% of a core"),
-                                    (memory, "memory", request.memory_slot_mb, " MB")):
+    for left, label, slot, unit in (
+        (cpu, "CPU", request.cpu_slot_percent, "% of a core"),
+        (memory, "memory", request.memory_slot_mb, " MB"),
+    ):
         if left is not None and left < 0:
             budget = left + (worker.cpu if label == "CPU" else worker.memory)
             raise SchedulingError(
                 f"user-defined worker {worker.index} reserves {budget} {label} slots "
                 f"({budget * slot:g}{unit}) but its tasks ask {budget - left} "
-                f"({(budget - left) * slot:g}{unit})")
+                f"({(budget - left) * slot:g}{unit})"
+            )
 
 
 def _free_index(ledger: Ledger, wanted: int) -> WorkerState | None:
@@ -200,8 +219,11 @@ def pin_old(request: SchedulingRequest, ledger: Ledger, pool: dict[tuple[int, ..
     unit_of = {t: u for u in pool.values() for t in u.tasks}
     for old in sorted(request.old_workers, key=lambda o: o.index):
         candidates = {unit_of[t].tasks: unit_of[t] for t in old.tasks if t in unit_of}
-        kept = [u for key, u in sorted(candidates.items())
-                if key in pool and all(old.tasks.get(t) == u.component for t in key)]
+        kept = [
+            u
+            for key, u in sorted(candidates.items())
+            if key in pool and all(old.tasks.get(t) == u.component for t in key)
+        ]
         if not kept:
             continue
         worker = _free_index(ledger, old.index)
@@ -236,7 +258,8 @@ def check_differ_hosts(request: SchedulingRequest, ledger: Ledger, pool: dict[tu
             raise SchedulingError(
                 f"component {comp!r} asks task.on.differ.node for {n} more tasks; topology "
                 f"{request.topology!r}'s {len(ledger.workers)} workers are on {len(hosts)} hosts "
-                f"({', '.join(sorted(h for h in hosts if h))}), {len(free)} of them without a task of it")
+                f"({', '.join(sorted(h for h in hosts if h))}), {len(free)} of them without a task of it"
+            )
 
 
 def placing_order(units: list[Unit]) -> list[tuple[str, list[Unit]]]:
@@ -244,14 +267,23 @@ def placing_order(units: list[Unit]) -> list[tuple[str, list[Unit]]]:
     by_comp: dict[str, list[Unit]] = defaultdict(list)
     for unit in sorted(units, key=lambda u: u.tasks):
         by_comp[unit.component].append(unit)
+
     def rank(item: tuple[str, list[Unit]]) -> tuple[int, str]:
         first = item[1][0]
         return (0 if first.differ_node else 2 if first.system else 1, item[0])
+
     return sorted(by_comp.items(), key=rank)
 
 
 def _result(worker: WorkerState) -> WorkerAssignment:
     assert worker.host is not None
     cpu, memory, disk = worker.demand()
-    return WorkerAssignment(worker.index, worker.host, tuple(sorted(worker.units, key=lambda u: u.tasks)),
-                            cpu, memory, disk, worker.source)
+    return WorkerAssignment(
+        worker.index,
+        worker.host,
+        tuple(sorted(worker.units, key=lambda u: u.tasks)),
+        cpu,
+        memory,
+        disk,
+        worker.source,
+    )

@@ -54,8 +54,10 @@ def place_asked(ledger: Ledger, notes: list[str]) -> None:
             assert host is not None
             _put(ledger, worker, host)
         else:
-            notes.append(f"worker {worker.index} ({worker.source}) asked for host {worker.host}: "
-                         f"{why}; placed by the default scheduler instead")
+            notes.append(
+                f"worker {worker.index} ({worker.source}) asked for host {worker.host}: "
+                f"{why}; placed by the default scheduler instead"
+            )
             worker.host = None
 
 
@@ -90,6 +92,8 @@ def place_balanced(ledger: Ledger, topology: str) -> None:
 def _no_host(ledger: Ledger, topology: str, worker: WorkerState, demand: tuple[int, int, int]) -> str:
     free = "; ".join(h.free() for h in list(ledger.hosts.values())[:8])
     more = f" (and {len(ledger.hosts) - 8} more hosts)" if len(ledger.hosts) > 8 else ""
-    return (f"topology {topology!r}: no host can take worker {worker.index} ({worker.source}), "
-            f"which needs 1 worker, {demand[0]} CPU, {demand[1]} memory, {demand[2]} disk slots; "
-            f"{free}{more}")
+    return (
+        f"topology {topology!r}: no host can take worker {worker.index} ({worker.source}), "
+        f"which needs 1 worker, {demand[0]} CPU, {demand[1]} memory, {demand[2]} disk slots; "
+        f"{free}{more}"
+    )

@@ -37,7 +37,9 @@ SCHEDULER_SETTINGS: tuple[Setting, ...] = (
     Setting(CPU_SLOT_PERCENT, 10.0, "size of a CPU slot, in percent of a core (a task takes one)"),
     Setting(MEMORY_SLOT_MB, 128.0, "size of a memory slot, in MB (a task takes one)"),
     Setting(HOST_DISK_SLOTS, 1, "disk slots per host (an int, or {host: n})"),
-    Setting(HOST_MEMORY_MB, None, "memory per host for workers when the cluster does not say (None: unbounded)"),
+    Setting(
+        HOST_MEMORY_MB, None, "memory per host for workers when the cluster does not say (None: unbounded)"
+    ),
     Setting(TASK_DISK_SLOTS, 0, "component key: disk slots each of its tasks holds alone"),
 )
 _DEFAULTS = {s.key: s.default for s in SCHEDULER_SETTINGS}
@@ -59,12 +61,18 @@ def flag(conf: dict, key: str, where: str = "config") -> bool:
     return value
 
 
-def number(conf: dict, key: str, *, integer: bool = False, minimum: float = 0, where: str = "config") -> float:
+def number(
+    conf: dict, key: str, *, integer: bool = False, minimum: float = 0, where: str = "config"
+) -> float:
     """A number key at least ``minimum``."""
     value = get(conf, key)
     kinds = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or value < minimum or (
-            isinstance(value, float) and not math.isfinite(value)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, kinds)
+        or value < minimum
+        or (isinstance(value, float) and not math.isfinite(value))
+    ):
         kind = "an integer" if integer else "a number"
         raise InvalidTopologyError(f"{where} {key} must be {kind} >= {minimum:g}, got {value!r}")
     return value
@@ -75,14 +83,18 @@ def slots(amount: float, slot: float) -> int:
     return max(1, math.ceil(amount / slot - 1e-9))
 
 
-def user_workers(conf: dict, components: set[str], cpu_slot: float, memory_slot: float) -> tuple[UserWorker, ...]:
+def user_workers(
+    conf: dict, components: set[str], cpu_slot: float, memory_slot: float
+) -> tuple[UserWorker, ...]:
     """``squall.use.userdefine.assignment`` parsed, each worker's asks in slots."""
     value = conf.get(USE_USERDEFINE_ASSIGNMENT)
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise InvalidTopologyError(f"config {USE_USERDEFINE_ASSIGNMENT} must be a list of workers "
-                                   f"({{host, components, memory_mb, cpu}}), got {type(value).__name__}")
+        raise InvalidTopologyError(
+            f"config {USE_USERDEFINE_ASSIGNMENT} must be a list of workers "
+            f"({{host, components, memory_mb, cpu}}), got {type(value).__name__}"
+        )
     return tuple(_user_worker(i, w, components, cpu_slot, memory_slot) for i, w in enumerate(value))
 
 
@@ -92,25 +104,36 @@ def _user_worker(i: int, w: Any, components: set[str], cpu_slot: float, memory_s
         raise InvalidTopologyError(f"{where} must be a dict with host, components, memory_mb, cpu; got {w!r}")
     unknown = set(w) - {"host", "components", "memory_mb", "cpu"}
     if unknown:
-        raise InvalidTopologyError(f"{where} has unknown keys {sorted(unknown)}; known: host, components, "
-                                   f"memory_mb, cpu")
+        raise InvalidTopologyError(
+            f"{where} has unknown keys {sorted(unknown)}; known: host, components, memory_mb, cpu"
+        )
     host = w.get("host")
     if host is not None and (not isinstance(host, str) or not host):
         raise InvalidTopologyError(f"{where}: host must be a host name or address, got {host!r}")
     comps = w.get("components") or {}
     if not isinstance(comps, dict):
-        raise InvalidTopologyError(f"{where}: components must map component ids to task counts, got {comps!r}")
+        raise InvalidTopologyError(
+            f"{where}: components must map component ids to task counts, got {comps!r}"
+        )
     for comp, n in comps.items():
         if comp not in components:
-            raise InvalidTopologyError(f"{where}: unknown component {comp!r}; known: {', '.join(sorted(components))}")
+            raise InvalidTopologyError(
+                f"{where}: unknown component {comp!r}; known: {', '.join(sorted(components))}"
+            )
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise InvalidTopologyError(f"{where}: task count of {comp!r} must be a positive integer, got {n!r}")
+            raise InvalidTopologyError(
+                f"{where}: task count of {comp!r} must be a positive integer, got {n!r}"
+            )
     cpu, memory = w.get("cpu"), w.get("memory_mb")
     for key, v in (("cpu", cpu), ("memory_mb", memory)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
             raise InvalidTopologyError(f"{where}: {key} must be a positive number, got {v!r}")
-    return UserWorker(host, dict(comps), None if cpu is None else slots(cpu, cpu_slot),
-                      None if memory is None else slots(memory, memory_slot))
+    return UserWorker(
+        host,
+        dict(comps),
+        None if cpu is None else slots(cpu, cpu_slot),
+        None if memory is None else slots(memory, memory_slot),
+    )
 
 
 def isolation(conf: dict) -> dict[str, frozenset[str]]:
@@ -119,9 +142,12 @@ def isolation(conf: dict) -> dict[str, frozenset[str]]:
     if value is None:
         return {}
     if not isinstance(value, dict) or not all(
-            isinstance(h, str) and isinstance(ts, list) and all(isinstance(t, str) for t in ts)
-            for h, ts in value.items()):
-        raise InvalidTopologyError(f"config {ISOLATION} must map hosts to lists of topology names, got {value!r}")
+        isinstance(h, str) and isinstance(ts, list) and all(isinstance(t, str) for t in ts)
+        for h, ts in value.items()
+    ):
+        raise InvalidTopologyError(
+            f"config {ISOLATION} must map hosts to lists of topology names, got {value!r}"
+        )
     return {h: frozenset(ts) for h, ts in value.items()}
 
 
@@ -131,5 +157,7 @@ def host_disk_slots(conf: dict, host: str) -> int:
     if isinstance(value, dict):
         value = value.get(host, _DEFAULTS[HOST_DISK_SLOTS])
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidTopologyError(f"config {HOST_DISK_SLOTS} must be an integer >= 0 or {{host: n}}, got {value!r}")
+        raise InvalidTopologyError(
+            f"config {HOST_DISK_SLOTS} must be an integer >= 0 or {{host: n}}, got {value!r}"
+        )
     return value

@@ -30,8 +30,11 @@ class HostState:
 
     def fits(self, cpu: int, memory: int, disk: int) -> bool:
         """True when the host has ``cpu``, ``memory`` and ``disk`` slots free."""
-        return ((self.cpu is None or self.cpu >= cpu) and (self.memory is None or self.memory >= memory)
-                and self.disk >= disk)
+        return (
+            (self.cpu is None or self.cpu >= cpu)
+            and (self.memory is None or self.memory >= memory)
+            and self.disk >= disk
+        )
 
     def take(self, cpu: int, memory: int, disk: int) -> None:
         """Hold the slots (the caller checked ``fits``)."""

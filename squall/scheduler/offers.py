@@ -17,10 +17,18 @@ from squall.scheduler import keys as K
 from squall.scheduler.model import Assignment, HostOffer
 
 
-def offers_from_executors(executors: Iterable[tuple[str, int]], conf: dict, *, task_cpus: int = 1,
-                          memory_mb_per_executor: float | None = None,
-                          taken: Sequence[Assignment] = ()) -> list[HostOffer]:
-    """Hosts in first-seen order; ``executors`` are (host, cores); ``taken``: other topologies' assignments."""
+def offers_from_executors(
+    executors: Iterable[tuple[str, int]],
+    conf: dict,
+    *,
+    task_cpus: int = 1,
+    memory_mb_per_executor: float | None = None,
+    taken: Sequence[Assignment] = (),
+) -> list[HostOffer]:
+    """Hosts in first-seen order from ``executors`` (host, cores), less what ``taken`` holds.
+
+    ``taken``: the assignments of the other topologies running on the same cluster.
+    """
     cores: dict[str, int] = defaultdict(int)
     ports: dict[str, int] = defaultdict(int)
     executors_on: dict[str, int] = defaultdict(int)
@@ -42,10 +50,16 @@ def offers_from_executors(executors: Iterable[tuple[str, int]], conf: dict, *, t
         else:
             memory = None
         u = used.get(host, (0, 0, 0, 0))
-        offers.append(HostOffer(
-            host=host, ports=ports[host] - u[0], cpu=int(cores[host] * 100 // cpu_slot) - u[1],
-            memory=None if memory is None else memory - u[2], disk=K.host_disk_slots(conf, host) - u[3],
-            isolated_for=isolated.get(host, frozenset())))
+        offers.append(
+            HostOffer(
+                host=host,
+                ports=ports[host] - u[0],
+                cpu=int(cores[host] * 100 // cpu_slot) - u[1],
+                memory=None if memory is None else memory - u[2],
+                disk=K.host_disk_slots(conf, host) - u[3],
+                isolated_for=isolated.get(host, frozenset()),
+            )
+        )
     return offers
 
 

@@ -21,8 +21,9 @@ def schedule(request: SchedulingRequest, conf: dict) -> Assignment:
     return assignment
 
 
-def apply_assignment(plan: TaskPlan, assignment: Assignment, cpu_slot_percent: float = 10.0,
-                     memory_slot_mb: float = 128.0) -> TaskPlan:
+def apply_assignment(
+    plan: TaskPlan, assignment: Assignment, cpu_slot_percent: float = 10.0, memory_slot_mb: float = 128.0
+) -> TaskPlan:
     """``plan`` with its executors on the workers and hosts ``assignment`` gives.
 
     Task ids, executors and the one ``__system`` task per worker stay as planned.
@@ -31,24 +32,44 @@ def apply_assignment(plan: TaskPlan, assignment: Assignment, cpu_slot_percent: f
     executor = {ex.tasks: ex for ex in plan.executors}
     workers = sorted(assignment.workers, key=lambda w: w.index)
     worker_executors: list[list[Executor]] = [
-        [executor[u.tasks] for u in w.units] + [system[w.index]] for w in workers]
-    resources = [{"cpu_slots": w.cpu, "memory_slots": w.memory, "disk_slots": w.disk,
-                  "cpu_percent": round(w.cpu * cpu_slot_percent, 3),
-                  "memory_mb": round(w.memory * memory_slot_mb, 3), "placed_by": w.source}
-                 for w in workers]
-    return replace(plan, worker_executors=worker_executors, worker_hosts=[w.host for w in workers],
-                   worker_resources=resources)
+        [executor[u.tasks] for u in w.units] + [system[w.index]] for w in workers
+    ]
+    resources = [
+        {
+            "cpu_slots": w.cpu,
+            "memory_slots": w.memory,
+            "disk_slots": w.disk,
+            "cpu_percent": round(w.cpu * cpu_slot_percent, 3),
+            "memory_mb": round(w.memory * memory_slot_mb, 3),
+            "placed_by": w.source,
+        }
+        for w in workers
+    ]
+    return replace(
+        plan,
+        worker_executors=worker_executors,
+        worker_hosts=[w.host for w in workers],
+        worker_resources=resources,
+    )
 
 
-def schedule_plan(name: str, plan: TaskPlan, topology: StormTopology, conf: dict,
-                  offers: Sequence[HostOffer], *, previous: Sequence[OldWorker] = (),
-                  rebalance: bool = False, traffic: Mapping[str, float] | None = None,
-                  ) -> tuple[TaskPlan, Assignment]:
+def schedule_plan(
+    name: str,
+    plan: TaskPlan,
+    topology: StormTopology,
+    conf: dict,
+    offers: Sequence[HostOffer],
+    *,
+    previous: Sequence[OldWorker] = (),
+    rebalance: bool = False,
+    traffic: Mapping[str, float] | None = None,
+) -> tuple[TaskPlan, Assignment]:
     """Schedule topology ``name``'s ``plan`` onto ``offers``; the placed plan and the assignment.
 
     Raises ``SchedulingError`` (an ``InvalidTopologyError``) when the cluster cannot hold it.
     """
-    request = build_request(name, plan, topology, conf, offers, previous=previous,
-                            rebalance=rebalance, traffic=traffic)
+    request = build_request(
+        name, plan, topology, conf, offers, previous=previous, rebalance=rebalance, traffic=traffic
+    )
     assignment = schedule(request, conf)
     return apply_assignment(plan, assignment, request.cpu_slot_percent, request.memory_slot_mb), assignment

@@ -30,9 +30,16 @@ def component_asks(topology: StormTopology, conf: dict, component: str) -> tuple
     where = f"component {component!r}:"
     cpu_pct = spec.cpu_load_percent if spec.cpu_load_percent is not None else spec.conf.get(K.STORM_CPU)
     memory_mb = spec.memory_load_mb if spec.memory_load_mb is not None else spec.conf.get(K.STORM_MEMORY)
-    cpu = 1 if cpu_pct is None else K.slots(K.number({K.STORM_CPU: cpu_pct}, K.STORM_CPU, where=where), cpu_slot)
-    memory = 1 if memory_mb is None else K.slots(
-        K.number({K.STORM_MEMORY: memory_mb}, K.STORM_MEMORY, where=where), memory_slot)
+    cpu = (
+        1
+        if cpu_pct is None
+        else K.slots(K.number({K.STORM_CPU: cpu_pct}, K.STORM_CPU, where=where), cpu_slot)
+    )
+    memory = (
+        1
+        if memory_mb is None
+        else K.slots(K.number({K.STORM_MEMORY: memory_mb}, K.STORM_MEMORY, where=where), memory_slot)
+    )
     disk = int(K.number(spec.conf, K.TASK_DISK_SLOTS, integer=True, where=where))
     differ = False if is_system(component) else K.flag(merged, K.TASK_ON_DIFFER_NODE, where=where)
     return cpu, memory, disk, differ
@@ -47,13 +54,19 @@ def units_of(plan: TaskPlan, topology: StormTopology, conf: dict) -> tuple[Unit,
             continue
         cpu, memory, disk, differ = asks[ex.component]
         n = len(ex.tasks)
-        units.append(Unit(ex.component, ex.tasks, cpu * n, memory * n, disk * n, differ, is_system(ex.component)))
+        units.append(
+            Unit(ex.component, ex.tasks, cpu * n, memory * n, disk * n, differ, is_system(ex.component))
+        )
     return tuple(units)
 
 
-def affinity(topology: StormTopology, traffic: Mapping[str, float] | None = None) -> dict[str, dict[str, float]]:
-    """How much each pair of components exchanges: one per subscription (more for local-or-shuffle),
-    scaled by the tuples the emitter sent (``traffic``: component -> transferred) when known."""
+def affinity(
+    topology: StormTopology, traffic: Mapping[str, float] | None = None
+) -> dict[str, dict[str, float]]:
+    """How much each pair of components exchanges: one per subscription (more for local-or-shuffle).
+
+    Scaled by the tuples the emitter sent (``traffic``: component -> transferred) when known.
+    """
     total = sum((traffic or {}).values()) or 1.0
     out: dict[str, dict[str, float]] = defaultdict(dict)
     for spec in topology.components.values():
@@ -71,15 +84,22 @@ def old_workers(plan: TaskPlan, hosts: Sequence[str | None]) -> tuple[OldWorker,
     """The previous assignment as the scheduler reads it: each worker's host and tasks."""
     out = []
     for w in range(plan.num_workers):
-        tasks = {t: plan.task_component[t] for t in plan.worker_tasks(w)
-                 if plan.task_component[t] != SYSTEM}
+        tasks = {t: plan.task_component[t] for t in plan.worker_tasks(w) if plan.task_component[t] != SYSTEM}
         out.append(OldWorker(w, hosts[w] if w < len(hosts) else None, tasks))
     return tuple(out)
 
 
-def build_request(name: str, plan: TaskPlan, topology: StormTopology, conf: dict,
-                  offers: Sequence[HostOffer], *, previous: Sequence[OldWorker] = (),
-                  rebalance: bool = False, traffic: Mapping[str, float] | None = None) -> SchedulingRequest:
+def build_request(
+    name: str,
+    plan: TaskPlan,
+    topology: StormTopology,
+    conf: dict,
+    offers: Sequence[HostOffer],
+    *,
+    previous: Sequence[OldWorker] = (),
+    rebalance: bool = False,
+    traffic: Mapping[str, float] | None = None,
+) -> SchedulingRequest:
     """The request to schedule ``plan`` of topology ``name`` onto ``offers``.
 
     ``previous``: where the topology ran before (a rebalance, a restart), used when

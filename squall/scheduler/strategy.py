@@ -45,8 +45,10 @@ def load_scheduler(conf: dict) -> Scheduler:
 
 def check_assignment(request: SchedulingRequest, assignment: Assignment, by: str) -> None:
     """Refuse an assignment that does not place every unit once on offered hosts."""
+
     def bad(why: str) -> SchedulingError:
         return SchedulingError(f"scheduler {by} gave an invalid assignment for {request.topology!r}: {why}")
+
     if not isinstance(assignment, Assignment):
         raise bad(f"expected an Assignment, got {type(assignment).__name__}")
     indices = sorted(w.index for w in assignment.workers)

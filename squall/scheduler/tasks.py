@@ -32,8 +32,14 @@ _Key = tuple[int, bool, float, int, int]
 class TaskPlacer:
     """Places units on a ledger's (host-placed) workers; one instance per ``schedule`` call."""
 
-    def __init__(self, ledger: Ledger, affinity: dict[str, dict[str, float]], total_tasks: int,
-                 topology: str, describe: Describe) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        affinity: dict[str, dict[str, float]],
+        total_tasks: int,
+        topology: str,
+        describe: Describe,
+    ) -> None:
         self.ledger = ledger
         self.affinity = affinity
         workers = len(ledger.workers)
@@ -72,11 +78,20 @@ class TaskPlacer:
     def _key(self, w: WorkerState, count: dict[int, int], aff: dict[int, float]) -> _Key:
         return (count.get(w.index, 0), w.tasks >= self.quota, -aff.get(w.index, 0.0), w.tasks, w.index)
 
-    def _choose(self, unit: Unit, own: list, parked: list, barred: set[int], count: dict[int, int],
-                aff: dict[int, float], related: set[int]) -> WorkerState | None:
+    def _choose(
+        self,
+        unit: Unit,
+        own: list,
+        parked: list,
+        barred: set[int],
+        count: dict[int, int],
+        aff: dict[int, float],
+        related: set[int],
+    ) -> WorkerState | None:
         """Pop the best worker that can take ``unit``; put back those skipped for lack of slots."""
         ledger, workers = self.ledger, self.ledger.workers
-        unfit_own, unfit_loads = [], []
+        unfit_own: list[tuple] = []
+        unfit_loads: list[tuple[int, int]] = []
         chosen = None
         while chosen is None:
             a = self._peek_own(own, count, aff)
@@ -137,21 +152,32 @@ class Describe:
         self.mem_mb = memory_slot_mb
 
     def __call__(self, unit: Unit) -> str:
+        """The refusal for ``unit``: what it asks, and what the hosts of the workers have free."""
         ledger = self.ledger
         tasks = ", ".join(map(str, unit.tasks))
-        ask = (f"{unit.cpu} CPU slots ({unit.cpu * self.cpu_pct:g}% of a core), {unit.memory} memory "
-               f"slots ({unit.memory * self.mem_mb:g} MB), {unit.disk} disk slots")
+        ask = (
+            f"{unit.cpu} CPU slots ({unit.cpu * self.cpu_pct:g}% of a core), {unit.memory} memory "
+            f"slots ({unit.memory * self.mem_mb:g} MB), {unit.disk} disk slots"
+        )
         hosts = sorted({w.host for w in ledger.workers if w.host is not None})
         used = ledger.on_hosts[unit.component] if unit.differ_node else set()
         free = "; ".join(ledger.hosts[h].free() for h in hosts[:8])
         more = f" (and {len(hosts) - 8} more)" if len(hosts) > 8 else ""
-        differ = (f"; task.on.differ.node: {len(used)} of the {len(hosts)} hosts of its workers "
-                  f"already hold a task of it") if unit.differ_node else ""
+        differ = (
+            (
+                f"; task.on.differ.node: {len(used)} of the {len(hosts)} hosts of its workers "
+                f"already hold a task of it"
+            )
+            if unit.differ_node
+            else ""
+        )
         budgets = [f"worker {w.index}: {_slots(w.budget_left())}" for w in ledger.workers if w.budget]
         budget = ("; user-defined workers have left: " + ", ".join(budgets)) if budgets else ""
-        return (f"topology {self.topology!r}: no worker can take task {tasks} of component "
-                f"{unit.component!r}, which asks {ask}{differ}; the hosts of its workers have "
-                f"{free}{more}{budget}")
+        return (
+            f"topology {self.topology!r}: no worker can take task {tasks} of component "
+            f"{unit.component!r}, which asks {ask}{differ}; the hosts of its workers have "
+            f"{free}{more}{budget}"
+        )
 
 
 def _slots(left: tuple[int | None, int | None]) -> str:
