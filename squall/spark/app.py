@@ -28,13 +28,16 @@ from typing import Any
 import cloudpickle
 
 from squall.api.config import SQUALL_SPARK_MASTER
+from squall.api.topology import StormTopology
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import prepare_conf, prepare_topology, with_parallelism
+from squall.scheduler import OldWorker, SchedulingError, old_workers
 from squall.spark import settings as S
 from squall.spark.context import cluster_slots, start_spark_context
 from squall.spark.control import ControlError, ControlServer
 from squall.spark.errors import InsufficientSlotsError
 from squall.spark.master import TopologyMaster
+from squall.spark.placement import schedule_on_spark
 from squall.spark.settings import setting
 from squall.spark.worker_main import WorkerCode, use_code
 from squall.store import BlobStore, Store, StoreError, open_store
@@ -49,9 +52,13 @@ class Fenced(Exception):
 
 
 def same_layout(a: TaskPlan, b: TaskPlan) -> bool:
-    """True when two plans put the same tasks of the same components on the same workers."""
+    """True when two plans have the same workers, tasks, executors and streams.
+
+    Which worker holds which executor is the scheduler's choice for the running plan;
+    a new version's workers run under that plan, so it is not compared.
+    """
     return (a.num_workers == b.num_workers and a.component_tasks == b.component_tasks
-            and a.worker_executors == b.worker_executors and a.streams == b.streams)
+            and a.executors == b.executors and a.streams == b.streams)
 
 
 class TopologyApp:
@@ -101,7 +108,7 @@ class TopologyApp:
         self._codes[cache_key] = code
         return code
 
-    def _check_slots(self, plan: TaskPlan, conf: dict) -> None:
+    def _check_slots(self, plan: TaskPlan, conf: dict) -> int:
         slots = cluster_slots(self.sc, str(self.sc.master), float(setting(conf, S.EXECUTOR_WAIT)),
                               setting(conf, S.MASTER_UI_URL))
         if plan.num_workers > slots:
@@ -109,6 +116,19 @@ class TopologyApp:
                 f"topology {self.name!r} asks for {plan.num_workers} workers but its Spark "
                 f"application ({self.sc.master}) has {slots} task slots; each worker holds one "
                 f"slot: lower the worker count or give the application more cores")
+        return slots
+
+    def _schedule(self, topology: StormTopology, conf: dict, plan: TaskPlan, slots: int,
+                  previous: TopologyMaster | None = None) -> tuple[TaskPlan, list[str]]:
+        """Place ``plan`` on the application's executors (squall.scheduler); the plan and its notes."""
+        old: tuple[OldWorker, ...] = ()
+        if previous is not None:
+            hosts = [w.get("host") or w.get("assigned_host") for w in previous.info()["workers"]]
+            old = old_workers(previous.plan, hosts)
+        placed, assignment = schedule_on_spark(
+            self.sc, self.name, topology, conf, plan, expected_cores=slots,
+            wait_secs=float(setting(conf, S.EXECUTOR_WAIT)), previous=old, rebalance=previous is not None)
+        return placed, list(assignment.notes)
 
     # ---- the run ---------------------------------------------------------------------
 
@@ -158,10 +178,11 @@ class TopologyApp:
         spark_conf.setdefault("spark.app.name", f"squall-{self.name}")
         self.sc = start_spark_context(rec["spark_master"], spark_conf, self.log_dir)
         plan = make_plan(base.topology, base.conf)
-        self._check_slots(plan, base.conf)
+        plan, notes = self._schedule(base.topology, base.conf, plan, self._check_slots(plan, base.conf))
         master = TopologyMaster(self.name, base.topology, base.conf, plan, self.sc,
                                 active=bool(rec.get("active", True)), code_path=base.code_path,
                                 version=base.version, secret=bytes.fromhex(rec["secret"]))
+        master.placement_notes = notes
         upgrade = rec.get("upgrade") or {}
         if upgrade.get("workers"):  # a relaunch in the middle of a gray upgrade
             new = self.load_version(upgrade["to"])
@@ -273,14 +294,16 @@ class TopologyApp:
             conf = prepare_conf(conf, topology)
             plan = make_plan(topology, conf)
             try:
-                self._check_slots(plan, conf)
-            except InsufficientSlotsError as e:
+                slots = self._check_slots(plan, conf)
+                plan, notes = self._schedule(topology, conf, plan, slots, previous=old)
+            except (InsufficientSlotsError, SchedulingError) as e:
                 raise ControlError(409, str(e)) from None
             was_active = old.active
             old.status = K.REBALANCING
             old.stop(wait_secs=float(body.get("wait_secs") or 0))
             new = TopologyMaster(self.name, topology, conf, plan, self.sc, active=was_active,
                                  code_path=old.base.code_path, version=old.base.version, secret=old.secret)
+            new.placement_notes = notes
             self.master = new
             new.start()
             parallelism = {**(self.record.get("parallelism") or {}), **(body.get("parallelism") or {})}

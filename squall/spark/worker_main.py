@@ -15,7 +15,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from squall.runtime.errors import ErrorLog
 from squall.runtime.plan import TaskPlan
 from squall.runtime.worker import Worker
 from squall.spark import coordination as co
+from squall.spark.placement import worker_host
 from squall.spark.transport import ZmqTransport, frame_tag
 
 log = logging.getLogger("squall.spark.worker")
@@ -184,7 +184,7 @@ class _MasterLink:
     def register(self) -> dict | None:
         """Register; the welcome message, or None if the master refused this process."""
         proof = frame_tag(self.spec.secret, self.identity) if self.spec.secret else None
-        self.send(co.REGISTER, attempt=self.attempt, pid=os.getpid(), host=socket.gethostname(),
+        self.send(co.REGISTER, attempt=self.attempt, pid=os.getpid(), host=worker_host(),
                   address=self.address, proof=proof)
         deadline = time.monotonic() + self.spec.master_timeout_secs
         while time.monotonic() < deadline:
