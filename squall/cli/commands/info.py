@@ -34,13 +34,17 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(table(["COMPONENT", "TASKS", "EMITTED", "EMITTED/S", "ACKED", "FAILED", "EXEC MS",
                      "COMPLETE MS", "CAPACITY", "ERRORS"], comps))
-    workers = [[w["worker"], w.get("version"), w.get("state"), w.get("host"), w.get("pid"),
-                w.get("address"), w.get("restarts"), duration(w.get("uptime_secs")), w.get("tasks")]
+    workers = [[w["worker"], w.get("version"), w.get("state"), w.get("host"), w.get("assigned_host"),
+                (w.get("resources") or {}).get("cpu_percent"), (w.get("resources") or {}).get("memory_mb"),
+                w.get("pid"), w.get("address"), w.get("restarts"), duration(w.get("uptime_secs")),
+                w.get("tasks")]
                for w in info["workers"]]
     if workers:
         print()
-        print(table(["WORKER", "VERSION", "STATE", "HOST", "PID", "ADDRESS", "RESTARTS", "UPTIME", "TASKS"],
-                    workers))
+        print(table(["WORKER", "VERSION", "STATE", "HOST", "ASSIGNED", "CPU %", "MEM MB", "PID", "ADDRESS",
+                     "RESTARTS", "UPTIME", "TASKS"], workers))
+    for note in info.get("placement_notes") or []:
+        print(f"placement: {note}")
     if info["errors"]:
         last = info["errors"][-1]
         print(f"\n{len(info['errors'])} error(s); last, from {last['component']} task {last['task']}: "
