@@ -5,8 +5,9 @@ components, then the user's, then the system's). Each unit goes to the worker th
 best by, in order: fewest tasks of its component (a component spreads evenly over the
 workers), not yet at its share of all tasks (the quota, ``ceil(tasks / workers)``), most
 tuples exchanged with the tasks already there (``affinity``), fewest tasks, lowest index.
-These are JStorm's selectors (component count, total count, input components) in
-JStorm's order, the quota first among the loads as JStorm drops full workers.
+These are JStorm's selectors (component count, input components, total count); JStorm
+drops a worker at its quota from the pool altogether, here the quota ranks second, so
+that a component still spreads evenly when pinned (user-defined, old) workers fill some.
 
 A worker can take a unit when its host (or its own budget, for a user-defined worker
 that reserved one) has the unit's CPU, memory and disk slots free, and, for a

@@ -30,6 +30,20 @@ def test_each_component_spreads_evenly_over_workers():
     assert max(totals) - min(totals) <= 1
 
 
+def test_a_component_spreads_even_onto_workers_others_filled():
+    from squall.api.builder import TopologyBuilder
+    from tests.unit.scheduler.helpers import Sink, Src
+
+    b = TopologyBuilder()
+    b.set_spout("a", Src(), parallelism=2)
+    b.set_bolt("b", Sink(), parallelism=2).shuffle_grouping("a")
+    b.set_bolt("c", Sink(), parallelism=2).shuffle_grouping("a")
+    conf = {"topology.workers": 3, "topology.acker.executors": 0, "squall.use.userdefine.assignment": [
+        {"components": {}}, {"components": {"a": 2}}, {"components": {"b": 2}}]}
+    a = run(b, hosts(("h1", 3)), conf)
+    assert per_worker(a, "c") == [1, 1, 0]
+
+
 def test_workers_spread_over_hosts_before_doubling_up():
     a = run(wordcount(), hosts(("h1", 4), ("h2", 1), ("h3", 1)), {"topology.workers": 3})
     assert workers_per_host(a) == {"h1": 1, "h2": 1, "h3": 1}
