@@ -197,3 +197,20 @@ def test_schedule_plan_deals_executors_to_the_assigned_workers():
     assert placed.worker_resources[0]["cpu_percent"] == a.workers[0].cpu * 10
     hosts_of_count = {placed.worker_hosts[placed.task_worker()[t]] for t in placed.component_tasks["count"]}
     assert len(hosts_of_count) == 3
+
+
+def test_nimbus_refuses_bad_placement_keys_at_upload():
+    import base64
+
+    import cloudpickle
+
+    from squall.nimbus.errors import InvalidRequest
+    from squall.nimbus.validation import decode_upload
+
+    topology = base64.b64encode(cloudpickle.dumps(wordcount().create_topology())).decode()
+    code = base64.b64encode(b"PK\x05\x06" + b"\0" * 18).decode()  # an empty zip
+    conf = {"squall.use.userdefine.assignment": [{"host": "h", "components": {"nope": 1}}]}
+    with pytest.raises(InvalidRequest, match=r"invalid topology: .*\[0\]: unknown component 'nope'"):
+        decode_upload({"conf": conf, "topology": topology, "code": code})
+    ok = {"squall.use.userdefine.assignment": [{"host": "h", "components": {"count": 1}}]}
+    assert decode_upload({"conf": ok, "topology": topology, "code": code}).workers == 1
