@@ -37,7 +37,7 @@ from squall.spark.context import cluster_slots, start_spark_context
 from squall.spark.control import ControlError, ControlServer
 from squall.spark.errors import InsufficientSlotsError
 from squall.spark.master import TopologyMaster
-from squall.spark.placement import schedule_on_spark
+from squall.spark.placement import old_from_record, placement_record, schedule_on_spark
 from squall.spark.settings import setting
 from squall.spark.worker_main import WorkerCode, use_code
 from squall.store import BlobStore, Store, StoreError, open_store
@@ -83,6 +83,8 @@ class TopologyApp:
         self.error: str | None = None
         self.control: ControlServer | None = None
         self.control_url: str | None = None
+        # where the previous launch's workers ran (its master record), for squall.use.old.assignment
+        self._previous: tuple[OldWorker, ...] = ()
 
     # ---- loading ---------------------------------------------------------------------
 
@@ -121,7 +123,7 @@ class TopologyApp:
     def _schedule(self, topology: StormTopology, conf: dict, plan: TaskPlan, slots: int,
                   previous: TopologyMaster | None = None) -> tuple[TaskPlan, list[str]]:
         """Place ``plan`` on the application's executors (squall.scheduler); the plan and its notes."""
-        old: tuple[OldWorker, ...] = ()
+        old = self._previous
         if previous is not None:
             hosts = [w.get("host") or w.get("assigned_host") for w in previous.info()["workers"]]
             old = old_workers(previous.plan, hosts)
@@ -139,6 +141,9 @@ class TopologyApp:
             log.error("topology %r has no record for epoch %d: not starting", self.name, self.epoch)
             return 3
         self.record = rec
+        last = self.store.get(K.master_key(self.name))
+        if last is not None and last.get("epoch") != self.epoch:
+            self._previous = old_from_record(last.get("placement"))
         host = rec.get("bind_host") or "127.0.0.1"
         self.control = ControlServer(host, rec["secret"], self._routes())
         self.control_url = self.control.start()
@@ -229,7 +234,9 @@ class TopologyApp:
         if self.sc is not None:
             entry["app_id"] = self.sc.applicationId
         if self.master is not None and state == K.RUNNING and not self._exit.is_set():
-            entry["summary"] = self._summary()
+            info = self.master.info()
+            entry["summary"] = self._summary(info)
+            entry["placement"] = placement_record(self.master.plan, info["workers"])
             entry["versions"] = {str(k): v for k, v in self.master.worker_versions().items()}
 
         def write(old: dict | None) -> dict:
@@ -238,9 +245,8 @@ class TopologyApp:
             return entry
         self.store.update(K.master_key(self.name), write)
 
-    def _summary(self) -> dict:
+    def _summary(self, info: dict) -> dict:
         assert self.master is not None
-        info = self.master.info()
         spouts = {c.id for c in self.master.topology.spouts}
         comps = info["components"]
         return {

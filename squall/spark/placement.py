@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from squall.api.topology import StormTopology
-from squall.runtime.plan import TaskPlan
+from squall.runtime.plan import SYSTEM, TaskPlan
 from squall.scheduler import Assignment, HostOffer, OldWorker, offers_from_executors, schedule_plan
 from squall.spark.context import local_slots
 
@@ -145,6 +145,26 @@ def worker_rdd(sc: SparkContext, index: int, host: str | None) -> RDD:
     tag = sc.emptyRDD()._jrdd.classTag()  # any ClassTag[AnyRef]: the items are pickled bytes
     jrdd = sc._jsc.sc().makeRDD(seq, tag).toJavaRDD()
     return RDD(jrdd, sc, CPickleSerializer())
+
+
+def placement_record(plan: TaskPlan, workers: Sequence[dict]) -> list[dict]:
+    """Where each worker runs and what it holds, as JSON for the store (``workers``: info's entries)."""
+    return [{"host": w.get("host") or w.get("assigned_host"),
+             "tasks": {str(t): plan.task_component[t] for t in plan.worker_tasks(i)
+                       if plan.task_component[t] != SYSTEM}}
+            for i, w in enumerate(workers)]
+
+
+def old_from_record(record: Any) -> tuple[OldWorker, ...]:
+    """``placement_record``'s JSON back as the previous assignment (nothing if it is not one)."""
+    if not isinstance(record, list):
+        return ()
+    try:
+        return tuple(OldWorker(i, w.get("host"), {int(t): str(c) for t, c in w["tasks"].items()})
+                     for i, w in enumerate(record))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        log.warning("the previous placement in the store is unreadable; scheduling afresh")
+        return ()
 
 
 class PlacementCheck:

@@ -43,3 +43,22 @@ def test_names_and_addresses_of_one_host_are_the_same_host():
                                       ("1.5g", 1536.0), (None, None), ("lots", None)])
 def test_spark_sizes(text, mb):
     assert size_mb(text) == mb
+
+
+def test_the_placement_kept_in_the_store_reads_back_as_the_old_assignment():
+    import json
+
+    from squall.runtime.plan import make_plan
+    from squall.scheduler import OldWorker
+    from squall.spark.placement import old_from_record, placement_record
+    from tests.unit.scheduler.helpers import wordcount
+
+    plan = make_plan(wordcount(1, 2, 2).create_topology(), {"topology.workers": 2})
+    workers = [{"host": "127.0.0.2"}, {"host": None, "assigned_host": "127.0.0.3"}]
+    record = json.loads(json.dumps(placement_record(plan, workers)))
+    old = old_from_record(record)
+    assert [o.host for o in old] == ["127.0.0.2", "127.0.0.3"]
+    for w, o in enumerate(old):
+        assert o == OldWorker(w, o.host, {t: plan.task_component[t] for t in plan.worker_tasks(w)
+                                          if plan.task_component[t] != "__system"})
+    assert old_from_record(None) == () and old_from_record([{"host": "h"}]) == ()
