@@ -43,7 +43,7 @@ from squall.spark import coordination as co
 from squall.spark import settings as S
 from squall.spark.errors import spark_job_error
 from squall.spark.master_info import master_info
-from squall.spark.placement import PlacementCheck, executors, pins, worker_rdd
+from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus, worker_rdd
 from squall.spark.registry import WorkerRegistry
 from squall.spark.settings import setting
 from squall.spark.transport import frame_tag
@@ -99,6 +99,7 @@ class TopologyMaster:
         self._thread = threading.Thread(target=self._loop, name=f"squall-master-{name}", daemon=True)
         # the host each worker's job asks Spark for, and what came of it (squall.scheduler)
         self._pins = pins(sc, plan)
+        self._cpus = worker_cpus(sc, plan, conf)
         self.placement = PlacementCheck(self._pins)
         self.placement_notes: list[str] = []  # the scheduler's notes on asks it could not honour
 
@@ -280,7 +281,7 @@ class TopologyMaster:
         sc.setLocalProperty("spark.scheduler.pool", f"squall-{self.name}")
         result, error = None, None
         try:
-            rdd = worker_rdd(sc, spec.index, self._pins[spec.index])
+            rdd = worker_rdd(sc, spec.index, self._pins[spec.index], self._cpus[spec.index])
             result = rdd.mapPartitions(spark_task(spec)).collect()
         except Exception as e:  # noqa: BLE001 - any job failure means the worker is gone
             error = spark_job_error(e)

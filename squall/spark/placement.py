@@ -17,6 +17,7 @@ so in ``get_topology_info``. Nothing is pinned in ``local`` mode (one host).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import pickle
 import re
@@ -28,8 +29,16 @@ from typing import TYPE_CHECKING, Any
 
 from squall.api.topology import StormTopology
 from squall.runtime.plan import SYSTEM, TaskPlan
-from squall.scheduler import Assignment, HostOffer, OldWorker, offers_from_executors, schedule_plan
+from squall.scheduler import (
+    Assignment,
+    HostOffer,
+    OldWorker,
+    SchedulingError,
+    offers_from_executors,
+    schedule_plan,
+)
 from squall.spark.context import local_slots
+from squall.spark.settings import RESOURCE_PROFILES
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
@@ -116,11 +125,27 @@ def schedule_on_spark(sc: SparkContext, name: str, topology: StormTopology, conf
     offers = spark_offers(sc, conf, expected_cores, wait_secs, taken)
     placed, assignment = schedule_plan(name, plan, topology, conf, offers, previous=previous,
                                        rebalance=rebalance, traffic=traffic)
+    if conf.get(RESOURCE_PROFILES):
+        found = executors(sc, 0, 0.0)
+        check_cores(name, placed, worker_cpus(sc, placed, conf), found, _cores_taken(taken))
     for note in assignment.notes:
         log.warning("topology %r: %s", name, note)
     log.info("topology %r placed: %s", name,
              "; ".join(f"worker {w.index} on {w.host} ({len(w.tasks)} tasks)" for w in assignment.workers))
     return placed, assignment
+
+
+def _cores_taken(taken: Sequence[Assignment]) -> dict[str, int]:
+    """Cores other topologies' workers hold per host, counted one each.
+
+    A topology of the same application with resource profiles holds more: Spark then
+    starts the later one elsewhere, and the placement check reports it.
+    """
+    out: dict[str, int] = {}
+    for a in taken:
+        for w in a.workers:
+            out[w.host] = out.get(w.host, 0) + 1
+    return out
 
 
 def pins(sc: SparkContext, plan: TaskPlan) -> list[str | None]:
@@ -130,8 +155,50 @@ def pins(sc: SparkContext, plan: TaskPlan) -> list[str | None]:
     return list(plan.worker_hosts)
 
 
-def worker_rdd(sc: SparkContext, index: int, host: str | None) -> RDD:
-    """A one-partition RDD holding ``index``, preferring ``host`` when given."""
+def worker_cpus(sc: SparkContext, plan: TaskPlan, conf: dict) -> list[int | None]:
+    """The cores each worker's Spark task asks (None: the application's ``spark.task.cpus``).
+
+    Only with ``squall.spark.worker.resource.profiles`` and outside ``local`` mode (where
+    Spark has no stage-level scheduling): the worker's CPU slots, in whole cores.
+    """
+    local = local_slots(str(sc.master)) is not None
+    if not conf.get(RESOURCE_PROFILES) or local or not plan.worker_resources:
+        return [None] * plan.num_workers
+    task_cpus = int(sc.getConf().get("spark.task.cpus", "1") or 1)
+    return [max(task_cpus, math.ceil(r["cpu_percent"] / 100 - 1e-9)) for r in plan.worker_resources]
+
+
+def check_cores(name: str, plan: TaskPlan, cpus: Sequence[int | None], found: Sequence[tuple[str, int]],
+                taken: Mapping[str, int] | None = None) -> None:
+    """Refuse when a host's cores cannot hold the cores its workers' tasks ask (resource profiles on)."""
+    if not any(cpus):
+        return
+    cores: dict[str, int] = {}
+    for host, n in found:
+        cores[host] = cores.get(host, 0) + n
+    asked: dict[str, list[tuple[int, int]]] = {}
+    for index, (where, ask) in enumerate(zip(plan.worker_hosts, cpus, strict=True)):
+        asked.setdefault(str(where), []).append((index, ask or 1))
+    for host, workers in sorted(asked.items()):
+        total = sum(n for _, n in workers) + (taken or {}).get(host, 0)
+        if total > cores.get(host, 0):
+            each = ", ".join(f"worker {i}: {n}" for i, n in workers)
+            raise SchedulingError(
+                f"topology {name!r}: host {host} has {cores.get(host, 0)} cores; its workers' tasks ask "
+                f"{total} ({each}) with {RESOURCE_PROFILES}: lower the components' set_cpu_load or add cores")
+
+
+def worker_rdd(sc: SparkContext, index: int, host: str | None, cpus: int | None = None) -> RDD:
+    """A one-partition RDD holding ``index``, preferring ``host`` when given, its task taking ``cpus``."""
+    rdd = _pinned(sc, index, host)
+    if cpus is None:
+        return rdd
+    from pyspark.resource import ResourceProfileBuilder, TaskResourceRequests
+
+    return rdd.withResources(ResourceProfileBuilder().require(TaskResourceRequests().cpus(cpus)).build)
+
+
+def _pinned(sc: SparkContext, index: int, host: str | None) -> RDD:
     if host is None:
         return sc.parallelize([index], 1)
     from pyspark import RDD

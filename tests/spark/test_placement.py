@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from squall import Config, Fields, TopologyBuilder
+from squall import Bolt, Config, Fields, TopologyBuilder
 from squall.scheduler import SchedulingError
 from tests.spark import helpers
 from tests.spark import topo_module as tm
@@ -24,6 +24,24 @@ from tests.spark.conftest import _kill_group, _spark_env, _wait_port
 from tests.spark.helpers import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+class CoresBolt(Bolt):
+    """Writes the host and the Spark task's CPUs of its worker, then acks everything."""
+
+    def __init__(self, out_dir: str) -> None:
+        self.out_dir = out_dir
+
+    def prepare(self, conf, context, collector) -> None:
+        from pyspark import TaskContext
+
+        tc = TaskContext.get()
+        with open(os.path.join(self.out_dir, f"cores-{context.task_id}.txt"), "w") as f:
+            f.write(f"{os.environ.get('SPARK_LOCAL_IP')} {tc.cpus() if tc is not None else None}")
+        self.collector = collector
+
+    def execute(self, tup) -> None:
+        self.collector.ack(tup)
 HOSTS = {"127.0.0.2": 2, "127.0.0.3": 1, "127.0.0.4": 1}  # host -> cores
 
 
@@ -206,3 +224,26 @@ def test_old_assignment_across_a_worker_kill_and_a_rebalance(cluster, three_host
     finally:
         cluster.kill_topology(name, wait_secs=0)
     assert acked == set(range(n))
+
+
+@pytest.mark.timeout(240)
+def test_resource_profiles_give_a_worker_the_cores_its_tasks_ask(cluster, three_hosts, tmp_path):
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", tm.SentenceSpout(100, str(tmp_path)), parallelism=1)
+    builder.set_bolt("heavy", CoresBolt(str(tmp_path)), parallelism=1).set_cpu_load(150).shuffle_grouping(
+        "sentences")
+    conf = Config()
+    conf.set_num_workers(2)
+    conf["squall.spark.master.ui.url"] = f"{three_hosts[1]}/json"
+    conf["squall.spark.worker.resource.profiles"] = True
+    cluster.submit_topology("cores", conf, builder.create_topology())
+    try:
+        acked = helpers.wait_all_acked(str(tmp_path), 100, timeout=90)
+        info = wait_running(cluster, "cores")
+    finally:
+        cluster.kill_topology("cores", wait_secs=0)
+    assert acked == set(range(100))
+    heavy = info["components"]["heavy"]["tasks"][0]
+    worker = next(w for w in info["workers"] if heavy in w["tasks"])
+    assert worker["host"] == "127.0.0.2" and worker["resources"]["cpu_percent"] > 150
+    assert (tmp_path / f"cores-{heavy}.txt").read_text() == "127.0.0.2 2"

@@ -62,3 +62,23 @@ def test_the_placement_kept_in_the_store_reads_back_as_the_old_assignment():
         assert o == OldWorker(w, o.host, {t: plan.task_component[t] for t in plan.worker_tasks(w)
                                           if plan.task_component[t] != "__system"})
     assert old_from_record(None) == () and old_from_record([{"host": "h"}]) == ()
+
+
+def test_cores_asked_per_host_are_checked_against_the_hosts_cores():
+    from dataclasses import replace
+
+    from squall.runtime.plan import make_plan
+    from squall.scheduler import SchedulingError
+    from squall.spark.placement import check_cores
+    from tests.unit.scheduler.helpers import wordcount
+
+    plan = replace(make_plan(wordcount().create_topology(), {"topology.workers": 3}),
+                   worker_hosts=["a", "a", "b"])
+    found = [("a", 2), ("b", 1)]
+    check_cores("t", plan, [1, 1, 1], found)
+    check_cores("t", plan, [None, None, None], [])
+    with pytest.raises(SchedulingError, match=r"host a has 2 cores; its workers' tasks ask 3 \(worker 0: 2, "
+                                              r"worker 1: 1\) with squall.spark.worker.resource.profiles"):
+        check_cores("t", plan, [2, 1, 1], found)
+    with pytest.raises(SchedulingError, match="host b has 1 cores; its workers' tasks ask 2"):
+        check_cores("t", plan, [1, 1, 1], found, {"b": 1})
