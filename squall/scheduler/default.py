@@ -171,6 +171,11 @@ def _take(
 ) -> None:
     taken = 0
     while taken < n:
+        if not units:
+            raise SchedulingError(
+                f"squall.use.userdefine.assignment: worker {worker.index} asks {n} tasks of a component "
+                f"whose executors the workers before it took whole (an executor's tasks stay together): "
+                f"set the component's parallelism to its task count")
         unit = units.pop(0)
         if unit.differ_node and any(u.component == unit.component for u in worker.units):
             raise SchedulingError(
@@ -183,7 +188,7 @@ def _take(
         taken += len(unit.tasks)
     if taken > n:
         notes.append(
-            f"worker {worker.index} (userdefine) holds {taken} tasks of {units[0].component!r} "
+            f"worker {worker.index} (userdefine) holds {taken} tasks of {unit.component!r} "
             f"rather than {n}: an executor's tasks stay together"
         )
 

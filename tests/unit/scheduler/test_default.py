@@ -391,6 +391,25 @@ def test_user_defined_refusals():
         run(wordcount(count=2, differ="count"), offers, differ)
 
 
+def test_user_defined_counts_meet_executors_of_several_tasks():
+    from squall.api.builder import TopologyBuilder
+    from tests.unit.scheduler.helpers import Sink, Src
+
+    b = TopologyBuilder()
+    b.set_spout("s", Src())
+    b.set_bolt("c", Sink(), parallelism=2).set_num_tasks(4).shuffle_grouping("s")
+    one = {"topology.workers": 2, "squall.use.userdefine.assignment": [{"components": {"c": 1}}]}
+    a = run(b, hosts(("h1", 2)), one)
+    assert per_worker(a, "c") == [2, 2]
+    assert a.notes == ("worker 0 (userdefine) holds 2 tasks of 'c' rather than 1: an executor's tasks stay "
+                       "together",)
+    three = {"topology.workers": 2, "squall.use.userdefine.assignment": [
+        {"components": {"c": 3}}, {"components": {"c": 1}}]}
+    with pytest.raises(SchedulingError, match="worker 1 asks 1 tasks of a component whose executors the "
+                                              "workers before it took whole"):
+        run(b, hosts(("h1", 2)), three)
+
+
 def test_user_defined_budget_bounds_what_the_default_adds_to_that_worker():
     # worker 0 reserved 3 CPU slots and holds 3 count tasks: nothing else may join it
     conf = {
