@@ -38,7 +38,7 @@ from squall.scheduler import (
     schedule_plan,
 )
 from squall.spark.context import local_slots
-from squall.spark.settings import RESOURCE_PROFILES
+from squall.spark.settings import EXECUTOR_WAIT, RESOURCE_PROFILES
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
@@ -123,8 +123,15 @@ def schedule_on_spark(sc: SparkContext, name: str, topology: StormTopology, conf
                       traffic: Mapping[str, float] | None = None) -> tuple[TaskPlan, Assignment]:
     """Schedule ``plan`` onto the application's executors; raises ``SchedulingError`` when it cannot."""
     offers = spark_offers(sc, conf, expected_cores, wait_secs, taken)
-    placed, assignment = schedule_plan(name, plan, topology, conf, offers, previous=previous,
-                                       rebalance=rebalance, traffic=traffic)
+    try:
+        placed, assignment = schedule_plan(name, plan, topology, conf, offers, previous=previous,
+                                           rebalance=rebalance, traffic=traffic)
+    except SchedulingError as e:
+        cores = sum(n for _, n in executors(sc, 0, 0.0))
+        if cores < expected_cores:  # say so: the refusal may only mean executors are still starting
+            raise SchedulingError(f"{e} (executors with {cores} of the cluster's {expected_cores} cores had "
+                                  f"registered after {wait_secs:g} s, {EXECUTOR_WAIT})") from None
+        raise
     if conf.get(RESOURCE_PROFILES):
         found = executors(sc, 0, 0.0)
         check_cores(name, placed, worker_cpus(sc, placed, conf), found, _cores_taken(taken))

@@ -106,9 +106,14 @@ def cluster(three_hosts, spark_log_dir):
     from squall.spark import SparkCluster
 
     url, _ = three_hosts
+    from squall.spark.placement import executors
+
     with SparkCluster(master=url, log_dir=spark_log_dir,
                       spark_conf={"spark.executor.memory": "512m"}) as c:
-        c.start()
+        sc = c.start()
+        # an executor on each host before the first submit (the machine may be slow to start JVMs)
+        found = executors(sc, sum(HOSTS.values()), 120.0)
+        assert sorted(h for h, _ in found) == sorted(HOSTS), found
         yield c
 
 
