@@ -20,8 +20,10 @@ COMPONENTS = 20
 
 
 def units(tasks: int, differ: int = 0) -> tuple[Unit, ...]:
-    """``tasks`` single-task units over COMPONENTS components chained by affinity; the first
-    ``differ`` of them in one task.on.differ.node component."""
+    """``tasks`` single-task units over COMPONENTS components chained by affinity.
+
+    The first ``differ`` of them form one task.on.differ.node component.
+    """
     out = [Unit("differ", (t,), differ_node=True) for t in range(1, differ + 1)]
     per = (tasks - differ) // COMPONENTS
     t = differ + 1
