@@ -214,3 +214,16 @@ def test_nimbus_refuses_bad_placement_keys_at_upload():
         decode_upload({"conf": conf, "topology": topology, "code": code})
     ok = {"squall.use.userdefine.assignment": [{"host": "h", "components": {"count": 1}}]}
     assert decode_upload({"conf": ok, "topology": topology, "code": code}).workers == 1
+
+
+def test_local_cluster_checks_the_placement_keys_and_runs_on_its_one_host():
+    from squall import LocalCluster
+
+    bad = {"squall.use.userdefine.assignment": [{"components": {"nope": 1}}]}
+    with LocalCluster() as cluster:
+        with pytest.raises(InvalidTopologyError, match="unknown component 'nope'"):
+            cluster.submit_topology("bad", bad, wordcount().create_topology())
+        assert cluster.list_topologies() == []
+        differ = wordcount(count=3, differ="count").create_topology()
+        cluster.submit_topology("differ", {"topology.workers": 2}, differ)
+        assert len(cluster.get_topology_info("differ")["workers"]) == 2
