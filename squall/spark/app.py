@@ -128,7 +128,7 @@ class TopologyApp:
             hosts = [w.get("host") or w.get("assigned_host") for w in previous.info()["workers"]]
             old = old_workers(previous.plan, hosts)
         placed, assignment = schedule_on_spark(
-            self.sc, self.name, topology, conf, plan, expected_cores=slots,
+            self.sc, self.name, topology, conf, plan, expected_slots=slots,
             wait_secs=float(setting(conf, S.EXECUTOR_WAIT)), previous=old, rebalance=previous is not None)
         return placed, list(assignment.notes)
 

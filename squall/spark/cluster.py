@@ -124,7 +124,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             hosts = [w.get("host") or w.get("assigned_host") for w in info["workers"]]
             old = old_workers(previous.plan, hosts)
             traffic = {c: float(v.get("transferred") or 0) for c, v in info["components"].items()}
-        return schedule_on_spark(sc, name, topology, conf, plan, expected_cores=slots,
+        return schedule_on_spark(sc, name, topology, conf, plan, expected_slots=slots,
                                  wait_secs=float(setting(conf, S.EXECUTOR_WAIT)), taken=taken,
                                  previous=old, rebalance=previous is not None, traffic=traffic)
 

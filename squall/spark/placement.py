@@ -107,30 +107,37 @@ def _iterate(seq: Any) -> list[Any]:
     return out
 
 
-def spark_offers(sc: SparkContext, conf: dict, expected_cores: int, wait_secs: float,
+def _task_cpus(sc: SparkContext) -> int:
+    return int(sc.getConf().get("spark.task.cpus", "1") or 1)
+
+
+def spark_offers(sc: SparkContext, conf: dict, expected_slots: int, wait_secs: float,
                  taken: Sequence[Assignment] = ()) -> list[HostOffer]:
-    """The application's hosts as offers, less what ``taken`` (other topologies) holds."""
-    spark_conf = sc.getConf()
-    task_cpus = int(spark_conf.get("spark.task.cpus", "1") or 1)
-    memory = size_mb(spark_conf.get("spark.executor.pyspark.memory"))
-    return offers_from_executors(executors(sc, expected_cores, wait_secs), conf, task_cpus=task_cpus,
+    """The application's hosts as offers, less what ``taken`` (other topologies) holds.
+
+    Waits up to ``wait_secs`` for executors with ``expected_slots`` task slots to register.
+    """
+    task_cpus = _task_cpus(sc)
+    memory = size_mb(sc.getConf().get("spark.executor.pyspark.memory"))
+    found = executors(sc, expected_slots * task_cpus, wait_secs)
+    return offers_from_executors(found, conf, task_cpus=task_cpus,
                                  memory_mb_per_executor=memory, taken=taken)
 
 
 def schedule_on_spark(sc: SparkContext, name: str, topology: StormTopology, conf: dict, plan: TaskPlan,
-                      *, expected_cores: int, wait_secs: float, taken: Sequence[Assignment] = (),
+                      *, expected_slots: int, wait_secs: float, taken: Sequence[Assignment] = (),
                       previous: Sequence[OldWorker] = (), rebalance: bool = False,
                       traffic: Mapping[str, float] | None = None) -> tuple[TaskPlan, Assignment]:
     """Schedule ``plan`` onto the application's executors; raises ``SchedulingError`` when it cannot."""
-    offers = spark_offers(sc, conf, expected_cores, wait_secs, taken)
+    offers = spark_offers(sc, conf, expected_slots, wait_secs, taken)
     try:
         placed, assignment = schedule_plan(name, plan, topology, conf, offers, previous=previous,
                                            rebalance=rebalance, traffic=traffic)
     except SchedulingError as e:
-        cores = sum(n for _, n in executors(sc, 0, 0.0))
-        if cores < expected_cores:  # say so: the refusal may only mean executors are still starting
-            raise SchedulingError(f"{e} (executors with {cores} of the cluster's {expected_cores} cores had "
-                                  f"registered after {wait_secs:g} s, {EXECUTOR_WAIT})") from None
+        slots = sum(n for _, n in executors(sc, 0, 0.0)) // _task_cpus(sc)
+        if slots < expected_slots:  # say so: the refusal may only mean executors are still starting
+            raise SchedulingError(f"{e} (executors with {slots} of the cluster's {expected_slots} task "
+                                  f"slots had registered after {wait_secs:g} s, {EXECUTOR_WAIT})") from None
         raise
     if conf.get(RESOURCE_PROFILES):
         found = executors(sc, 0, 0.0)
@@ -171,7 +178,7 @@ def worker_cpus(sc: SparkContext, plan: TaskPlan, conf: dict) -> list[int | None
     local = local_slots(str(sc.master)) is not None
     if not conf.get(RESOURCE_PROFILES) or local or not plan.worker_resources:
         return [None] * plan.num_workers
-    task_cpus = int(sc.getConf().get("spark.task.cpus", "1") or 1)
+    task_cpus = _task_cpus(sc)
     return [max(task_cpus, math.ceil(r["cpu_percent"] / 100 - 1e-9)) for r in plan.worker_resources]
 
 
