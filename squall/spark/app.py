@@ -123,13 +123,16 @@ class TopologyApp:
     def _schedule(self, topology: StormTopology, conf: dict, plan: TaskPlan, slots: int,
                   previous: TopologyMaster | None = None) -> tuple[TaskPlan, list[str]]:
         """Place ``plan`` on the application's executors (squall.scheduler); the plan and its notes."""
-        old = self._previous
-        if previous is not None:
-            hosts = [w.get("host") or w.get("assigned_host") for w in previous.info()["workers"]]
+        old, traffic = self._previous, None
+        if previous is not None:  # a rebalance: where each worker actually runs, and what flowed
+            info = previous.info()
+            hosts = [w.get("host") or w.get("assigned_host") for w in info["workers"]]
             old = old_workers(previous.plan, hosts)
+            traffic = {c: float(v.get("transferred") or 0) for c, v in info["components"].items()}
         placed, assignment = schedule_on_spark(
             self.sc, self.name, topology, conf, plan, expected_slots=slots,
-            wait_secs=float(setting(conf, S.EXECUTOR_WAIT)), previous=old, rebalance=previous is not None)
+            wait_secs=float(setting(conf, S.EXECUTOR_WAIT)), previous=old, rebalance=previous is not None,
+            traffic=traffic)
         return placed, list(assignment.notes)
 
     # ---- the run ---------------------------------------------------------------------
