@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from squall.scheduler import HostOffer, SchedulingError, SchedulingRequest, Unit
+from squall.scheduler import HostOffer, OldWorker, SchedulingError, SchedulingRequest, Unit, UserWorker
 from tests.unit.scheduler.helpers import default
 
 
@@ -87,3 +88,39 @@ def test_without_bounds_components_and_loads_spread_evenly(workers, sizes, n_hos
     assert max(loads) - min(loads) <= 1
     used = Counter(w.host for w in a.workers)
     assert max(used.values()) - min(used.values() if len(used) == n_hosts else [0]) <= 1
+
+
+@st.composite
+def with_pins(draw):
+    req = draw(requests())
+    hosts = [o.host for o in req.offers] + ["gone"]
+    user = tuple(
+        UserWorker(draw(st.sampled_from(hosts + [None])),
+                   {"c0": draw(st.integers(1, 2))} if draw(st.booleans()) else {},
+                   draw(st.sampled_from([None, 5, 20])), draw(st.sampled_from([None, 3, 20])))
+        for _ in range(draw(st.integers(0, 2))))
+    tasks = [t for u in req.units for t in u.tasks]
+    comp = {t: u.component for u in req.units for t in u.tasks}
+    old = []
+    for i in range(draw(st.integers(0, 3))):
+        mine = draw(st.lists(st.sampled_from(tasks), max_size=4, unique=True))
+        old.append(OldWorker(i, draw(st.sampled_from(hosts)), {t: comp[t] for t in mine}))
+    return replace(req, user_workers=user, old_workers=tuple(old), use_old=draw(st.booleans()),
+                   rebalance=draw(st.booleans()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(with_pins())
+def test_pinned_workers_never_break_a_constraint(req):
+    test_assignments_keep_every_constraint.hypothesis.inner_test(req)
+    try:
+        a = default(req)
+    except SchedulingError:
+        return
+    for i, user in enumerate(req.user_workers):
+        w = a.workers[i]
+        assert w.source == "userdefine"
+        placed = {c: sum(len(u.tasks) for u in w.units if u.component == c) for c in user.components}
+        assert all(placed[c] >= n for c, n in user.components.items())
+        if user.cpu is not None:
+            assert sum(u.cpu for u in w.units) <= user.cpu
