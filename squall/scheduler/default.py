@@ -220,15 +220,23 @@ def _unused(worker: WorkerState) -> bool:
 
 
 def pin_old(request: SchedulingRequest, ledger: Ledger, pool: dict[tuple[int, ...], Unit]) -> None:
-    """Keep each previous worker's host and the units whose tasks it held (same components)."""
+    """Keep each previous worker's host and the units whose tasks it held (same components).
+
+    Of a ``task.on.differ.node`` component a worker keeps one task at most (the key may
+    have been turned on since); the others are placed again.
+    """
     unit_of = {t: u for u in pool.values() for t in u.tasks}
     for old in sorted(request.old_workers, key=lambda o: o.index):
         candidates = {unit_of[t].tasks: unit_of[t] for t in old.tasks if t in unit_of}
-        kept = [
-            u
-            for key, u in sorted(candidates.items())
-            if key in pool and all(old.tasks.get(t) == u.component for t in key)
-        ]
+        kept, differ = [], set()
+        for key, u in sorted(candidates.items()):
+            if key not in pool or any(old.tasks.get(t) != u.component for t in key):
+                continue
+            if u.differ_node:
+                if u.component in differ:
+                    continue
+                differ.add(u.component)
+            kept.append(u)
         if not kept:
             continue
         worker = _free_index(ledger, old.index)

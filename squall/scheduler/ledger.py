@@ -114,13 +114,12 @@ class Ledger:
         self.hosts[worker.host].take(*self._host_share(worker, unit))
         worker.add(unit)
         self.note(worker, unit)
+        self.on_hosts[unit.component].add(worker.host)
 
     def note(self, worker: WorkerState, unit: Unit) -> None:
-        """Count ``unit`` as on ``worker`` (and its host, once placed)."""
+        """Count ``unit`` as on ``worker``; its host counts once the worker is placed (``hosts._put``)."""
         counts = self.count[unit.component]
         counts[worker.index] = counts.get(worker.index, 0) + len(unit.tasks)
-        if worker.host is not None:
-            self.on_hosts[unit.component].add(worker.host)
 
     @staticmethod
     def _host_share(worker: WorkerState, unit: Unit) -> tuple[int, int, int]:

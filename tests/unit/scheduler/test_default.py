@@ -478,6 +478,14 @@ def test_rebalance_without_old_assignment_reuses_hosts_not_tasks():
     assert all(w.source == "old" for w in again.workers)
 
 
+def test_old_worker_keeps_one_task_of_a_differ_node_component():
+    # found by hypothesis: task.on.differ.node turned on for a component whose tasks shared a worker
+    previous = (OldWorker(0, "h1", {1: "count", 2: "count"}),)
+    conf = {"topology.workers": 2, "squall.use.old.assignment": True}
+    a = run(wordcount(1, 1, 2, differ="count"), hosts(("h1", 1), ("h2", 1)), conf, previous=previous)
+    assert sorted(host_of(a, "count")) == ["h1", "h2"] and a.task_host()[1] == "h1"
+
+
 def test_old_assignment_ignored_unless_asked():
     offers = hosts(("h1", 1), ("h2", 1))
     req = request(
