@@ -109,7 +109,7 @@ def with_pins(draw):
                    rebalance=draw(st.booleans()))
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(with_pins())
 def test_pinned_workers_never_break_a_constraint(req):
     test_assignments_keep_every_constraint.hypothesis.inner_test(req)
