@@ -8,12 +8,19 @@ worker -> master
                   up and its receive socket is bound at ``address``; ``proof`` is the tag
                   of its identity under the topology's secret (see ``transport``).
     ``started``   {worker, launch, error}: its tasks are open (error None) or failed to open.
-    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames}: alive; task metrics;
-                  new errors; frames dropped for lacking the topology's secret.
+    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames, stuck, samples}: alive;
+                  task metrics (with ``user``: the task's user metrics as plain data, when it
+                  has some); new errors; frames dropped for lacking the topology's secret;
+                  its tasks stuck in one call now; tuples sampled while debugging is on
+                  (``squall.runtime.sampling``).
+    ``applied``   {seq}: the activate/deactivate ``seq`` took effect (spouts told; no
+                  ``next_tuple`` starts after a deactivate).
 master -> worker
     ``welcome``   {addresses, active}: registration accepted; the peers' addresses.
     ``addresses`` {addresses}: the address map changed (a worker came back elsewhere).
-    ``activate`` / ``deactivate``: spouts on or off.
+    ``activate`` / ``deactivate`` {seq}: spouts on or off; answered with ``applied``.
+    ``debug``     {rate, components}: sample emitted tuples at ``rate`` (0 turns it off),
+                  of ``components`` only when given.
     ``stop``      {graceful}: stop the tasks and end the Spark task.
     ``reject``    {reason}: registration refused (a newer launch of that worker exists).
     ``ack``       : the master is alive (answers each heartbeat).
@@ -28,6 +35,7 @@ import msgpack
 
 from squall.runtime.metrics import FIELDS as METRIC_FIELDS
 from squall.runtime.metrics import TaskMetrics
+from squall.runtime.user_metrics import ReceivedMetrics
 
 REGISTER = "register"
 STARTED = "started"
@@ -36,9 +44,11 @@ WELCOME = "welcome"
 ADDRESSES = "addresses"
 ACTIVATE = "activate"
 DEACTIVATE = "deactivate"
+DEBUG = "debug"
 STOP = "stop"
 REJECT = "reject"
 ACK = "ack"
+APPLIED = "applied"
 
 # Recent complete latencies shipped per spout task and heartbeat: enough for p50/p99.
 LATENCY_SAMPLES = 2000
@@ -80,6 +90,9 @@ def metrics_to_dict(m: TaskMetrics) -> dict:
             else:
                 value = []
         out[name] = value
+    user = m.user_raw()  # gauges are read here, on the heartbeat's thread
+    if user:
+        out["user"] = user
     return out
 
 
@@ -88,6 +101,8 @@ def metrics_from_dict(d: dict, carried: dict | None = None) -> TaskMetrics:
     kwargs = {k: v for k, v in d.items() if k in METRIC_FIELDS}
     m = TaskMetrics(**{k: v for k, v in kwargs.items() if k != "complete_recent"})
     m.complete_recent.extend(kwargs.get("complete_recent", ()))
+    if d.get("user"):
+        m.user = ReceivedMetrics(d["user"])
     for key, value in (carried or {}).items():
         setattr(m, key, getattr(m, key) + value)
     return m

@@ -44,7 +44,7 @@ from squall.spark import settings as S
 from squall.spark.errors import spark_job_error
 from squall.spark.master_info import master_info
 from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus, worker_rdd
-from squall.spark.registry import WorkerRegistry
+from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
 from squall.spark.transport import frame_tag
 from squall.spark.worker_main import WorkerCode, WorkerSpec, spark_task
@@ -56,6 +56,7 @@ log = logging.getLogger("squall.spark.master")
 LOOP_POLL_MS = 20
 START_FAILURES = 3  # job failures of one worker during submit before giving up
 STOP_TIMEOUT = 30.0
+SAMPLES_KEPT = 2000  # sampled tuples kept for the UI and squall samples
 
 
 class TopologyMaster:
@@ -70,12 +71,16 @@ class TopologyMaster:
         self.plan = plan
         self.sc = sc
         self.active = active
+        self._active_seq = 0  # activate/deactivate commands sent, for the confirmations
         self.base = WorkerCode(version, topology, conf, code_path)
         self.worker_code: dict[int, WorkerCode] = {}  # workers not running ``base``
         # workers prove they have it when they register, and tag every frame with it
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.status = "ACTIVE" if active else "INACTIVE"
         self.errors: deque[dict] = deque(maxlen=1000)
+        self.debug: dict = {"rate": 0.0, "components": None}  # tuple sampling, sent to every worker
+        self.samples: deque[dict] = deque(maxlen=SAMPLES_KEPT)
+        self._sample_seq = 0
         self.started_at = time.monotonic()
         self.registry = WorkerRegistry(
             plan.num_workers,
@@ -119,21 +124,65 @@ class TopologyMaster:
         self.started_at = time.monotonic()
         log.info("topology %r: %d workers running on %s", self.name, self.plan.num_workers, self.sc.master)
 
-    def set_active(self, active: bool) -> None:
-        """Activate or deactivate the spouts of every worker (and of later relaunches)."""
-        def apply() -> None:
-            self.active = active
-            for inc in self.registry.current():
-                self._send(inc.identity, co.ACTIVATE if active else co.DEACTIVATE)
-        self._call(apply)
+    def set_active(self, active: bool, timeout: float = STOP_TIMEOUT) -> None:
+        """Activate or deactivate the spouts of every worker (and of later relaunches).
+
+        Returns once every running worker confirmed it: after a deactivate no
+        ``next_tuple`` call starts anywhere (Storm's contract). A worker that does not
+        confirm within ``timeout`` is logged; it will not run its spouts once it does.
+        """
         self.status = "ACTIVE" if active else "INACTIVE"
+        self._confirmed(active, timeout)
+
+    def _confirmed(self, active: bool, timeout: float) -> None:
+        """Tell every running worker, and wait until each confirmed (or ``timeout``)."""
+        def apply() -> tuple[int, list[Incarnation]]:
+            self.active = active
+            self._active_seq += 1
+            told = list(self.registry.current())
+            for inc in told:
+                self._send(inc.identity, co.ACTIVATE if active else co.DEACTIVATE,
+                           seq=self._active_seq)
+            return self._active_seq, told
+        seq, told = self._call(apply)
+        deadline = time.monotonic() + timeout
+        while True:
+            waiting = self._call(lambda: [
+                i.worker for i in told
+                if i.applied < seq and any(i is c for c in self.registry.current())])
+            if not waiting:
+                return
+            if time.monotonic() >= deadline:
+                log.error("topology %r: workers %s did not confirm %s within %.0fs", self.name,
+                          waiting, "activate" if active else "deactivate", timeout)
+                return
+            time.sleep(0.005)  # confirmations arrive on the master's loop thread
+
+    def set_debug(self, rate: float, components: list[str] | None) -> None:
+        """Sample emitted tuples at ``rate`` (0: off) in every worker (and later relaunches)."""
+        def apply() -> None:
+            self.debug = {"rate": rate, "components": components}
+            self._broadcast(co.DEBUG, **self.debug)
+        self._call(apply)
+
+    def recent_samples(self, since: int = 0) -> list[dict]:
+        """The kept samples numbered above ``since``, oldest first (any thread)."""
+        for _ in range(5):  # the loop thread may append meanwhile: copying then fails, try again
+            try:
+                kept = list(self.samples)
+                break
+            except RuntimeError:
+                continue
+        else:
+            kept = []
+        return [s for s in kept if s["seq"] > since]
 
     def stop(self, wait_secs: float = 0) -> None:
         """Deactivate, wait ``wait_secs``, stop every worker and end their Spark jobs."""
         if not self._thread.is_alive():
             self._close()
             return
-        self._call(lambda: self._broadcast(co.DEACTIVATE))
+        self._confirmed(False, STOP_TIMEOUT)
         if wait_secs > 0:
             time.sleep(wait_secs)
         self._call(self._stop_all)
@@ -333,10 +382,17 @@ class TopologyMaster:
         if inc is None:
             self._send(ident, co.STOP, graceful=False)  # a process of an older launch
             return
-        if t == co.HEARTBEAT:
+        if t == co.APPLIED:
+            inc.applied = max(inc.applied, int(msg.get("seq") or 0))
+        elif t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
+            inc.stuck = list(msg.get("stuck") or [])
+            inc.corrupt_frames = int(msg.get("corrupt_frames") or 0)
             inc.rejected_frames = int(msg.get("rejected_frames") or 0)
             self.errors.extend(msg["errors"])
+            for sample in msg.get("samples") or ():
+                self._sample_seq += 1
+                self.samples.append({**sample, "seq": self._sample_seq})
             self._send(ident, co.ACK)
         elif t == co.STARTED:
             self.errors.extend(msg.get("errors", []))
@@ -370,6 +426,8 @@ class TopologyMaster:
         log.info("topology %r worker %d registered: pid %d at %s (launch %d, attempt %d)", self.name,
                  msg["worker"], msg["pid"], msg["address"], msg["launch"], msg["attempt"])
         self._send(ident, co.WELCOME, addresses=self.registry.addresses(), active=self.active)
+        if self.debug["rate"]:
+            self._send(ident, co.DEBUG, **self.debug)
         self._broadcast_addresses(skip=ident)
 
     def _placed_well(self, ident: bytes, msg: dict) -> bool:

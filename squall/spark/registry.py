@@ -40,6 +40,9 @@ class Incarnation:
     start_error: str | None = None
     metrics: list[dict] = field(default_factory=list)
     rejected_frames: int = 0  # frames its transport dropped for lacking the topology's secret
+    corrupt_frames: int = 0  # frames that failed their CRC or header check (E9)
+    applied: int = 0  # the last activate/deactivate it confirmed (its seq)
+    stuck: list[dict] = field(default_factory=list)  # its tasks stuck in one call, now
 
 
 @dataclass

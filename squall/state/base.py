@@ -100,8 +100,12 @@ class KeyValueState(State):
         """Set ``key`` to ``value`` (uncommitted until the next prepare and commit)."""
 
     @abc.abstractmethod
-    def delete(self, key: Any) -> None:
-        """Remove ``key`` (uncommitted until the next prepare and commit)."""
+    def delete(self, key: Any) -> Any:
+        """Remove ``key`` (uncommitted until the next prepare and commit).
+
+        Returns the value it had in this task's view, or None if it had none (Storm's
+        ``KeyValueState.delete``).
+        """
 
     @abc.abstractmethod
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
@@ -170,11 +174,13 @@ class BufferedKeyValueState(KeyValueState):
         with self._lock:
             self._pending[ekey] = evalue
 
-    def delete(self, key: Any) -> None:
-        """See ``KeyValueState.delete``."""
+    def delete(self, key: Any) -> Any:
+        """See ``KeyValueState.delete``; reads the stored value when no change is pending."""
         ekey = encode_key(key)
         with self._lock:
+            data = self._pending[ekey] if ekey in self._pending else self._stored_get(ekey)
             self._pending[ekey] = None
+        return None if data is None else decode(data)
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         """See ``KeyValueState.__iter__``; pending changes are taken when iteration starts."""

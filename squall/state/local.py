@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -61,7 +62,14 @@ class LocalKeyValueState(BufferedKeyValueState):
             self._conn = sqlite3.connect(db_path, timeout=busy_timeout, isolation_level=None,
                                          check_same_thread=False)
             try:
-                _prepare_db(self._conn, db_path)
+                _prepare_db(self._conn, db_path, busy_timeout)
+            except sqlite3.DatabaseError as e:
+                self._conn.close()
+                if isinstance(e, sqlite3.OperationalError):
+                    raise
+                # a corrupt file is not an outage: retrying cannot help
+                raise StateConfigError(f"LocalStateProvider: {db_path} is not a usable state "
+                                       f"database: {e}") from e
             except BaseException:
                 self._conn.close()
                 raise
@@ -181,10 +189,34 @@ class LocalKeyValueState(BufferedKeyValueState):
                                         f"unavailable: {e}") from e
 
 
-def _prepare_db(conn: sqlite3.Connection, db_path: str) -> None:
-    """Switch to WAL and create the tables, once per file (every opener checks)."""
-    # journal_mode is stored in the file; switching needs a moment of exclusive access,
-    # which the busy timeout waits for when another process opens the file at the same time.
+def _prepare_db(conn: sqlite3.Connection, db_path: str, busy_timeout: float) -> None:
+    """Switch to WAL and create the tables, once per file (every opener checks).
+
+    Several processes may open a new file at the same instant (workers of one host starting
+    together). SQLite can answer the journal-mode switch with "locked" at once, without
+    waiting for the busy timeout, so a locked or busy answer is retried until the busy
+    timeout; any other failure (a read-only, corrupt or unopenable file) is raised at once.
+    """
+    deadline = time.monotonic() + busy_timeout
+    pause = 0.001
+    while True:
+        try:
+            _switch_and_create(conn, db_path)
+            return
+        except sqlite3.OperationalError as e:
+            if not _is_contention(e) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)  # real time: another process holds the file, not our clock
+        pause = min(pause * 2, 0.05)
+
+
+def _is_contention(e: sqlite3.OperationalError) -> bool:
+    """Whether ``e`` is another connection holding the file (worth waiting for)."""
+    text = str(e)
+    return "locked" in text or "busy" in text
+
+
+def _switch_and_create(conn: sqlite3.Connection, db_path: str) -> None:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("BEGIN IMMEDIATE")

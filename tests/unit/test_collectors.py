@@ -71,7 +71,9 @@ class _FakeTask:
     def __init__(self, worker, component, task_id, acking=True):
         self.worker, self.component, self.task_id = worker, component, task_id
         self.metrics = TaskMetrics(component, task_id)
+        self.hooks = None
         self.acking = acking
+        self.owner = 0  # driven by hand from the test's thread
         self.tracked: dict[int, object] = {}
         self.soon: list[object] = []
 

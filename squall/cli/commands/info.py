@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from squall.cli.commands._shared import client, name_argument, summary_table
 from squall.cli.output import duration, print_json, table
@@ -34,6 +35,12 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(table(["COMPONENT", "TASKS", "EMITTED", "EMITTED/S", "ACKED", "FAILED", "EXEC MS",
                      "COMPLETE MS", "CAPACITY", "ERRORS"], comps))
+    metrics = [[cid, name, m.get("type"), metric_summary(m)]
+               for cid, c in sorted(info["components"].items())
+               for name, m in sorted((c.get("metrics") or {}).items())]
+    if metrics:
+        print()
+        print(table(["COMPONENT", "METRIC", "TYPE", "VALUE"], metrics))
     workers = [[w["worker"], w.get("version"), w.get("state"), w.get("host"), w.get("assigned_host"),
                 (w.get("resources") or {}).get("cpu_percent"), (w.get("resources") or {}).get("memory_mb"),
                 w.get("pid"), w.get("address"), w.get("restarts"), duration(w.get("uptime_secs")),
@@ -50,3 +57,39 @@ def run(args: argparse.Namespace) -> int:
         print(f"\n{len(info['errors'])} error(s); last, from {last['component']} task {last['task']}: "
               f"{last['message']} (squall errors {args.name})")
     return 0
+
+
+def _num(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3f}".rstrip("0").rstrip(".") if abs(v) < 1e6 else f"{v:.4g}"
+    return str(v)
+
+
+def metric_summary(m: dict) -> str:
+    """One line for a component's user metric (shapes in docs/metrics.md).
+
+    >>> metric_summary({"type": "counter", "count": 12})
+    '12'
+    >>> metric_summary({"type": "meter", "count": 30, "rate": 2.5, "mean_rate": 3.0})
+    'count=30 rate=2.5/s'
+    """
+    kind = m.get("type")
+    if kind == "counter":
+        return _num(m.get("count"))
+    if kind == "gauge":
+        values = m.get("values") or {}
+        if len(values) == 1:
+            return _num(next(iter(values.values())))
+        return f"sum={_num(m.get('sum'))} min={_num(m.get('min'))} max={_num(m.get('max'))}"
+    if kind == "meter":
+        return f"count={_num(m.get('count'))} rate={_num(m.get('rate'))}/s"
+    if kind in ("histogram", "timer"):
+        unit = "_ms" if kind == "timer" else ""
+        parts = [f"count={_num(m.get('count'))}"]
+        parts += [f"{k}{unit}={_num(m.get(k + unit))}" for k in ("mean", "p50", "p99", "max")]
+        if kind == "timer":
+            parts.append(f"rate={_num(m.get('rate'))}/s")
+        return " ".join(parts)
+    return kind or "-"
