@@ -16,12 +16,14 @@ from squall.api.config import SQUALL_SPARK_MASTER
 from squall.api.errors import AlreadyAliveError
 from squall.api.topology import StormTopology
 from squall.runtime.clusters import ClusterBase
-from squall.runtime.plan import make_plan
+from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import check_name, prepare_conf, prepare_topology
+from squall.scheduler import Assignment, OldWorker, old_workers
 from squall.spark import settings as S
 from squall.spark.context import DEFAULT_MASTER, cluster_slots, start_spark_context
 from squall.spark.errors import InsufficientSlotsError, SparkSetupError
 from squall.spark.master import TopologyMaster
+from squall.spark.placement import schedule_on_spark
 from squall.spark.settings import setting
 from squall.spark.shipping import forget_shipped, ship_user_modules
 
@@ -47,6 +49,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
         self.log_dir = log_dir
         self._sc: SparkContext | None = None
         self._owns_sc = False
+        self._assignments: dict[str, Assignment] = {}  # squall.scheduler's answer per running topology
         super().__init__()
 
     @property
@@ -106,15 +109,33 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             sc = self.start(merged)
             merged[SQUALL_SPARK_MASTER] = sc.master
             plan = make_plan(topology, merged)
-            self._check_slots(sc, name, plan.num_workers, merged)
+            slots = self._check_slots(sc, name, plan.num_workers, merged)
+            plan, assignment = self._schedule(sc, name, topology, merged, plan, slots)
             ship_user_modules(sc)
             master = TopologyMaster(name, topology, merged, plan, sc,
                                     active=not setting(merged, S.START_INACTIVE))
+            master.placement_notes = list(assignment.notes)
             master.start()
             self._topologies[name] = master
+            self._assignments[name] = assignment
+
+    def _schedule(self, sc: SparkContext, name: str, topology: StormTopology, conf: dict, plan: TaskPlan,
+                  slots: int, previous: TopologyMaster | None = None) -> tuple[TaskPlan, Assignment]:
+        """Place ``plan`` on the executors' hosts (squall.scheduler), around the other topologies."""
+        taken = [a for n, a in self._assignments.items() if n != name]
+        old: tuple[OldWorker, ...] = ()
+        traffic = None
+        if previous is not None:  # a rebalance: where each worker actually runs, and what flowed
+            info = previous.info()
+            hosts = [w.get("host") or w.get("assigned_host") for w in info["workers"]]
+            old = old_workers(previous.plan, hosts)
+            traffic = {c: float(v.get("transferred") or 0) for c, v in info["components"].items()}
+        return schedule_on_spark(sc, name, topology, conf, plan, expected_slots=slots,
+                                 wait_secs=float(setting(conf, S.EXECUTOR_WAIT)), taken=taken,
+                                 previous=old, rebalance=previous is not None, traffic=traffic)
 
     def _check_slots(self, sc: SparkContext, name: str, workers: int, conf: dict,
-                     exclude: str | None = None) -> None:
+                     exclude: str | None = None) -> int:
         slots = cluster_slots(sc, str(sc.master), float(setting(conf, S.EXECUTOR_WAIT)),
                               setting(conf, S.MASTER_UI_URL))
         used = sum(m.plan.num_workers for n, m in self._topologies.items() if n != exclude)
@@ -125,6 +146,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
                 f"has {slots} task slots{taken}; each worker holds one slot for its lifetime: "
                 f"lower topology.workers or give the cluster more cores"
             )
+        return slots
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -137,6 +159,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             master.status = "KILLED"
             master.stop(wait_secs=wait_secs)
             del self._topologies[name]
+            self._assignments.pop(name, None)
 
     def activate(self, name: str) -> None:
         """Call the spouts' ``activate`` and resume ``next_tuple``."""
@@ -159,14 +182,17 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             old = self._get(name)
             topology, conf, plan = self._rebalanced(old, num_workers, parallelism)
             assert self._sc is not None
-            self._check_slots(self._sc, name, plan.num_workers, conf, exclude=name)
+            slots = self._check_slots(self._sc, name, plan.num_workers, conf, exclude=name)
+            plan, assignment = self._schedule(self._sc, name, topology, conf, plan, slots, previous=old)
             was_active = old.status != "INACTIVE"
             old.status = "REBALANCING"
             old.stop(wait_secs=wait_secs)
             del self._topologies[name]
             master = TopologyMaster(name, topology, conf, plan, self._sc, active=was_active)
+            master.placement_notes = list(assignment.notes)
             master.start()
             self._topologies[name] = master
+            self._assignments[name] = assignment
 
     # ---- information -----------------------------------------------------------------
 

@@ -43,6 +43,7 @@ from squall.spark import settings as S
 from squall.spark.errors import spark_job_error
 from squall.spark.liveness import TaskLiveness
 from squall.spark.master_info import master_info
+from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus, worker_rdd
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
 from squall.spark.worker_main import WorkerCode, WorkerSpec, spark_task
@@ -103,6 +104,11 @@ class TopologyMaster:
         self._start_done = threading.Event()
         self._start_error: str | None = None
         self._thread = threading.Thread(target=self._loop, name=f"squall-master-{name}", daemon=True)
+        # the host each worker's job asks Spark for, and what came of it (squall.scheduler)
+        self._pins = pins(sc, plan)
+        self._cpus = worker_cpus(sc, plan, conf)
+        self.placement = PlacementCheck(self._pins)
+        self.placement_notes: list[str] = []  # the scheduler's notes on asks it could not honour
 
     # ---- API (any thread) ------------------------------------------------------------
 
@@ -326,7 +332,8 @@ class TopologyMaster:
         sc.setLocalProperty("spark.scheduler.pool", f"squall-{self.name}")
         result, error = None, None
         try:
-            result = sc.parallelize([spec.index], 1).mapPartitions(spark_task(spec)).collect()
+            rdd = worker_rdd(sc, spec.index, self._pins[spec.index], self._cpus[spec.index])
+            result = rdd.mapPartitions(spark_task(spec)).collect()
         except Exception as e:  # noqa: BLE001 - any job failure means the worker is gone
             error = spark_job_error(e)
         self._post(lambda: self._job_ended(spec.index, spec.launch, result, error))
@@ -421,6 +428,8 @@ class TopologyMaster:
                         self.name, ident[:80])
             self._send(ident, co.REJECT, reason="registration fields do not match the identity")
             return
+        if not self._placed_well(ident, msg):
+            return
         accepted, replaced = self.registry.register(msg, ident)
         if not accepted:
             self._send(ident, co.REJECT, reason="a newer launch of this worker exists")
@@ -434,6 +443,25 @@ class TopologyMaster:
         if self.debug["rate"]:
             self._send(ident, co.DEBUG, **self.debug)
         self._broadcast_addresses(skip=ident)
+
+    def _placed_well(self, ident: bytes, msg: dict) -> bool:
+        """False (and a relaunch) for a worker that started away from its assigned host."""
+        index, host = msg["worker"], msg["host"]
+        if not 0 <= index < len(self._pins) or msg["launch"] != self.registry.slots[index].launch:
+            return True  # the registry turns it away
+        live = [h for h, _ in executors(self.sc, 0, 0.0)] if self._pins[index] else []
+        verdict = self.placement.verdict(index, host, live)
+        if verdict == "accept":
+            log.warning("topology %r worker %d runs on %s, not its assigned host %s", self.name, index,
+                        host, self._pins[index])
+        if verdict != "relaunch":
+            return True
+        log.warning("topology %r worker %d started on %s, not its assigned host %s: relaunching it",
+                    self.name, index, host, self._pins[index])
+        self._send(ident, co.REJECT, reason=f"started on {host}, assigned to {self._pins[index]}")
+        self.sc.cancelJobGroup(self._group(index, msg["launch"]))
+        self._launch(index)
+        return False
 
     def _broadcast_addresses(self, skip: bytes | None = None) -> None:
         addresses, nonces = self.registry.addresses(), self.registry.nonces()
@@ -467,6 +495,7 @@ class TopologyMaster:
         info = master_info(self.name, self.status, self.plan, self.registry, list(self.errors),
                            self.started_at, versions)
         info["tasks"] = self.liveness.report()
+        info["placement_notes"] = self.placement_notes + self.placement.notes()
         return info
 
     def _close(self) -> None:

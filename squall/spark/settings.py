@@ -20,6 +20,7 @@ HEARTBEAT_TIMEOUT = "squall.spark.worker.heartbeat.timeout.secs"
 START_TIMEOUT = "squall.spark.worker.start.timeout.secs"
 EXECUTOR_WAIT = "squall.spark.executor.wait.secs"
 START_INACTIVE = "squall.topology.start.inactive"
+RESOURCE_PROFILES = "squall.spark.worker.resource.profiles"
 
 SPARK_SETTINGS: tuple[Setting, ...] = (
     Setting(MASTER, "local[*]", "Spark master: local[N], spark://host:port, yarn, k8s://..."),
@@ -33,6 +34,8 @@ SPARK_SETTINGS: tuple[Setting, ...] = (
     Setting(START_TIMEOUT, 120.0, "seconds a launched worker has to register and open its tasks"),
     Setting(EXECUTOR_WAIT, 30.0, "seconds to wait for a cluster's first executor when counting slots"),
     Setting(START_INACTIVE, False, "submit with the spouts deactivated"),
+    Setting(RESOURCE_PROFILES, False, "each worker's Spark task asks the cores its tasks' CPU asks add up "
+                                      "to (a stage-level TaskResourceProfile; not in local mode)"),
 )
 
 _DEFAULTS = {s.key: s.default for s in SPARK_SETTINGS}

@@ -15,7 +15,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from squall.runtime.plan import TaskPlan
 from squall.runtime.sampling import TupleSampler
 from squall.runtime.worker import Worker
 from squall.spark import coordination as co
+from squall.spark.placement import worker_host
 from squall.spark.transport import ZmqTransport
 
 log = logging.getLogger("squall.spark.worker")
@@ -205,7 +205,7 @@ class _MasterLink:
 
     def register(self) -> dict | None:
         """Register; the welcome message, or None if the master refused this process."""
-        self.send(co.REGISTER, attempt=self.attempt, pid=os.getpid(), host=socket.gethostname(),
+        self.send(co.REGISTER, attempt=self.attempt, pid=os.getpid(), host=worker_host(),
                   address=self.address, nonce=self.nonce)
         deadline = time.monotonic() + self.spec.master_timeout_secs
         while time.monotonic() < deadline:

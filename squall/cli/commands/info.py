@@ -50,13 +50,17 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(table(["COMPONENT", "METRIC", "TYPE", "VALUE"], metrics))
     workers = [[w["worker"], w.get("version"), stamp(w.get("version_since")), w.get("state"), w.get("host"),
+                w.get("assigned_host"), (w.get("resources") or {}).get("cpu_percent"),
+                (w.get("resources") or {}).get("memory_mb"),
                 w.get("pid"), w.get("address"), w.get("restarts"), duration(w.get("uptime_secs")),
                 w.get("tasks")]
                for w in info["workers"]]
     if workers:
         print()
-        print(table(["WORKER", "VERSION", "SINCE", "STATE", "HOST", "PID", "ADDRESS", "RESTARTS", "UPTIME",
-                     "TASKS"], workers))
+        print(table(["WORKER", "VERSION", "SINCE", "STATE", "HOST", "ASSIGNED", "CPU %", "MEM MB", "PID",
+                     "ADDRESS", "RESTARTS", "UPTIME", "TASKS"], workers))
+    for note in info.get("placement_notes") or []:
+        print(f"placement: {note}")
     print_upgrade(info)
     if args.tasks:
         rows = [[t["task"], t["component"], t["worker"], t["pid"], stamp(t["last_heartbeat"]),
