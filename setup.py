@@ -63,6 +63,7 @@ class BuildHotPath(build_ext):
     """``build_ext`` that installs all the compiled modules or none, and writes the manifest."""
 
     def run(self) -> None:
+        """Compile every hot-path module, or fall back to none of them with a notice."""
         if not self.extensions:
             self._drop_outputs()
             return

@@ -45,7 +45,8 @@ def common_options() -> argparse.ArgumentParser:
 class _Version(argparse.Action):
     """``--version``: one unwrapped line (argparse's own action wraps it to the terminal)."""
 
-    def __call__(self, parser, namespace, values, option_string=None) -> NoReturn:  # type: ignore[no-untyped-def]
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        """Print the version line and exit 0."""
         print(version_line())
         parser.exit(0)
 
@@ -57,7 +58,8 @@ def version_line() -> str:
     import squall
     from squall import _speedups
 
-    return f"squall {squall.__version__} (hot path: {_speedups.describe()}; Python {platform.python_version()})"
+    python = platform.python_version()
+    return f"squall {squall.__version__} (hot path: {_speedups.describe()}; Python {python})"
 
 
 def build_parser() -> Parser:

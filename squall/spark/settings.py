@@ -20,6 +20,10 @@ HEARTBEAT_TIMEOUT = "squall.spark.worker.heartbeat.timeout.secs"
 START_TIMEOUT = "squall.spark.worker.start.timeout.secs"
 EXECUTOR_WAIT = "squall.spark.executor.wait.secs"
 START_INACTIVE = "squall.topology.start.inactive"
+ENV = "squall.spark.env"
+ENV_PACKAGES = "squall.spark.env.packages"
+ENV_PYTHON = "squall.spark.env.python"
+ENV_CACHE_DIR = "squall.spark.env.cache.dir"
 
 SPARK_SETTINGS: tuple[Setting, ...] = (
     Setting(MASTER, "local[*]", "Spark master: local[N], spark://host:port, yarn, k8s://..."),
@@ -33,6 +37,14 @@ SPARK_SETTINGS: tuple[Setting, ...] = (
     Setting(START_TIMEOUT, 120.0, "seconds a launched worker has to register and open its tasks"),
     Setting(EXECUTOR_WAIT, 30.0, "seconds to wait for a cluster's first executor when counting slots"),
     Setting(START_INACTIVE, False, "submit with the spouts deactivated"),
+    Setting(ENV, "auto", "the executors' environment: auto (pack this one; none on local masters), "
+                         "none, or the path of a packed environment (.tar.gz, .zip, .pex)"),
+    Setting(ENV_PACKAGES, [], "distributions installed here to pack with squall (auto), with "
+                              "what they require"),
+    Setting(ENV_PYTHON, None, "the Python the shipped environment runs on the executors (default "
+                              "their PYSPARK_PYTHON, else python3.X of the driver's version)"),
+    Setting(ENV_CACHE_DIR, None, "where packed environments are kept (default $SQUALL_ENV_CACHE, "
+                                 "else ~/.cache/squall/envs)"),
 )
 
 _DEFAULTS = {s.key: s.default for s in SPARK_SETTINGS}
