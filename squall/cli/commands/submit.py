@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import sys
 import time
 
@@ -29,6 +30,11 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p.add_argument("--name", help="the topology's name (default: the file's name)")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="override a config key")
     p.add_argument("--inactive", action="store_true", help="submit with the spouts deactivated")
+    p.add_argument("--env", metavar="auto|none|PATH",
+                   help="how squall and the topology's dependencies reach the Spark executors "
+                        "(squall.spark.env): auto packs this environment (the default, none on a "
+                        "local master), none ships nothing, PATH ships a packed environment "
+                        "(.tar.gz, .zip or .pex, a path on the Nimbus host)")
     p.add_argument("--local", type=float, metavar="SECS",
                    help="run on a LocalCluster in this process for SECS seconds, without Nimbus")
     add_yaml_options(p)
@@ -79,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.inactive:
         conf["squall.topology.start.inactive"] = True
+    if args.env:
+        conf["squall.spark.env"] = args.env if args.env in ("auto", "none") else os.path.abspath(args.env)
     if args.local is not None:
         return run_local(name, conf, topology, args.local, args.json)
     nimbus = client(args)
