@@ -45,7 +45,7 @@ from squall.spark.errors import spark_job_error
 from squall.spark.master_info import master_info
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
-from squall.spark.transport import frame_tag
+from squall.spark.transport import bind_address, frame_tag
 from squall.spark.worker_main import WorkerCode, WorkerSpec, spark_task
 
 if TYPE_CHECKING:
@@ -86,8 +86,8 @@ class TopologyMaster:
         self._ctx = zmq.Context()
         self._router = self._ctx.socket(zmq.ROUTER)
         self._router.setsockopt(zmq.LINGER, 0)
-        host = setting(conf, S.MASTER_BIND_HOST)
-        self.address = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{host}')}"
+        bind, host = bind_address(str(setting(conf, S.MASTER_BIND_HOST)))
+        self.address = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{bind}')}"
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._jobs: dict[tuple[int, int], threading.Thread] = {}
         self._jobs_lock = threading.Lock()

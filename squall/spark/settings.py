@@ -27,11 +27,13 @@ ENV_CACHE_DIR = "squall.spark.env.cache.dir"
 
 SPARK_SETTINGS: tuple[Setting, ...] = (
     Setting(MASTER, "local[*]", "Spark master: local[N], spark://host:port, yarn, k8s://..."),
-    Setting(MASTER_BIND_HOST, "127.0.0.1", "host the topology master's coordination socket binds"),
+    Setting(MASTER_BIND_HOST, "127.0.0.1", "host the topology master's coordination socket binds "
+                                           "(auto: this host's address; 0.0.0.0: every interface)"),
     Setting(MASTER_TIMEOUT, 30.0, "seconds a worker runs on without word from the master"),
     Setting(MASTER_UI_URL, None, "standalone master's JSON URL for counting cores "
                                  "(default http://<master host>:8080/json)"),
-    Setting(WORKER_BIND_HOST, "127.0.0.1", "host each worker's receive socket binds"),
+    Setting(WORKER_BIND_HOST, "127.0.0.1", "host each worker's receive socket binds (auto: its "
+                                           "executor's address; 0.0.0.0: every interface)"),
     Setting(HEARTBEAT, 1.0, "seconds between a worker's heartbeats (they carry its metrics)"),
     Setting(HEARTBEAT_TIMEOUT, 10.0, "seconds of silence after which a worker is declared dead"),
     Setting(START_TIMEOUT, 120.0, "seconds a launched worker has to register and open its tasks"),

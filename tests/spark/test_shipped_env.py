@@ -117,7 +117,8 @@ def shipped(bare_cluster, spark_log_dir, tmp_path_factory):
 
     url, ui, _ = bare_cluster
     cache = tmp_path_factory.mktemp("env-cache")
-    conf = {S.ENV_CACHE_DIR: str(cache), S.MASTER_UI_URL: f"{ui}/json"}
+    # each worker binds and advertises its own host's address, as on machines of their own
+    conf = {S.ENV_CACHE_DIR: str(cache), S.MASTER_UI_URL: f"{ui}/json", S.WORKER_BIND_HOST: "auto"}
     with SparkCluster(master=url, log_dir=spark_log_dir,
                       spark_conf={"spark.executor.memory": "512m", "spark.cores.max": "2"}) as cluster:
         cluster.start(conf)  # squall.spark.env is auto: the master is not local
@@ -182,6 +183,7 @@ def test_word_count_with_a_killed_worker_on_the_shipped_environment(shipped, bar
         for pid in pids:
             assert _cmdline(pid)[0] == bare_python
         assert {_environ(pid).get("SPARK_LOCAL_IP") for pid in pids} == set(HOSTS)
+        assert {w["address"].split("//")[1].split(":")[0] for w in before["workers"]} == set(HOSTS)
         spout_task = before["components"]["sentences"]["tasks"][0]
         victim = next(w for w in before["workers"] if spout_task not in w["tasks"])
         helpers.wait_acked_at_least(str(out), 300, timeout=60)
