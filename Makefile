@@ -50,4 +50,4 @@ bench-clean:
 
 clean:
 	-$(PY) scripts/compile.py --clean
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info build dist
