@@ -137,3 +137,15 @@ def test_a_users_python_or_archive_wins(tmp_path):
 def test_a_missing_archive_is_one_clear_error(tmp_path):
     with pytest.raises(SparkSetupError, match=r"squall.spark.env is '.*nope.tar.gz', but no such file"):
         environment_settings({S.ENV: str(tmp_path / "nope.tar.gz")}, "yarn", {})
+
+
+def test_bind_hosts_auto_and_wildcard_advertise_this_hosts_address(monkeypatch):
+    from squall.spark.transport import bind_address
+
+    monkeypatch.delenv("SQUALL_ADVERTISE_HOST", raising=False)
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.3")
+    assert bind_address("auto") == ("127.0.0.3", "127.0.0.3")
+    assert bind_address("0.0.0.0") == ("*", "127.0.0.3")
+    assert bind_address("127.0.0.1") == ("127.0.0.1", "127.0.0.1")
+    monkeypatch.setenv("SQUALL_ADVERTISE_HOST", "10.1.2.3")
+    assert bind_address("auto") == ("10.1.2.3", "10.1.2.3")
