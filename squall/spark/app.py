@@ -40,6 +40,7 @@ from squall.spark.errors import InsufficientSlotsError
 from squall.spark.master import TopologyMaster
 from squall.spark.placement import old_from_record, placement_record, schedule_on_spark
 from squall.spark.settings import setting
+from squall.spark.shipping import environment_settings
 from squall.spark.worker_main import WorkerCode, use_code
 from squall.state.codec import STATE_KEY
 from squall.store import BlobStore, Store, StoreError, open_store
@@ -204,6 +205,7 @@ class TopologyApp:
         base = self.load_version(rec["version"])
         spark_conf = {k: v for k, v in base.conf.items() if k.startswith("spark.")}
         spark_conf.setdefault("spark.app.name", f"squall-{self.name}")
+        spark_conf.update(environment_settings(base.conf, rec["spark_master"], spark_conf)[0])
         self.sc = start_spark_context(rec["spark_master"], spark_conf, self.log_dir)
         plan = make_plan(base.topology, base.conf)
         plan, notes = self._schedule(base.topology, base.conf, plan, self._check_slots(plan, base.conf))

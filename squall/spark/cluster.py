@@ -21,11 +21,12 @@ from squall.runtime.submission import check_name, prepare_conf, prepare_topology
 from squall.scheduler import Assignment, OldWorker, old_workers
 from squall.spark import settings as S
 from squall.spark.context import DEFAULT_MASTER, cluster_slots, start_spark_context
+from squall.spark.environment import PackedEnvironment
 from squall.spark.errors import InsufficientSlotsError, SparkSetupError
 from squall.spark.master import TopologyMaster
 from squall.spark.placement import schedule_on_spark
 from squall.spark.settings import setting
-from squall.spark.shipping import forget_shipped, ship_user_modules
+from squall.spark.shipping import environment_settings, forget_shipped, ship_user_modules
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -38,15 +39,20 @@ class SparkCluster(ClusterBase[TopologyMaster]):
 
     ``master`` overrides the topologies' ``squall.spark.master``; ``spark_conf`` adds
     ``spark.*`` settings; ``log_dir`` receives Spark's own log (default ``logs/``, or
-    ``$SQUALL_LOG_DIR``). A SparkContext already running in this process for the same
-    master is joined rather than started, and then left running on exit.
+    ``$SQUALL_LOG_DIR``). ``env`` overrides ``squall.spark.env``: how squall and the
+    topology's dependencies reach the executors (``auto``, ``none`` or an archive's
+    path; see ``squall.spark.shipping``); ``environment`` is then what was packed. A
+    SparkContext already running in this process for the same master is joined rather
+    than started, and then left running on exit.
     """
 
     def __init__(self, master: str | None = None, spark_conf: dict[str, Any] | None = None,
-                 log_dir: str | None = None) -> None:
+                 log_dir: str | None = None, env: str | None = None) -> None:
         self.master = master
         self.spark_conf = dict(spark_conf or {})
         self.log_dir = log_dir
+        self.env = env
+        self.environment: PackedEnvironment | None = None
         self._sc: SparkContext | None = None
         self._owns_sc = False
         self._assignments: dict[str, Assignment] = {}  # squall.scheduler's answer per running topology
@@ -71,6 +77,9 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             existed = SparkContext._active_spark_context is not None
             spark_conf = {k: v for k, v in (conf or {}).items() if k.startswith("spark.")}
             spark_conf.update(self.spark_conf)
+            squall_conf = {**(conf or {}), **({S.ENV: self.env} if self.env else {})}
+            shipped, self.environment = environment_settings(squall_conf, master, spark_conf)
+            spark_conf.update(shipped)
             self._sc = start_spark_context(master, spark_conf, self.log_dir)
             self._owns_sc = not existed
             return self._sc

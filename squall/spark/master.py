@@ -46,6 +46,7 @@ from squall.spark.master_info import master_info
 from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus, worker_rdd
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
+from squall.spark.transport import bind_address
 from squall.spark.worker_main import WorkerCode, WorkerSpec, spark_task
 
 if TYPE_CHECKING:
@@ -93,8 +94,8 @@ class TopologyMaster:
         self._router.setsockopt(zmq.LINGER, 0)
         self._router.setsockopt(zmq.MAXMSGSIZE, co.MAX_MESSAGE_BYTES)
         self._links: dict[bytes, co.Link] = {}  # worker process identity -> its sealed link
-        host = setting(conf, S.MASTER_BIND_HOST)
-        self.address = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{host}')}"
+        bind, host = bind_address(str(setting(conf, S.MASTER_BIND_HOST)))
+        self.address = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{bind}')}"
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._jobs: dict[tuple[int, int], threading.Thread] = {}
         self._jobs_lock = threading.Lock()

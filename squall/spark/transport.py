@@ -41,6 +41,7 @@ import itertools
 import logging
 import os
 import secrets as random
+import socket
 import struct
 import threading
 from collections import deque
@@ -68,6 +69,38 @@ def frame_tag(secret: bytes, *parts: bytes) -> bytes:
     return h.digest()
 
 
+WILDCARDS = ("0.0.0.0", "*")
+
+
+def this_host() -> str:
+    """The address other hosts reach this process at: Spark's own idea of it, else the hostname's.
+
+    ``SQUALL_ADVERTISE_HOST``, else ``SPARK_LOCAL_IP`` (standalone Workers pass theirs on to
+    executors), else ``SPARK_EXECUTOR_POD_IP`` (Kubernetes), else the host name's address.
+    """
+    for key in ("SQUALL_ADVERTISE_HOST", "SPARK_LOCAL_IP", "SPARK_EXECUTOR_POD_IP"):
+        if os.environ.get(key):
+            return os.environ[key]
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+def bind_address(bind_host: str) -> tuple[str, str]:
+    """(address to bind, address to give peers) for a ``*.bind.host`` setting.
+
+    ``auto`` binds and advertises ``this_host()``; ``0.0.0.0`` binds every interface and
+    advertises ``this_host()``; any other value is bound and advertised as it is.
+    """
+    if bind_host == "auto":
+        host = this_host()
+        return host, host
+    if bind_host in WILDCARDS:
+        return "*", this_host()
+    return bind_host, bind_host
+
+
 class ZmqTransport:
     """One worker's ZeroMQ link to its peers; implements ``squall.runtime.transport.Transport``."""
 
@@ -89,8 +122,9 @@ class ZmqTransport:
         self._pull.setsockopt(zmq.RCVHWM, self._hwm)
         self._pull.setsockopt(zmq.LINGER, 0)
         self._pull.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
-        port = self._pull.bind_to_random_port(f"tcp://{bind_host}")
-        self.address = f"tcp://{bind_host}:{port}"
+        bind, advertised = bind_address(bind_host)
+        port = self._pull.bind_to_random_port(f"tcp://{bind}")
+        self.address = f"tcp://{advertised}:{port}"
         self._nonces: dict[int, bytes] = {}  # peer -> its current nonce (from the master's map)
         self._retired: set[bytes] = set()  # nonces of peers' earlier processes
         self._send_seq: dict[int, int] = {}  # peer -> last sequence number sent to it
