@@ -248,13 +248,18 @@ class OutputCollector(_Emitter):
 
     def fail(self, tup: Tuple) -> None:
         """``tup`` failed: its whole tree fails at once and the spout may replay it."""
+        self.fail_with_error(tup, None)
+
+    def fail_with_error(self, tup: Tuple, error: str | None) -> None:
+        """Fail ``tup``, telling its spouts where (this task) and why (``error``'s text)."""
         if tup._done:
             return
         tup._done = True
         task = self._bolt_task
         if tup._ids and task.acking:
             for root in tup._ids:
-                self._worker.deliver(task.acker_for(root), task, ACK_FAIL, [root], None)
+                self._worker.deliver(task.acker_for(root), task, ACK_FAIL,
+                                     [root, task.component, task.task_id, error], None)
         if tup.stream is not TICK_STREAM:
             self._metrics.failed += 1
 

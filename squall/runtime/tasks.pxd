@@ -41,6 +41,7 @@ cdef class SpoutTask(Task):
     cdef public bint active
     cdef public object max_retries
     cdef public dict _failures
+    cdef public object _fail_with_reason
     cpdef bint can_emit(self)
     cpdef Py_ssize_t next_tuple(self)
     cpdef track(self, object root, object msg_id)
