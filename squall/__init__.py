@@ -34,6 +34,7 @@ _EXPORTS = {
     "TopologyStartError": "squall.api.errors",
     "NotAliveError": "squall.api.errors",
     "AlreadyAliveError": "squall.api.errors",
+    "ReliableSpout": "squall.connectors.reliable",
     "LocalCluster": "squall.local.cluster",
     "submit_topology": "squall.cli.remote",
 }
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from squall.api.fields import Fields
     from squall.api.tuple import Tuple
     from squall.cli.remote import submit_topology
+    from squall.connectors.reliable import ReliableSpout
     from squall.local.cluster import LocalCluster
 
 
