@@ -85,3 +85,31 @@ class DeadLetterSink(Bolt):
             return
         record("letters", dict(zip(tup.fields, tup.values, strict=True)))
         self.collector.ack(tup)
+
+
+class Upper(Bolt):
+    """[n, text] -> [n, TEXT], anchored; holds (never acks) entries whose n is in ``hold``,
+    raises on ``bad``; sleeps ``delay`` per tuple so kills land mid-run."""
+
+    def __init__(self, hold: frozenset = frozenset(), bad: str | None = None, delay: float = 0.0) -> None:
+        self.hold, self.bad, self.delay = hold, bad, delay
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    def execute(self, tup):
+        n, text = tup["n"], tup["text"]
+        if self.delay:
+            import time
+
+            time.sleep(self.delay)
+        if n == self.bad:
+            raise ValueError(f"bad entry {n}")
+        if int(n) in self.hold:
+            record("upper.held", int(n))
+            return
+        self.collector.emit([n, text.upper()], anchors=tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("n", "text"))
