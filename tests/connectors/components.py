@@ -113,3 +113,37 @@ class Upper(Bolt):
 
     def declare_output_fields(self, declarer):
         declarer.declare(Fields("n", "text"))
+
+
+class LineSink(Bolt):
+    """Appends each line to ``<out>/<task>.txt`` (flushed before the ack); holds lines in ``hold``.
+
+    A durable sink for tests whose topology process is killed: what it acked is on disk.
+    """
+
+    def __init__(self, out: str, hold: frozenset = frozenset(), delay: float = 0.0) -> None:
+        self.out, self.hold, self.delay = out, hold, delay
+
+    def prepare(self, conf, context, collector):
+        import os
+
+        self.collector = collector
+        os.makedirs(self.out, exist_ok=True)
+        self.f = open(os.path.join(self.out, f"{context.task_id}.txt"), "a", encoding="utf-8")  # noqa: SIM115
+
+    def execute(self, tup):
+        line = tup["line"]
+        if self.delay:
+            import time
+
+            time.sleep(self.delay)
+        if line in self.hold:
+            record("sink.held", line)
+            return
+        self.f.write(line + "\n")
+        self.f.flush()
+        record("sink", line)
+        self.collector.ack(tup)
+
+    def cleanup(self):
+        self.f.close()
