@@ -147,3 +147,28 @@ class LineSink(Bolt):
 
     def cleanup(self):
         self.f.close()
+
+
+class SplitWords(Bolt):
+    """[id, sentence] -> [id, pos, word] per word, anchored; holds the ids in ``hold``,
+    raises on ``bad``; records every id it sees."""
+
+    def __init__(self, hold: frozenset = frozenset(), bad: int | None = None) -> None:
+        self.hold, self.bad = hold, bad
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    def execute(self, tup):
+        sid = tup["id"]
+        record("split.seen", sid)
+        if sid in self.hold:
+            return
+        if sid == self.bad:
+            raise ValueError(f"cannot split {sid}")
+        for pos, word in enumerate(tup["sentence"].split()):
+            self.collector.emit([sid, pos, word], anchors=tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("id", "pos", "word"))
