@@ -75,3 +75,60 @@ def test_a_message_already_in_flight_is_not_started_twice():
     p = ReplayPolicy(None, 0.0, 0.0)
     assert p.started("m", [1])
     assert not p.started("m", [1])
+
+
+# Ported from Storm's KafkaSpoutRetryExponentialBackoffTest (storm-kafka-client).
+
+def test_storm_max_delay_caps_a_huge_initial_delay():
+    # testMaxDelay: a 500 s initial delay with a 2 s cap is ready after 2 s
+    p = ReplayPolicy(1, 500.0, 2.0)
+    p.started(0, [])
+    p.failed(0, Failure("failed"), now=0.0)
+    assert p.next_replay(1.999) is None
+    assert p.next_replay(2.0) == (0, [])
+
+
+def test_storm_exponential_backoff_waits_each_doubling_exactly():
+    # testExponentialBackoff: ready exactly when each doubled backoff expires, not a second before
+    p = ReplayPolicy(None, 4.0, 1e9)
+    p.started(0, [])
+    now = 0.0
+    for expected in (4, 8, 16, 32):
+        p.failed(0, Failure("failed"), now)
+        assert p.next_replay(now + expected - 1) is None
+        assert p.next_replay(now + expected) == (0, [])
+        now += expected
+
+
+def test_storm_messages_on_one_partition_are_ready_in_the_order_they_fail():
+    # testCanHandleMultipleMessagesOnPartition / testCanHandleMultipleTopics
+    p = ReplayPolicy(None, 1.0, 1.0)
+    p.started(0, [])
+    p.started(1, [])
+    p.failed(0, Failure("failed"), 0.0)
+    p.failed(1, Failure("failed"), 0.5)
+    assert p.next_replay(0.99) is None
+    assert p.next_replay(1.0) == (0, [])
+    assert p.next_replay(1.49) is None
+    assert p.next_replay(1.5) == (1, [])
+
+
+def test_storm_max_retries_allows_that_many_retries_besides_the_first_try():
+    # testMaxRetries: maxRetries=3 schedules after 3 failures, refuses after the 4th
+    p = ReplayPolicy(3, 0.0, 0.0)
+    p.started(0, [])
+    for _ in range(3):
+        assert p.failed(0, Failure("failed"), 0.0) is None
+        assert p.next_replay(0.0) == (0, [])
+    assert p.failed(0, Failure("failed"), 0.0).attempts == 4
+
+
+def test_storm_an_acked_message_is_no_longer_scheduled():
+    # testCanRemoveRetry / testCannotContainMultipleSchedulesForId
+    p = ReplayPolicy(None, 1.0, 1.0)
+    p.started(0, [])
+    p.failed(0, Failure("failed"), 0.0)
+    assert p.waiting() == 1 and p.next_due() == 1.0
+    assert p.done(0)
+    assert p.waiting() == 0 and p.next_due() is None
+    assert p.next_replay(10.0) is None
