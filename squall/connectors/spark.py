@@ -26,7 +26,12 @@ import hashlib
 import json
 import logging
 import os
+import shutil
+import threading
+import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -248,51 +253,133 @@ class DataFrameWriterBolt(Bolt):
         return {"topology.tick.tuple.freq.secs": self.flush_secs}
 
     def prepare(self, conf: dict, context: Any, collector: Any) -> None:
-        """Start a session if needed."""
+        """Start a session if needed, and the thread that writes."""
         self.collector = collector
         self.spark = session(conf)
         self.batch: list[Tuple] = []
         self.written = 0
+        # Writes run on a thread of their own, one at a time, so that a Spark job (a second
+        # or more) does not stall the worker's other tasks; their outcomes are acked or
+        # failed on the task's thread, at the next tuple or tick.
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="squall-df-writer")
+        self._writes: deque[tuple[Future, list[Tuple]]] = deque()
 
     def execute(self, tup: Tuple) -> None:
         """Gather the tuple; write the batch when full (or on the tick)."""
         if tup.is_tick():
             self.flush()
-            return
-        self.batch.append(tup)
-        if len(self.batch) >= self.batch_rows:
-            self.flush()
+        else:
+            self.batch.append(tup)
+            if len(self.batch) >= self.batch_rows:
+                self.flush()
+        if self._writes:
+            self._settle(block=False)
 
-    def flush(self) -> None:
-        """Write the waiting tuples; ack them all, or fail them all if the write failed."""
-        batch, self.batch = self.batch, []
-        if not batch:
+    def flush(self, wait: bool = False) -> None:
+        """Start writing the waiting tuples, unless ``MAX_WRITES`` writes are under way.
+
+        Then the tuples keep waiting and the batch grows until a write finishes (group
+        commit: the slower Spark writes, the larger each write), and the task's thread is
+        never held; ``topology.max.spout.pending`` bounds the batch. ``wait``: wait for a
+        write to finish instead (a graceful stop).
+        """
+        if not self.batch:
             return
+        self._settle(block=False)
+        while len(self._writes) >= MAX_WRITES:
+            if not wait:
+                return
+            self._settle(block=True, one=True)
+        batch, self.batch = self.batch, []
         names = self.fields if self.fields is not None else list(batch[0].fields)
         rows = [tuple(_jsonable(t[n]) if n in self.json_columns else t[n] for n in names)
                 for t in batch]
-        try:
-            df = self.spark.createDataFrame(rows, self.schema or names)
-            if self.schema:
-                df = df.toDF(*names)
-            writer = df.write.format(self.format).mode(self.mode).options(**self.options)
-            if self.partition_by:
-                writer = writer.partitionBy(*self.partition_by)
-            writer.save(self.path)
-        except Exception as e:  # noqa: BLE001 - Spark's errors are many; the batch replays
-            self.collector.report_error(RuntimeError(
-                f"DataFrameWriterBolt: writing {len(rows)} rows to {self.path} failed: "
-                f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
-            for t in batch:
-                self.collector.fail(t)
+        self._writes.append((self._pool.submit(self._write, rows, names), batch))
+
+    def _write(self, rows: list[tuple], names: list[str]) -> int:
+        df = self.spark.createDataFrame(rows, self.schema or names)
+        if self.schema:
+            df = df.toDF(*names)
+        writer = df.write.format(self.format).mode(self.mode).options(**self.options)
+        if self.partition_by:
+            writer = writer.partitionBy(*self.partition_by)
+        self._save(writer)
+        return len(rows)
+
+    def _settle(self, block: bool, one: bool = False) -> None:
+        """Ack the batches whose write succeeded, fail those whose write failed (in order)."""
+        writes = self._writes
+        while writes and (block or writes[0][0].done()):
+            future, batch = writes.popleft()
+            try:
+                self.written += future.result()
+            except Exception as e:  # noqa: BLE001 - Spark's errors are many; the batch replays
+                text = str(e).splitlines()[0] if str(e) else ""
+                self.collector.report_error(RuntimeError(
+                    f"DataFrameWriterBolt: writing {len(batch)} rows to {self.path} failed: "
+                    f"{type(e).__name__}: {text}"))
+                for t in batch:
+                    self.collector.fail(t)
+            else:
+                for t in batch:
+                    self.collector.ack(t)
+            if one:
+                return
+
+    def _save(self, writer: Any) -> None:
+        # Two Spark jobs appending to one directory share its _temporary folder, and the
+        # first to commit deletes it under the other. On a local path each batch is written
+        # to a staging folder of its own and its files moved in (their names are unique);
+        # elsewhere the writes of this process to one path take turns.
+        local = _local_path(self.path)
+        if local is None or self.mode != "append":
+            with _path_lock(self.path):
+                writer.save(self.path)
             return
-        self.written += len(rows)
-        for t in batch:
-            self.collector.ack(t)
+        stage = local / STAGING / uuid.uuid4().hex
+        try:
+            writer.save(str(stage))
+            _move_data_files(stage, local)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
 
     def cleanup(self) -> None:
-        """Write what waits (a graceful stop)."""
-        self.flush()
+        """Write what waits and wait for the writes (a graceful stop)."""
+        self.flush(wait=True)
+        self._settle(block=True)
+        self._pool.shutdown(wait=True)
+
+
+MAX_WRITES = 2  # batches being written per task before flush waits for the oldest
+STAGING = "_squall_staging"  # a name Spark's readers skip (it starts with "_")
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _path_lock(path: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(path, threading.Lock())
+
+
+def _local_path(path: str) -> Path | None:
+    """The local directory ``path`` names (a plain path or ``file:``), else None."""
+    if path.startswith("file:"):  # file:///a/b or file:/a/b
+        return Path("/" + path[len("file:"):].lstrip("/"))
+    if "://" in path:
+        return None
+    return Path(path)
+
+
+def _move_data_files(stage: Path, target: Path) -> None:
+    """Move the data files Spark wrote under ``stage`` to the same places under ``target``."""
+    for root, dirs, files in os.walk(stage):
+        dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+        rel = Path(root).relative_to(stage)
+        for name in files:
+            if name.startswith(("_", ".")):
+                continue  # _SUCCESS, checksums
+            (target / rel).mkdir(parents=True, exist_ok=True)
+            os.replace(Path(root) / name, target / rel / name)
 
 
 def dead_letter_writer(path: str | os.PathLike, **kwargs: Any) -> DataFrameWriterBolt:

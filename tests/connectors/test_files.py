@@ -92,6 +92,8 @@ def test_a_restart_resumes_where_acking_left_off(tmp_path):
     assert sum(total.values()) - len(expected) == 59  # duplicates: acked after the gap
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_sigkill_mid_run_then_restart_loses_nothing(tmp_path, subprocess_env):
     src, progress, out = tmp_path / "in", tmp_path / "progress", tmp_path / "out"
     expected = make_files(src, files=4, lines=1000)

@@ -125,6 +125,8 @@ def test_entries_left_pending_by_a_dead_consumer_are_claimed(redis_server, redis
     assert consumers["ghost"] == 0
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_sigkill_mid_run_then_restart_loses_nothing(redis_server, redis_client, subprocess_env):
     # C1 on a Redis source: the whole topology process is SIGKILLed mid-stream (no close, no
     # flush); a second run completes it. At-least-once: every entry out, duplicates counted.

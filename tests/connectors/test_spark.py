@@ -14,7 +14,7 @@ from squall.connectors.reliable import DEAD_LETTER_STREAM
 from squall.connectors.spark import DataFrameSpout, DataFrameWriterBolt, dead_letter_writer
 from tests.connectors.components import RECORD, SplitWords
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 
 WORDS = ["apple", "pear", "fig", "plum", "kiwi"]
 
@@ -66,7 +66,7 @@ def pipeline(src, progress, out, hold=frozenset(), bad=None, dead=None, **spout_
                                        **spout_args), 2)
     b.set_bolt("split", SplitWords(hold=hold, bad=bad), 2).shuffle_grouping("rows")
     b.set_bolt("write", DataFrameWriterBolt(out, batch_rows=100, flush_secs=0.2,
-                                            partition_by=["pos"]), 1).shuffle_grouping("split")
+                                            partition_by=["pos"]), 2).shuffle_grouping("split")
     if dead is not None:
         b.set_bolt("dead", dead_letter_writer(dead, flush_secs=0.2)).shuffle_grouping(
             "rows", stream=DEAD_LETTER_STREAM)
