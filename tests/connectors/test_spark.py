@@ -110,17 +110,20 @@ def test_a_restart_skips_done_files_and_replays_from_the_first_unacked_row(spark
     src, progress, out = tmp_path / "in", tmp_path / "progress", tmp_path / "out"
     write_input(spark, src, rows, files=2)
     held = 123
+    ids = {p.name: [r.id for r in spark.read.parquet(str(p)).collect()] for p in src.glob("*.parquet")}
+    [open_file] = [name for name, file_ids in ids.items() if held in file_ids]
+    file_ids = ids[open_file]
     with LocalCluster() as cluster:
         cluster.submit_topology("pq", conf(), pipeline(str(src), str(progress), str(out),
                                                        hold=frozenset({held})))
         assert wait_for(lambda: len(set(RECORD["split.seen"])) >= 200)
-        assert wait_for(lambda: sum(d for _, d in done_progress(progress).values()) == 1)
-        time.sleep(0.5)
+        # everything but the held row completes: the other file is done, this one's mark
+        # stops at the held row however long we wait
+        assert wait_for(lambda: done_progress(progress).get(open_file) == (file_ids.index(held), False)
+                        and sum(d for _, d in done_progress(progress).values()) == 1)
         cluster.kill_topology("pq")
-    state = done_progress(progress)
-    [(open_file, (at, _))] = [(f, v) for f, v in state.items() if not v[1]]
-    file_ids = [r.id for r in spark.read.parquet(str(src / open_file)).collect()]
-    assert file_ids[at] == held  # the mark stopped at the held row
+    at = file_ids.index(held)
+    assert done_progress(progress)[open_file] == (at, False)
     RECORD.clear()
     with LocalCluster() as cluster:
         cluster.submit_topology("pq", conf(), pipeline(str(src), str(progress), str(out)))
