@@ -4,13 +4,15 @@ A spout ``numbers`` (2 tasks) emits ``[n, key]`` for n = 0..N-1 on its default s
 the same values on a direct stream ``picked``. One recording bolt (3 tasks) subscribes with
 each grouping:
 
-    shuffle            balanced over the 3 tasks, within one per emitting spout task
+    shuffle            load-aware: the emitting worker's tasks while their queues keep up,
+                       balanced among them (within one per emitting spout task)
     fields("key")      equal keys always reach the same task
     all                every task gets every tuple
     global             everything to the lowest task id
-    none               as shuffle
+    none               balanced over the 3 tasks, within one per emitting spout task
     direct             the spout picks the task: tasks[n % 3] (``emit_direct`` on ``picked``)
     local_or_shuffle   only tasks in the emitting spout task's worker, when there are some
+    partial_key("key") each key to the less loaded of its two candidate tasks
     custom             ``ThirdsGrouping``: multiples of 3 to the first task, the rest to the last
 
 Run it with ``python -m examples.all_groupings`` (or ``python examples/all_groupings.py``).
@@ -25,7 +27,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from squall import BasicBolt, Config, CustomStreamGrouping, Fields, LocalCluster, Spout, TopologyBuilder
+from squall import (
+    BasicBolt,
+    Config,
+    CustomStreamGrouping,
+    Fields,
+    GlobalStreamId,
+    LocalCluster,
+    Spout,
+    TopologyBuilder,
+)
 
 if __package__ in (None, ""):  # run as a script: make the ``examples`` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -35,7 +46,8 @@ from examples import _results  # noqa: E402
 TOPOLOGY_NAME = "all-groupings"
 SPOUT = "numbers"
 DIRECT_STREAM = "picked"
-GROUPINGS = ["shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle", "custom"]
+GROUPINGS = ["shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle",
+             "partial_key", "custom"]
 NUM_KEYS = 5
 
 
@@ -77,7 +89,7 @@ class NumberSpout(Spout):
 class ThirdsGrouping(CustomStreamGrouping):
     """A custom grouping: multiples of 3 go to the first target task, other numbers to the last."""
 
-    def prepare(self, context: Any, stream: str, target_tasks: list[int]) -> None:
+    def prepare(self, context: Any, stream: GlobalStreamId, target_tasks: list[int]) -> None:
         self._first = [min(target_tasks)]
         self._last = [max(target_tasks)]
 
@@ -113,6 +125,7 @@ def build_topology(*, tuples: int = 300, parallelism: int = 3) -> Any:
     bolt("none").none_grouping(SPOUT)
     bolt("direct").direct_grouping(SPOUT, stream=DIRECT_STREAM)
     bolt("local_or_shuffle").local_or_shuffle_grouping(SPOUT)
+    bolt("partial_key").partial_key_grouping(SPOUT, Fields("key"))
     bolt("custom").custom_grouping(SPOUT, ThirdsGrouping())
     return builder.create_topology()
 

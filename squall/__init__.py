@@ -22,12 +22,15 @@ _EXPORTS = {
     "BasicBolt": "squall.api.components",
     "StatefulBolt": "squall.api.components",
     "CustomStreamGrouping": "squall.api.components",
+    "GlobalStreamId": "squall.api.components",
     "OutputFieldsDeclarer": "squall.api.components",
+    "AsyncBolt": "squall.api.asyncbolt",
     "TopologyBuilder": "squall.api.builder",
     "Fields": "squall.api.fields",
     "Tuple": "squall.api.tuple",
     "Config": "squall.api.config",
     "TopologyContext": "squall.api.context",
+    "BaseTaskHook": "squall.api.hooks",
     "FailedException": "squall.api.errors",
     "ReportedFailedException": "squall.api.errors",
     "InvalidTopologyError": "squall.api.errors",
@@ -36,17 +39,25 @@ _EXPORTS = {
     "AlreadyAliveError": "squall.api.errors",
     "ReliableSpout": "squall.connectors.reliable",
     "LocalCluster": "squall.local.cluster",
+    "PartialKeyGrouping": "squall.runtime.groupings",
     "submit_topology": "squall.cli.remote",
+    "WindowedBolt": "squall.windows",
+    "StatefulWindowedBolt": "squall.windows",
+    "TupleWindow": "squall.windows",
+    "Count": "squall.windows",
+    "Duration": "squall.windows",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from squall.api.asyncbolt import AsyncBolt
     from squall.api.builder import TopologyBuilder
     from squall.api.components import (
         BasicBolt,
         Bolt,
         CustomStreamGrouping,
+        GlobalStreamId,
         OutputFieldsDeclarer,
         Spout,
         StatefulBolt,
@@ -62,10 +73,13 @@ if TYPE_CHECKING:
         TopologyStartError,
     )
     from squall.api.fields import Fields
+    from squall.api.hooks import BaseTaskHook
     from squall.api.tuple import Tuple
     from squall.cli.remote import submit_topology
     from squall.connectors.reliable import ReliableSpout
     from squall.local.cluster import LocalCluster
+    from squall.runtime.groupings import PartialKeyGrouping
+    from squall.windows import Count, Duration, StatefulWindowedBolt, TupleWindow, WindowedBolt
 
 
 def __getattr__(name: str) -> Any:

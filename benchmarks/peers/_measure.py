@@ -206,8 +206,10 @@ def tree_rss(pid: int | None = None) -> dict[str, Any]:
 
 # ---- a case's figures --------------------------------------------------------------------
 
-def sink_units_per_sentence(workload: str) -> float:
+def sink_units_per_sentence(workload: str, variant: str = "") -> float:
     """What a sink counts per input sentence: its words, or the sentence itself (pipeline)."""
+    if workload == "iowait":  # wordcount-threaded counts words; the wait steps, sentences
+        return WORDS_PER_SENTENCE if variant == "wordcount-threaded" else 1.0
     return 1.0 if workload == "pipeline" else WORDS_PER_SENTENCE
 
 
@@ -223,7 +225,7 @@ def figures(case: dict[str, Any], t0: float, t1: float, *,
     Sentences/s are the acked ones when the case has ackers, else the sink's count turned
     into sentences: completed work either way, never what a source merely emitted.
     """
-    units = sink_units_per_sentence(case["workload"])
+    units = sink_units_per_sentence(case["workload"], case.get("variant", ""))
     sink_rate = total_rate(sink, t0, t1)
     acked_rate = total_rate(acked, t0, t1) if (case.get("acking") and acked is not None) else None
     if acked_rate is not None:

@@ -6,7 +6,9 @@ Run from the repository root in ``.bench/venvs/bytewax`` (``pip install bytewax`
   ``perf_counter()`` at emit -> ``flat_map`` split -> ``key_on`` word -> ``stateful_map``
   count (emits ``(word, count)`` per word, as squall's count bolt) -> a ``DynamicSink``
   that counts words and takes the latency of each sentence's last word;
-- pipeline: source -> ``map`` upper -> ``map`` exclaim -> ``map`` length -> sink.
+- pipeline: source -> ``map`` upper -> ``map`` exclaim -> ``map`` length -> sink;
+- iowait: source -> ``map`` that waits about 5 ms on the local delay server per sentence
+  (``benchmarks.peers._delay``, the same server squall's variants wait on) -> sink.
 
 One worker (``workers`` = 1) runs under ``bytewax.testing.run_main`` in this process;
 N workers are N processes under ``bytewax.testing.cluster_main`` on 127.0.0.1 (bytewax
@@ -56,7 +58,7 @@ def build_flow(case: dict, probe_dir: str, start: float) -> Any:
     window = Window(case["warmup_s"], case["duration_s"], start=start)
     stop_at = window.t1 + SETTLE_S
     rate = case.get("rate_tps")
-    pipeline = case["workload"] == "pipeline"
+    pipeline = case["workload"] in ("pipeline", "iowait")
 
     class Sentences(StatelessSourcePartition):
         def __init__(self, index: int, count: int) -> None:
@@ -112,7 +114,21 @@ def build_flow(case: dict, probe_dir: str, start: float) -> Any:
 
     flow = Dataflow(f"bench_{case['workload']}")
     stream = op.input("sentences", flow, Source())
-    if pipeline:
+    if case["workload"] == "iowait":
+        from benchmarks.peers._delay import DelayClient, start_server
+
+        port = start_server()
+        clients: dict[int, DelayClient] = {}
+
+        def wait(x: tuple) -> tuple:
+            client = clients.get(0)
+            if client is None:
+                client = clients[0] = DelayClient(port)
+            client.ask()
+            return x
+
+        stream = op.map("wait", stream, wait)
+    elif pipeline:
         for i, step in enumerate(PIPELINE_STEPS):
             stream = op.map(f"map{i + 1}", stream, lambda x, step=step: (x[0], step(x[1])))
     else:

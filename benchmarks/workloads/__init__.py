@@ -14,10 +14,20 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from benchmarks.workloads import latency, pipeline, scaling, stateful_wordcount, wordcount
+from benchmarks.workloads import (
+    iowait,
+    latency,
+    multilang,
+    pipeline,
+    scaling,
+    stateful_wordcount,
+    windowed_wordcount,
+    wordcount,
+)
 
 WORKLOADS: dict[str, ModuleType] = {
-    m.NAME: m for m in (wordcount, pipeline, stateful_wordcount, latency, scaling)
+    m.NAME: m for m in (wordcount, pipeline, stateful_wordcount, windowed_wordcount, latency,
+                        scaling, iowait, multilang)
 }
 SQUALL_SYSTEMS = ("squall-local", "squall-spark")
 ACKING_SYSTEMS = (*SQUALL_SYSTEMS, "raw")  # systems with per-tuple acking; peers have none

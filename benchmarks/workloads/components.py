@@ -14,7 +14,7 @@ from typing import Any
 from benchmarks.peers._common import SENTENCES
 from benchmarks.peers._measure import Probe
 from examples.word_count import SplitSentence  # noqa: F401 - the example's split, re-used
-from squall import BasicBolt, Fields, Spout, StatefulBolt
+from squall import BasicBolt, Fields, Spout, StatefulBolt, WindowedBolt
 
 CATCH_UP = 64  # most sentences a paced spout emits in one next_tuple when behind
 
@@ -164,3 +164,42 @@ class MapStep(BasicBolt):
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(Fields("value"))
 
+
+
+class SlidingWordCount(WindowedBolt):
+    """Word counts over a sliding window, kept incrementally from the new and expired tuples.
+
+    Emits one ``[words in the window, distinct words]`` per window (anchored to the window's
+    tuples, as every windowed emit) and probes every word that entered the window.
+    """
+
+    def __init__(self, probe_dir: str) -> None:
+        super().__init__()
+        self.probe_dir = probe_dir
+
+    def prepare(self, conf: dict, context: Any, collector: Any) -> None:
+        self._collector = collector
+        self.counts: dict[str, int] = {}
+        self._probe = Probe(self.probe_dir, f"task{context.task_id}-sink")
+
+    def execute(self, window: Any) -> None:
+        counts = self.counts
+        new = window.get_new()
+        for tup in new:
+            word = tup[0]
+            counts[word] = counts.get(word, 0) + 1
+        for tup in window.get_expired():
+            word = tup[0]
+            left = counts[word] - 1
+            if left:
+                counts[word] = left
+            else:
+                del counts[word]
+        self._collector.emit([len(window.get()), len(counts)])
+        self._probe.count(len(new))
+
+    def cleanup(self) -> None:
+        self._probe.flush()
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(Fields("words", "distinct"))

@@ -5,6 +5,7 @@ from squall.api.components import (
     BasicBolt,
     Bolt,
     CustomStreamGrouping,
+    GlobalStreamId,
     OutputFieldsDeclarer,
     Spout,
     StatefulBolt,
@@ -25,7 +26,7 @@ from squall.api.tuple import Tuple
 
 __all__ = [
     "AlreadyAliveError", "BasicBolt", "Bolt", "ComponentDeclarer", "Config",
-    "CustomStreamGrouping", "FailedException", "Fields", "InvalidTopologyError",
+    "CustomStreamGrouping", "FailedException", "Fields", "GlobalStreamId", "InvalidTopologyError",
     "NotAliveError", "OutputFieldsDeclarer", "ReportedFailedException", "Spout",
     "StatefulBolt", "StormTopology", "TopologyBuilder", "TopologyContext", "TopologyStartError", "Tuple",
     "WorkerTopologyContext",

@@ -16,6 +16,12 @@ from squall.api.components import (
     Spout,
     StatefulBolt,
 )
+from squall.api.config import (
+    TOPOLOGY_MAX_TASK_PARALLELISM,
+    TOPOLOGY_TASKS,
+    check_component_conf,
+    component_tasks,
+)
 from squall.api.errors import InvalidTopologyError
 from squall.api.fields import Fields
 from squall.api.topology import ComponentSpec, Grouping, Input, StormTopology
@@ -53,7 +59,6 @@ class ComponentDeclarer:
         self.kind = kind
         self.component = component
         self.parallelism = parallelism
-        self.num_tasks: int | None = None
         self.inputs: list[Input] = []
         self.conf: dict[str, Any] = {}
         self.memory_load_mb: float | None = None
@@ -74,6 +79,20 @@ class ComponentDeclarer:
         if not isinstance(fields, Fields):
             fields = Fields(fields)  # a name, or an iterable of names
         return self._grouping(component, stream, Grouping("fields", fields=fields))
+
+    def partial_key_grouping(
+        self, component: str, fields: Fields, stream: str = DEFAULT_STREAM
+    ) -> ComponentDeclarer:
+        """Storm's partial key grouping: the less loaded of each key's two candidate tasks.
+
+        The candidates come from two stable hashes of ``fields``; the load is what this
+        emitter has sent to each. A key's tuples are split over at most two tasks, so a
+        skewed key spreads its load where fields grouping would pile it on one task; the
+        bolt must merge partial results.
+        """
+        if not isinstance(fields, Fields):
+            fields = Fields(fields)  # a name, or an iterable of names
+        return self._grouping(component, stream, Grouping("partial_key", fields=fields))
 
     def all_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> ComponentDeclarer:
         """Every task gets every tuple."""
@@ -103,10 +122,22 @@ class ComponentDeclarer:
         """Route with a user ``CustomStreamGrouping``."""
         return self._grouping(component, stream, Grouping("custom", custom=grouping))
 
+    @property
+    def num_tasks(self) -> int | None:
+        """The tasks set by ``set_num_tasks`` or ``add_configuration("topology.tasks", n)``."""
+        return self.conf.get(TOPOLOGY_TASKS)
+
     def set_num_tasks(self, n: int) -> ComponentDeclarer:
-        """Tasks for this component (default: its parallelism), spread over its executors."""
-        self.num_tasks = n
-        return self
+        """Tasks for this component (default: its parallelism), spread over its executors.
+
+        As Storm's, this is the component configuration ``topology.tasks``; with fewer
+        tasks than the parallelism, the component gets one executor per task.
+        """
+        return self.add_configuration(TOPOLOGY_TASKS, n)
+
+    def set_max_task_parallelism(self, n: int | None) -> ComponentDeclarer:
+        """Cap this component's tasks (and so its executors): ``topology.max.task.parallelism``."""
+        return self.add_configuration(TOPOLOGY_MAX_TASK_PARALLELISM, n)
 
     def set_memory_load(self, mb: float) -> ComponentDeclarer:
         """Memory hint per task, in MB, for the scheduler."""
@@ -118,9 +149,29 @@ class ComponentDeclarer:
         self.cpu_load_percent = float(percent)
         return self
 
+    def set_threaded(self, threaded: bool = True) -> ComponentDeclarer:
+        """Run each task of this component on a thread of its own (JStorm's model).
+
+        The component configuration ``squall.task.threaded``. For components that wait on
+        the outside world (a lookup, an HTTP call): while one task waits, the other tasks
+        of its worker carry on. CPU-bound components are faster on the worker's loop.
+        """
+        self.conf["squall.task.threaded"] = bool(threaded)
+        return self
+
     def add_configuration(self, key: str, value: Any) -> ComponentDeclarer:
-        """Configuration for this component only."""
+        """Configuration for this component only; wins over ``get_component_configuration``."""
+        if not isinstance(key, str) or not key:
+            raise InvalidTopologyError(
+                f"component {self.id!r}: configuration keys are non-empty strings, got {key!r}"
+            )
         self.conf[key] = value
+        return self
+
+    def add_configurations(self, conf: dict) -> ComponentDeclarer:
+        """``add_configuration`` for every item of ``conf``."""
+        for key, value in conf.items():
+            self.add_configuration(key, value)
         return self
 
 
@@ -142,7 +193,14 @@ class TopologyBuilder:
         return self._add(cid, "spout", spout, parallelism, (Spout,))
 
     def set_bolt(self, cid: str, bolt: Bolt | BasicBolt, parallelism: int = 1) -> ComponentDeclarer:
-        """Add a bolt with ``parallelism`` executors."""
+        """Add a bolt with ``parallelism`` executors.
+
+        A component with an ``as_bolt()`` method (a windowed bolt) runs as the bolt that
+        method returns, which wraps it (as Storm's builder wraps an ``IWindowedBolt``).
+        """
+        as_bolt = getattr(bolt, "as_bolt", None)
+        if callable(as_bolt) and not isinstance(bolt, (Bolt, BasicBolt)):
+            bolt = as_bolt()
         return self._add(cid, "bolt", bolt, parallelism, (Bolt, BasicBolt))
 
     def _add(
@@ -170,13 +228,11 @@ class TopologyBuilder:
         streams = {cid: _declared_streams(d) for cid, d in self._declarers.items()}
         components = {}
         for cid, d in sorted(self._declarers.items()):
-            parallelism = _check_count(cid, "parallelism", d.parallelism)
-            num_tasks = _check_count(cid, "num_tasks", parallelism if d.num_tasks is None else d.num_tasks)
-            if num_tasks < parallelism:
-                raise InvalidTopologyError(
-                    f"component {cid!r}: num_tasks {num_tasks} is below parallelism "
-                    f"{parallelism}; each executor needs at least one task"
-                )
+            hint = _check_count(cid, "parallelism", d.parallelism)
+            # Storm's merge: the component's own configuration, then the builder's on top
+            conf = {**_component_conf(d), **d.conf}
+            check_component_conf(cid, conf)
+            num_tasks, parallelism = component_tasks(hint, conf)
             _check_inputs(d, streams)
             components[cid] = ComponentSpec(
                 id=cid,
@@ -187,7 +243,7 @@ class TopologyBuilder:
                 num_tasks=num_tasks,
                 inputs=tuple(d.inputs),
                 streams=streams[cid],
-                conf={**(_component_conf(d)), **d.conf},
+                conf=conf,
                 memory_load_mb=d.memory_load_mb,
                 cpu_load_percent=d.cpu_load_percent,
                 stateful=isinstance(d.component, StatefulBolt),
@@ -282,14 +338,14 @@ def _check_grouping(where: str, inp: Input, stream_def: Any) -> None:
             f"{where} uses {g.kind} grouping on direct {origin}; direct streams need "
             f"direct_grouping"
         )
-    if g.kind == "fields":
+    if g.kind in ("fields", "partial_key"):
         assert g.fields is not None
         if len(g.fields) == 0:
-            raise InvalidTopologyError(f"{where}: fields_grouping on {origin} names no field")
+            raise InvalidTopologyError(f"{where}: {g.kind}_grouping on {origin} names no field")
         for name in g.fields:
             if name not in stream_def.fields:
                 raise InvalidTopologyError(
-                    f"{where}: fields_grouping on {origin} uses unknown field {name!r}; "
+                    f"{where}: {g.kind}_grouping on {origin} uses unknown field {name!r}; "
                     f"the stream has {stream_def.fields.to_list()}"
                 )
     if g.kind == "custom":

@@ -6,6 +6,8 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from squall.api.errors import InvalidTopologyError
+
 TOPOLOGY_WORKERS = "topology.workers"
 TOPOLOGY_ACKER_EXECUTORS = "topology.acker.executors"
 TOPOLOGY_MESSAGE_TIMEOUT_SECS = "topology.message.timeout.secs"
@@ -13,6 +15,11 @@ TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS = "topology.enable.message.timeouts"
 TOPOLOGY_MAX_SPOUT_PENDING = "topology.max.spout.pending"
 TOPOLOGY_TICK_TUPLE_FREQ_SECS = "topology.tick.tuple.freq.secs"
 TOPOLOGY_DEBUG = "topology.debug"
+TOPOLOGY_TASKS = "topology.tasks"
+TOPOLOGY_MAX_TASK_PARALLELISM = "topology.max.task.parallelism"
+TOPOLOGY_DISABLE_LOADAWARE_MESSAGING = "topology.disable.loadaware.messaging"
+TOPOLOGY_LOCALITYAWARE_HIGHER_BOUND = "topology.localityaware.higher.bound"
+TOPOLOGY_LOCALITYAWARE_LOWER_BOUND = "topology.localityaware.lower.bound"
 TOPOLOGY_STATE_CHECKPOINT_INTERVAL = "topology.state.checkpoint.interval.ms"
 TOPOLOGY_STATE_PROVIDER = "topology.state.provider"
 TOPOLOGY_STATE_PROVIDER_CONFIG = "topology.state.provider.config"
@@ -43,6 +50,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(TOPOLOGY_MAX_SPOUT_PENDING, None, "tuples in flight per spout task; None is unbounded"),
     Setting(TOPOLOGY_TICK_TUPLE_FREQ_SECS, None, "seconds between tick tuples to every bolt"),
     Setting(TOPOLOGY_DEBUG, False, "log every emitted tuple"),
+    Setting(TOPOLOGY_TASKS, None, "tasks per component; None: its parallelism (set_num_tasks)"),
+    Setting(TOPOLOGY_MAX_TASK_PARALLELISM, None,
+            "cap on the tasks (and so the executors) of each component; None: no cap"),
+    Setting(TOPOLOGY_DISABLE_LOADAWARE_MESSAGING, False,
+            "True: shuffle is always balanced over every target task, never worker-local first"),
+    Setting(TOPOLOGY_LOCALITYAWARE_HIGHER_BOUND, 0.8,
+            "load-aware shuffle: mean queue fill of the local targets above which it spreads "
+            "over every target"),
+    Setting(TOPOLOGY_LOCALITYAWARE_LOWER_BOUND, 0.2,
+            "load-aware shuffle: mean queue fill of the local targets below which it goes "
+            "back to them"),
     Setting(TOPOLOGY_STATE_CHECKPOINT_INTERVAL, 1000, "milliseconds between state checkpoints"),
     Setting(TOPOLOGY_STATE_PROVIDER, "squall.state.memory.InMemoryStateProvider", "state provider"),
     Setting(TOPOLOGY_STATE_PROVIDER_CONFIG, {}, "the state provider's configuration"),
@@ -52,7 +70,26 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(TOPOLOGY_BACKPRESSURE_HIGH, 0.8, "queue fill that stops the spouts"),
     Setting(TOPOLOGY_BACKPRESSURE_LOW, 0.2, "queue fill that lets the spouts run again"),
     Setting(SQUALL_TRANSFER_BATCH_SIZE, 512, "tuples per batch sent to another worker"),
-    Setting("squall.metrics.window.secs", 10, "window over which capacity is computed"),
+    Setting("squall.metrics.window.secs", 10,
+            "metrics window: capacity, and the recent figures of user histograms, timers, meters"),
+    Setting("topology.auto.task.hooks", None,
+            "task hook classes (import paths) added to every spout and bolt task (docs/metrics.md)"),
+    Setting("topology.spout.wait.progressive.level1.count", 0,
+            "empty next_tuple calls retried in the next round before the spout waits"),
+    Setting("topology.spout.wait.progressive.level2.count", 0,
+            "further empty calls after which the spout waits 0.1 ms each"),
+    Setting("topology.spout.wait.progressive.level3.sleep.millis", 1,
+            "the wait after every further empty next_tuple call (ms)"),
+    Setting("squall.spout.round.budget.ms", 5,
+            "time a worker spends calling its spouts per round, so ticks, timeouts and "
+            "commands stay on time however slow a spout is"),
+    Setting("squall.max.tuple.bytes", 16 * 1024 * 1024,
+            "largest tuple (serialized) that may cross workers; a larger one fails at emit"),
+    Setting("squall.task.stuck.secs", 30,
+            "a task inside one call of its code this long is reported as stuck, with its "
+            "stack (0 turns the watchdog off)"),
+    Setting("squall.backpressure.cycle.secs", 30,
+            "a worker throttled this long while the graph has a cycle is reported"),
     Setting(SQUALL_SPOUT_MAX_RETRIES, None,
             "failures of one spout msg id before it is given up (error reported, spout's ack "
             "called); None: the spout's fail decides forever"),
@@ -94,6 +131,10 @@ class Config(dict):
         """Set ``topology.debug``."""
         self[TOPOLOGY_DEBUG] = debug
 
+    def set_max_task_parallelism(self, n: int | None) -> None:
+        """Set ``topology.max.task.parallelism`` (caps every component's tasks)."""
+        self[TOPOLOGY_MAX_TASK_PARALLELISM] = n
+
 
 def effective_conf(*layers: dict | None) -> dict[str, Any]:
     """Defaults overlaid by each layer in turn (later layers win)."""
@@ -102,3 +143,92 @@ def effective_conf(*layers: dict | None) -> dict[str, Any]:
         if layer:
             merged.update(layer)
     return merged
+
+
+# Keys of Storm's that a component's configuration may override (Storm's Executor keeps these
+# and drops every other key it knows; keys it does not know, the user's, are kept).
+PER_COMPONENT_KEYS = frozenset({
+    TOPOLOGY_DEBUG, TOPOLOGY_MAX_SPOUT_PENDING, TOPOLOGY_MAX_TASK_PARALLELISM,
+    TOPOLOGY_TICK_TUPLE_FREQ_SECS, TOPOLOGY_STATE_PROVIDER, TOPOLOGY_STATE_PROVIDER_CONFIG,
+    "topology.transactional.id", "topology.spout.wait.strategy",
+    "topology.sleep.spout.wait.strategy.time.ms",
+    "topology.bolts.window.length.count", "topology.bolts.window.length.duration.ms",
+    "topology.bolts.sliding.interval.count", "topology.bolts.sliding.interval.duration.ms",
+    "topology.bolts.tuple.timestamp.max.lag.ms", "topology.bolts.message.id.field.name",
+    "topology.bolts.late.tuple.stream",
+})
+# Storm-wide keys that mean nothing per component: dropped from a task's component layer.
+_TOPOLOGY_WIDE = frozenset(
+    k for k in DEFAULTS if k.startswith("topology.") and k not in PER_COMPONENT_KEYS
+)
+
+# (key, integer only, None allowed) for the per-component keys whose type the runtime relies on
+_TYPED = (
+    (TOPOLOGY_TASKS, True, False),  # set_num_tasks
+    (TOPOLOGY_MAX_TASK_PARALLELISM, True, True),
+    (TOPOLOGY_MAX_SPOUT_PENDING, True, True),
+    (TOPOLOGY_TICK_TUPLE_FREQ_SECS, False, True),
+)
+
+
+def check_positive(where: str, key: str, value: Any, *, integer: bool, allow_none: bool) -> None:
+    """Raise ``InvalidTopologyError`` naming ``where``, ``key`` and ``value`` if it is bad.
+
+    Good values are positive integers (positive numbers unless ``integer``), and None when
+    ``allow_none``.
+    """
+    if value is None and allow_none:
+        return
+    ok_type = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, ok_type) or value <= 0:
+        kind = "a positive integer" if integer else "a positive number"
+        extra = " or None" if allow_none else ""
+        raise InvalidTopologyError(f"{where}: {key} must be {kind}{extra}, got {value!r}")
+
+
+def check_component_conf(component: str, conf: dict) -> None:
+    """Check the types of the per-component keys in ``component``'s configuration."""
+    for key, integer, allow_none in _TYPED:
+        if key in conf:
+            label = f"{key} (num_tasks)" if key == TOPOLOGY_TASKS else key
+            check_positive(f"component {component!r}", label, conf[key],
+                           integer=integer, allow_none=allow_none)
+
+
+def task_conf(topology_conf: dict, component_conf: dict) -> dict:
+    """The configuration a task sees, merged as Storm's: the topology's, then the component's.
+
+    Of the keys Storm knows, a component may override only ``PER_COMPONENT_KEYS``; the
+    others (``topology.workers``, ``topology.message.timeout.secs``...) apply to the whole
+    topology and are dropped from the component's layer, as is ``topology.tasks``. Keys
+    unknown to Storm (the user's, ``squall.*``) are kept.
+
+    >>> conf = task_conf({"topology.workers": 2}, {"topology.workers": 9, "my.key": 1})
+    >>> conf["topology.workers"], conf["my.key"]
+    (2, 1)
+    """
+    merged = dict(topology_conf)
+    for key, value in component_conf.items():
+        if key != TOPOLOGY_TASKS and key not in _TOPOLOGY_WIDE:
+            merged[key] = value
+    return merged
+
+
+def component_tasks(hint: int, conf: dict, topology_conf: dict | None = None) -> tuple[int, int]:
+    """(tasks, executors) of a component with parallelism ``hint``, as Storm's.
+
+    Tasks are ``topology.tasks`` (default: the hint), capped by
+    ``topology.max.task.parallelism``, each looked up in the component's configuration then
+    the topology's; executors are the hint, but never more than the tasks.
+
+    >>> component_tasks(4, {"topology.tasks": 6}, {"topology.max.task.parallelism": 3})
+    (3, 3)
+    """
+    top = topology_conf or {}
+    tasks = conf[TOPOLOGY_TASKS] if TOPOLOGY_TASKS in conf else top.get(TOPOLOGY_TASKS)
+    tasks = hint if tasks is None else tasks
+    cap = (conf[TOPOLOGY_MAX_TASK_PARALLELISM] if TOPOLOGY_MAX_TASK_PARALLELISM in conf
+           else top.get(TOPOLOGY_MAX_TASK_PARALLELISM))
+    if cap is not None:
+        tasks = min(tasks, cap)
+    return tasks, min(hint, tasks)

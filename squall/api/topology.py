@@ -9,10 +9,12 @@ from squall.api.components import CustomStreamGrouping, StreamDef
 from squall.api.fields import Fields
 
 GroupingKind = Literal[
-    "shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle", "custom"
+    "shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle", "partial_key",
+    "custom",
 ]
 GROUPING_KINDS: tuple[str, ...] = (
-    "shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle", "custom"
+    "shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle", "partial_key",
+    "custom",
 )
 
 

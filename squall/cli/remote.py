@@ -21,8 +21,11 @@ NIMBUS_URL = "squall.nimbus.url"
 
 
 def submit_topology(name: str, conf: dict | None, topology: StormTopology, *,
-                    timeout: float = 900.0) -> dict:
+                    inactive: bool = False, timeout: float = 900.0) -> dict:
     """Submit ``topology`` as ``name``; returns its summary once every worker runs.
+
+    ``inactive``: spouts opened but no ``next_tuple`` until ``squall activate NAME``
+    (Storm's INACTIVE initial status; ``squall submit --inactive``).
 
     Raises ``InvalidTopologyError`` for a topology or configuration either side refuses,
     ``AlreadyAliveError`` when the name is taken, ``TopologyStartError`` when it does not
@@ -30,6 +33,8 @@ def submit_topology(name: str, conf: dict | None, topology: StormTopology, *,
     """
     check_name(name)
     conf = dict(conf or {})
+    if inactive:
+        conf["squall.topology.start.inactive"] = True
     prepare_conf(conf, topology)
     client = NimbusClient(nimbus_urls(conf.get(NIMBUS_URL)), read_token(None))
     code, modules = package_code()

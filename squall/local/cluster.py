@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,6 +15,7 @@ from squall.api.errors import (
     TopologyStartError,
 )
 from squall.api.topology import StormTopology
+from squall.runtime import clock as runtime_clock
 from squall.runtime.clusters import ClusterBase
 from squall.runtime.errors import ErrorLog
 from squall.runtime.info import topology_info
@@ -22,6 +25,7 @@ from squall.runtime.transport import InProcessHub
 from squall.runtime.worker import Worker
 
 log = logging.getLogger("squall.local")
+START_INACTIVE = "squall.topology.start.inactive"
 STOP_TIMEOUT = 30.0
 
 
@@ -33,6 +37,7 @@ class _Running:
     plan: TaskPlan
     workers: list[Worker]
     errors: ErrorLog
+    hub: InProcessHub | None = None
     status: str = "ACTIVE"
     started_at: float = field(default_factory=time.monotonic)
 
@@ -47,6 +52,10 @@ class LocalCluster(ClusterBase[_Running]):
     def __init__(self, tap: Callable[[str, str, list], None] | None = None) -> None:
         super().__init__()
         self._tap = tap
+        # the clock every worker of this cluster reads: simulated when the cluster is made
+        # inside squall.testing.simulated_time()
+        self._simulated = runtime_clock.simulated()
+        self._clock = runtime_clock.current()
 
     def shutdown(self) -> None:
         """Kill every topology still running and wait until all have stopped."""
@@ -55,9 +64,16 @@ class LocalCluster(ClusterBase[_Running]):
 
     # ---- submission ------------------------------------------------------------------
 
-    def submit_topology(self, name: str, conf: dict | None, topology: StormTopology) -> None:
-        """Start ``topology`` as ``name``; returns once every task is opened or prepared."""
+    def submit_topology(self, name: str, conf: dict | None, topology: StormTopology, *,
+                        inactive: bool = False) -> None:
+        """Start ``topology`` as ``name``; returns once every task is opened or prepared.
+
+        ``inactive`` (or ``squall.topology.start.inactive`` in ``conf``): spouts are opened
+        but ``next_tuple`` is not called until ``activate`` (Storm's INACTIVE initial status).
+        """
         check_name(name)
+        if inactive:
+            conf = {**(conf or {}), START_INACTIVE: True}
         merged = prepare_conf(conf, topology)
         topology = prepare_topology(topology)
         with self._lock:
@@ -65,18 +81,18 @@ class LocalCluster(ClusterBase[_Running]):
                 raise AlreadyAliveError(f"topology {name!r} is already running; kill it first")
             plan = make_plan(topology, merged)
             running = _Running(name, topology, merged, plan, [], ErrorLog())
-            self._start_workers(running, active=not merged.get("squall.topology.start.inactive"))
+            self._start_workers(running, active=not merged.get(START_INACTIVE))
             self._topologies[name] = running
 
     def _start_workers(self, running: _Running, active: bool) -> None:
         plan, conf = running.plan, running.conf
         send_buffer = int(conf["topology.executor.send.buffer.size"])
         capacity = max(4, send_buffer // int(conf["squall.transfer.batch.size"]))
-        hub = InProcessHub(plan.num_workers, capacity)
+        hub = running.hub = InProcessHub(plan.num_workers, capacity)
         workers = [
             Worker(topology_name=running.name, topology=running.topology, conf=conf, plan=plan,
                    index=i, transport=hub.endpoint(i), errors=running.errors, tap=self._tap,
-                   active=active)
+                   active=active, clock=self._clock)
             for i in range(plan.num_workers)
         ]
         for w in workers:
@@ -110,8 +126,7 @@ class LocalCluster(ClusterBase[_Running]):
             del self._topologies[name]
 
     def _stop_workers(self, running: _Running, wait_secs: float) -> None:
-        for w in running.workers:
-            w.set_active(False)
+        self._set_active(running, False)
         if wait_secs > 0:
             time.sleep(wait_secs)
         for w in running.workers:
@@ -125,17 +140,27 @@ class LocalCluster(ClusterBase[_Running]):
         """Call the spouts' ``activate`` and resume ``next_tuple``."""
         with self._lock:
             running = self._get(name)
-            for w in running.workers:
-                w.set_active(True)
+            self._set_active(running, True)
             running.status = "ACTIVE"
 
     def deactivate(self, name: str) -> None:
-        """Call the spouts' ``deactivate``; no ``next_tuple`` until activated. Bolts drain."""
+        """Call the spouts' ``deactivate``; no ``next_tuple`` until activated. Bolts drain.
+
+        Returns once every worker has applied it: no ``next_tuple`` call starts after that.
+        """
         with self._lock:
             running = self._get(name)
-            for w in running.workers:
-                w.set_active(False)
+            self._set_active(running, False)
             running.status = "INACTIVE"
+
+    @staticmethod
+    def _set_active(running: _Running, active: bool) -> None:
+        """Tell every worker, then wait until each applied it (at most one spout call away)."""
+        applied = [(w, w.set_active(active)) for w in running.workers]
+        for w, done in applied:
+            if not done.wait(STOP_TIMEOUT):
+                log.error("worker %d of %r did not %s its spouts within %.0fs", w.index,
+                          running.name, "activate" if active else "deactivate", STOP_TIMEOUT)
 
     def rebalance(self, name: str, num_workers: int | None = None,
                   parallelism: dict[str, int] | None = None, wait_secs: float = 0) -> None:
@@ -161,9 +186,92 @@ class LocalCluster(ClusterBase[_Running]):
         """Status, per-component figures, workers and errors of ``name``."""
         running = self._get(name)
         metrics = [t.metrics for w in running.workers for t in w.tasks.values()]
+        stuck = [dict(s) for w in running.workers for s in list(w.stuck.values())]
+        host, pid = socket.gethostname(), os.getpid()
+        workers = [{"worker": w.index, "host": host, "pid": pid, "tasks": running.plan.worker_tasks(w.index),
+                    "corrupt_frames": w.corrupt_frames} for w in running.workers]
         return topology_info(name, running.status, running.plan, metrics,
-                             running.errors.list(), time.monotonic() - running.started_at)
+                             running.errors.list(), time.monotonic() - running.started_at,
+                             workers=workers, stuck=stuck)
+
+    def set_transport_fault(self, name: str, fault: Callable[[int, int, bytes], list[bytes]] | None) -> None:
+        """Pass every frame between ``name``'s workers through ``fault`` (None: stop).
+
+        For fault tests: see ``squall.testing.faults`` (drop, duplicate, corrupt frames).
+        """
+        hub = self._get(name).hub
+        assert hub is not None
+        hub.fault = fault
+
+    # ---- simulated time and quiet (Storm's testing kit) ---------------------------------
+
+    def advance_time(self, secs: float, increment: float = 1.0, quiet_timeout: float = 10.0) -> None:
+        """Move simulated time ``secs`` forward, as Storm's ``advanceClusterTime``.
+
+        Time moves in steps of ``increment`` seconds; after each step every worker runs a
+        round at the new time (its due timers fire: message timeouts, ticks, checkpoints,
+        metrics windows), then the call waits until the cluster is quiet (nothing queued,
+        nothing emitted, nothing in transit) so each step's consequences are complete
+        before the next. A topology whose spouts never stop emitting is never quiet: after
+        ``quiet_timeout`` real seconds in all, steps only wait for the round at the new time.
+        """
+        sim = self._simulated
+        if sim is None:
+            raise RuntimeError("advance_time needs simulated time: create the LocalCluster "
+                               "inside squall.testing.simulated_time()")
+        if secs < 0 or increment <= 0:
+            raise ValueError(f"advance_time({secs}, increment={increment}): time only moves forward")
+        deadline = time.monotonic() + quiet_timeout
+        left = float(secs)
+        while left > 1e-12:
+            step = min(increment, left)
+            sim.advance(step)
+            left -= step
+            self._round_everywhere()
+            if time.monotonic() < deadline:
+                self.wait_quiet(max(0.0, deadline - time.monotonic()), raise_on_timeout=False)
+
+    def _round_everywhere(self) -> None:
+        """Return once every live worker of every topology ran a whole round since now."""
+        for _ in range(2):  # the first call may land in a round that read the old time
+            for running in list(self._topologies.values()):
+                for w in running.workers:
+                    if not w.stopped.is_set():
+                        w.call(lambda: None).wait(STOP_TIMEOUT)
+
+    def wait_quiet(self, timeout: float = 10.0, names: list[str] | None = None,
+                   raise_on_timeout: bool = True, trees: bool = False) -> bool:
+        """Wait until the topologies (all, or ``names``) are quiet; True if they are.
+
+        Quiet: in two passes over every worker, each answering on its own loop thread
+        between rounds, no worker did any work, queued or buffered a tuple (``trees``: nor
+        has a spout tree pending), and every spout that may emit was asked in between and
+        emitted nothing. The second pass comes after a full round of every worker, so a
+        frame in transit between the passes shows up as work. No sleeps.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            workers = [w for n, r in list(self._topologies.items()) if names is None or n in names
+                       for w in r.workers if not w.stopped.is_set()]
+            try:
+                first = [w.query(w.snapshot, max(0.001, deadline - time.monotonic())) for w in workers]
+                second = [w.query(w.snapshot, max(0.001, deadline - time.monotonic())) for w in workers]
+            except TimeoutError:
+                first, second = [], [(0, False, 0, ())]
+            if len(first) == len(second) and all(
+                    a[0] == b[0] and b[1] and (not trees or b[2] == 0) and _spouts_asked(a[3], b[3])
+                    for a, b in zip(first, second, strict=True)):
+                return True
+            if time.monotonic() >= deadline:
+                if raise_on_timeout:
+                    raise TimeoutError(f"the topologies were not quiet within {timeout}s")
+                return False
 
     def workers(self, name: str) -> list[Worker]:
         """The live workers of ``name`` (for tests and tools)."""
         return list(self._get(name).workers)
+
+
+def _spouts_asked(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
+    """Every spout that may emit (not -1) was called between two snapshots."""
+    return all(b == -1 or b > a for a, b in zip(before, after, strict=True))

@@ -8,7 +8,8 @@ launch process on this host has exited, or when a launch never registered within
 submit timeout. A dead master is relaunched under a new epoch (which fences the old one,
 should it still be running somewhere), after a backoff that doubles with each restart.
 Its workers recover as after any failure: stateful bolts from their last checkpoint,
-spouts by replaying. Topologies busy with an operation are left to that operation.
+spouts by replaying. Topologies busy with an operation are left to that operation; a
+malformed record (``keys.check_record``: forged or corrupted) is reported and left alone.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import logging
 import threading
 import time
 
+from squall.nimbus import gray
 from squall.nimbus.launcher import pid_alive, stop_group
 from squall.nimbus.upgrades import Nimbus
 from squall.store import StoreError
@@ -38,6 +40,8 @@ class Monitor:
     def __init__(self, nimbus: Nimbus) -> None:
         self.nimbus = nimbus
         self._seen: dict[str, tuple[int, int, float]] = {}  # name -> (epoch, beat, when it moved)
+        self._bad: dict[str, dict] = {}  # malformed records already reported
+        self._first: dict[tuple, tuple[float, float]] = {}  # stamp -> (monotonic, elapsed) when seen
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="squall-nimbus-monitor", daemon=True)
 
@@ -69,6 +73,13 @@ class Monitor:
             if name not in records:
                 del self._seen[name]
         for name, rec in records.items():
+            try:
+                K.check_record(name, rec)
+            except K.RecordError as e:
+                if self._bad.get(name) != rec:  # once per version of a bad record
+                    log.error("monitor: %s; left alone", e)
+                    self._bad[name] = rec
+                continue
             lock = self.nimbus.try_operation(name)
             if lock is None:
                 continue  # an operation is under way and owns the topology
@@ -84,10 +95,19 @@ class Monitor:
             log.warning("topology %r: finishing a kill that was interrupted", name)
             nimbus.finish_kill(rec, 0.0)
             return
+        up = rec.get("upgrade")
+        if up and gray.is_open(up) and gray.is_expired(
+                up, self.elapsed(("upgrade", name), float(up.get("updated") or 0))):
+            why = (f"the gray upgrade to version {up['to']} made no progress for "
+                   f"{float(up.get('expire_secs', 0)):.0f}s and expired; "
+                   f"{gray.versions_text(up, rec.get('num_workers') or 0)}")
+            log.warning("topology %r: %s", name, why)
+            status = nimbus.status_after(rec) if rec["status"] == K.UPGRADING else rec["status"]
+            rec = nimbus.update(name, upgrade=gray.expire(up, nimbus.now()), status=status, last_error=why)
         reason = self.dead_reason(name, rec)
         if reason is None:
             return
-        since = time.time() - float(rec.get("relaunched_at") or 0)
+        since = self.elapsed(("relaunched", name), float(rec.get("relaunched_at") or 0))
         if since < backoff(int(rec.get("restarts") or 0)):
             return
         self.relaunch(name, rec, reason)
@@ -100,7 +120,7 @@ class Monitor:
         if m is not None and m.get("epoch") == rec["epoch"]:
             if m.get("state") in (K.FAILED, K.STOPPED):
                 return f"its master {m['state'].lower()}: {m.get('error') or 'no reason given'}"
-            starting = time.time() - float(launcher.get("started") or time.time())
+            starting = self.elapsed(("started", name), float(launcher.get("started") or time.time()))
             if m.get("state") == K.STARTING and starting > self.nimbus.config.submit_timeout_secs:
                 return f"its master did not start within {starting:.0f}s"
             seen = self._seen.get(name)
@@ -111,7 +131,8 @@ class Monitor:
                 return None
             if now - seen[2] > self.nimbus.config.master_timeout_secs:
                 return f"no heartbeat from its master for {now - seen[2]:.0f}s"
-        elif time.time() - float(launcher.get("started") or 0) > self.nimbus.config.submit_timeout_secs:
+        elif self.elapsed(("started", name), float(launcher.get("started") or 0)) > \
+                self.nimbus.config.submit_timeout_secs:
             return "its master never registered"
         pid = launcher.get("pid")
         if pid and launcher.get("host") == self.nimbus.host:
@@ -121,6 +142,23 @@ class Monitor:
             if exited is not None:
                 return f"its master process exited (status {exited})"
         return None
+
+    def elapsed(self, key: tuple, wall_start: float) -> float:
+        """Seconds since ``wall_start`` (a wall-clock stamp from the store, RELIABILITY C12).
+
+        Stamps come from other processes, so only the wall clock relates them; but once this
+        Nimbus has seen a stamp, time since then is measured on its monotonic clock, so a
+        wall-clock jump forward cannot make a master look late (nor back, early).
+        """
+        wall = time.time() - wall_start
+        first = self._first.get((key, wall_start))
+        if first is None:
+            if len(self._first) > 10_000:
+                self._first.clear()  # stamps of topologies long gone
+            self._first[(key, wall_start)] = (time.monotonic(), max(0.0, wall))
+            return max(0.0, wall)
+        mono0, wall0 = first
+        return wall0 + (time.monotonic() - mono0)
 
     def relaunch(self, name: str, rec: dict, reason: str) -> None:
         """Start a new master for ``name`` under a new epoch (not waiting for it)."""

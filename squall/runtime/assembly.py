@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
+from squall.api.asyncbolt import AsyncBolt
 from squall.api.components import BasicBolt, Bolt, Spout, StatefulBolt
+from squall.api.config import (
+    TOPOLOGY_DISABLE_LOADAWARE_MESSAGING,
+    TOPOLOGY_LOCALITYAWARE_HIGHER_BOUND,
+    TOPOLOGY_LOCALITYAWARE_LOWER_BOUND,
+    task_conf,
+)
 from squall.api.context import TopologyContext, WorkerTopologyContext
 from squall.api.errors import TopologyStartError
 from squall.runtime.checkpoint import CHECKPOINT_STREAM, Barrier
 from squall.runtime.collectors import StreamRoute
 from squall.runtime.plan import ACKER, SYSTEM
-from squall.runtime.routing import DirectOnly, make_router
+from squall.runtime.routing import DirectOnly, LoadAwareness, make_router
 from squall.runtime.stateful import StatefulBoltTask
 from squall.runtime.tasks import AckerTask, BoltTask, SpoutTask, Task
 
@@ -27,13 +35,14 @@ def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
 
     Each task unpickles its own instance of the component, so tasks never share one.
     """
-    ctx = TopologyContext(worker.topology_name, worker.plan, worker_tasks, task_id, worker.index)
+    ctx = TopologyContext(worker.topology_name, worker.plan, worker_tasks, task_id, worker.index,
+                          topology=worker.topology, call_soon=task_caller(worker, task_id))
     if comp == SYSTEM:
         return None  # the system task only names the source of ticks
     if comp == ACKER:
         return AckerTask(worker, task_id, comp, ctx, worker.conf)
     spec = worker.topology.components[comp]
-    conf = {**worker.conf, **spec.conf}
+    conf = task_conf(worker.conf, spec.conf)
     try:
         obj = cloudpickle.loads(spec.payload)
     except Exception as e:  # noqa: BLE001 - any unpickling failure stops the start
@@ -46,7 +55,12 @@ def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
         return SpoutTask(worker, task_id, comp, ctx, conf, obj, routes)
     if not isinstance(obj, (Bolt, BasicBolt)):
         raise TopologyStartError(f"component {comp!r} is neither a spout nor a bolt")
-    cls = StatefulBoltTask if isinstance(obj, StatefulBolt) else BoltTask
+    if isinstance(obj, AsyncBolt):
+        from squall.runtime.async_tasks import AsyncBoltTask  # asyncio only where used
+
+        cls: type[BoltTask] = AsyncBoltTask
+    else:
+        cls = StatefulBoltTask if isinstance(obj, StatefulBolt) else BoltTask
     bolt = cls(worker, task_id, comp, ctx, conf, obj, routes)
     senders = sum(len(worker.plan.component_tasks[inp.component])
                   for inp in spec.inputs if inp.stream == CHECKPOINT_STREAM)
@@ -55,10 +69,28 @@ def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
     return bolt
 
 
+def task_caller(worker: Worker, task_id: int) -> Callable[[Callable[[], None]], None]:
+    """``context.call_soon`` of task ``task_id``: ``fn`` runs on the thread that runs the task.
+
+    That is the task's own thread when it has one (``set_threaded``), else the loop thread.
+    Which one is known once the worker is built, so it is looked up on the first call.
+    """
+    post: list[Callable[[Callable[[], None]], Any]] = []
+
+    def call_soon(fn: Callable[[], None]) -> None:
+        if not post:
+            own = [t for t in worker.threads if t.task.task_id == task_id]
+            post.append(own[0].post if own else worker.call)
+        post[0](fn)
+
+    return call_soon
+
+
 def make_routes(worker: Worker, comp: str, task_id: int, ctx: WorkerTopologyContext,
                 local: set[int]) -> dict[str, StreamRoute]:
     """Per declared stream of ``comp``: its arity and the routers of its subscribers."""
     topology, plan = worker.topology, worker.plan
+    load = load_awareness(worker)
     routes = {}
     for stream, sdef in topology.components[comp].streams.items():
         routers = []
@@ -69,7 +101,7 @@ def make_routes(worker: Worker, comp: str, task_id: int, ctx: WorkerTopologyCont
             router = make_router(
                 grouping, task=task_id, targets=plan.component_tasks[sub],
                 local_tasks=local, stream=stream, stream_fields=sdef.fields,
-                context=ctx, component=sub,
+                context=ctx, component=sub, source=comp, load=load,
             )
             if isinstance(router, DirectOnly):
                 direct = DirectOnly(sorted(set(direct.targets if direct else ()) | router.targets))
@@ -79,3 +111,21 @@ def make_routes(worker: Worker, comp: str, task_id: int, ctx: WorkerTopologyCont
             direct = direct or DirectOnly([])
         routes[stream] = StreamRoute(stream, len(sdef.fields), routers, direct)
     return routes
+
+
+def load_awareness(worker: Worker) -> LoadAwareness | None:
+    """How shuffles of ``worker`` see its queues; None when load-aware messaging is disabled."""
+    conf = worker.conf
+    if conf.get(TOPOLOGY_DISABLE_LOADAWARE_MESSAGING):
+        return None
+    capacity = float(conf.get("topology.executor.receive.buffer.size") or 32768)
+    tasks = worker.tasks  # filled by the time anything is emitted
+
+    def mean_load(targets: list[int]) -> float:
+        return sum(len(tasks[t].inbox) for t in targets) / (capacity * len(targets))
+
+    return LoadAwareness(
+        mean_load,
+        high=float(conf.get(TOPOLOGY_LOCALITYAWARE_HIGHER_BOUND, 0.8)),
+        low=float(conf.get(TOPOLOGY_LOCALITYAWARE_LOWER_BOUND, 0.2)),
+    )

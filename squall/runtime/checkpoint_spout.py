@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import pickle
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -14,6 +13,7 @@ from squall.api.components import Spout, StreamDef
 from squall.api.context import TopologyContext
 from squall.api.fields import Fields
 from squall.api.topology import ComponentSpec, Grouping, Input, StormTopology
+from squall.runtime import clock as runtime_clock
 from squall.runtime.checkpoint import (
     CHECKPOINT_SPOUT,
     CHECKPOINT_STREAM,
@@ -47,14 +47,14 @@ class CheckpointSpout(Spout):
         # With no record (a first run, or an in-memory store that died with its process),
         # start from the clock in ms: above any txid an earlier run of this name reached at
         # one checkpoint per millisecond or slower, so surviving bolts never see txids go back.
-        first = TxState(int(time.time() * 1000), Phase.COMMITTED)
+        first = TxState(runtime_clock.time_ms(), Phase.COMMITTED)
         self._durable = TxState(saved[0], Phase(saved[1])) if saved else first
         self._coordinator = CheckpointCoordinator(self._durable, self._interval)
         log.info("checkpoint spout of %r recovers from %s", context.topology_name, self._durable)
 
     def next_tuple(self) -> None:
         """Emit the next checkpoint tuple when one is due."""
-        now = time.monotonic()
+        now = runtime_clock.monotonic()
         emit = self._coordinator.poll(now)
         if emit is None:
             return
@@ -71,13 +71,13 @@ class CheckpointSpout(Spout):
         if record is not None and not self._save(record):
             # the advance is not durable: go back to what is, and recover from there
             self._coordinator = CheckpointCoordinator(self._durable, self._interval)
-            self._coordinator.back_off(time.monotonic())
+            self._coordinator.back_off(runtime_clock.monotonic())
 
     def fail(self, msg_id: Any) -> None:
         """A bolt failed its part, or it timed out: recover."""
         txid, action = msg_id
         log.warning("checkpoint %s of transaction %d failed; recovering", action, txid)
-        self._coordinator.failed(txid, Action(action), time.monotonic())
+        self._coordinator.failed(txid, Action(action), runtime_clock.monotonic())
 
     def _save(self, record: TxState) -> bool:
         try:

@@ -28,25 +28,26 @@ class SimulatedClock:
     """A clock that moves only when ``advance`` is called; thread-safe."""
 
     def __init__(self, start: float = 0.0, epoch_ms: int = SIMULATED_EPOCH_MS) -> None:
-        self._now = float(start)
+        # whole microseconds: sums of steps such as 0.1 stay exact
+        self._now_us = int(round(start * 1_000_000))
         self._epoch_ms = int(epoch_ms)
         self._cond = threading.Condition()
         self._listeners: list[Callable[[], None]] = []
 
     def monotonic(self) -> float:
         """Simulated seconds since the clock started."""
-        return self._now
+        return self._now_us / 1_000_000
 
     def time_ms(self) -> int:
         """Simulated milliseconds since the epoch."""
-        return self._epoch_ms + int(round(self._now * 1000.0))
+        return self._epoch_ms + self._now_us // 1000
 
     def advance(self, secs: float) -> None:
         """Move the clock ``secs`` forward and wake whoever sleeps or listens."""
         if secs < 0:
             raise ValueError(f"time cannot go back: advance({secs})")
         with self._cond:
-            self._now += float(secs)
+            self._now_us += int(round(secs * 1_000_000))
             self._cond.notify_all()
             listeners = list(self._listeners)
         for fn in listeners:
@@ -55,8 +56,8 @@ class SimulatedClock:
     def sleep(self, secs: float, real_timeout: float | None = None) -> bool:
         """Block until the clock has moved ``secs``; False if ``real_timeout`` passed first."""
         with self._cond:
-            until = self._now + secs
-            return self._cond.wait_for(lambda: self._now >= until, real_timeout)
+            until = self._now_us + int(round(secs * 1_000_000))
+            return self._cond.wait_for(lambda: self._now_us >= until, real_timeout)
 
     def add_listener(self, fn: Callable[[], None]) -> None:
         """Call ``fn`` (from the advancing thread) after every ``advance``."""

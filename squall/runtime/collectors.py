@@ -6,11 +6,12 @@ A collector belongs to one task and is called from that task's thread only.
 from __future__ import annotations
 
 from random import getrandbits
+from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
 from squall.api.errors import FailedException
 from squall.api.tuple import DEFAULT_STREAM, TICK_STREAM, Tuple
-from squall.runtime.plan import ACK_FAIL, ACK_INIT, ACK_RESET
+from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import DirectOnly, Router
 
 if TYPE_CHECKING:
@@ -117,6 +118,15 @@ class _Emitter:
         """Report ``error`` as an error of this component (log, UI, topology info)."""
         self._worker.report_error(self._task, error)
 
+    def _foreign(self, call: str) -> None:
+        """Refuse a call from a thread other than the task's (RELIABILITY E10)."""
+        raise RuntimeError(
+            f"component {self._component!r} task {self._task.task_id}: {call} was called from "
+            f"thread {get_ident()}, not the task's own thread; collectors are not thread-safe: "
+            f"call them from execute/next_tuple, or use set_threaded() or AsyncBolt for work "
+            f"that waits"
+        )
+
 
 class SpoutOutputCollector(_Emitter):
     """Emits spout tuples; a ``msg_id`` makes the tuple tracked by the ackers."""
@@ -127,6 +137,9 @@ class SpoutOutputCollector(_Emitter):
 
     def emit(self, values: list, stream: str = DEFAULT_STREAM, msg_id: Any = None) -> list[int]:
         """Emit ``values`` on ``stream``; returns the target task ids."""
+        owner = self._task.owner
+        if owner and owner != get_ident():
+            self._foreign("emit")
         route, values, targets = self._route(stream, values)
         self._send(route.stream, values, targets, msg_id)
         return list(targets)  # routers reuse their lists; the caller gets its own
@@ -144,6 +157,9 @@ class SpoutOutputCollector(_Emitter):
         self._metrics.transferred += len(targets)
         if self._worker.tap is not None:
             self._worker.tap(task.component, stream, values)
+        hooks = task.hooks
+        if hooks is not None:
+            hooks.emit(values, stream, targets)
         if msg_id is None:
             for t in targets:
                 worker.deliver(t, task, stream, values, None)
@@ -155,12 +171,22 @@ class SpoutOutputCollector(_Emitter):
             return
         root = task.new_root()
         ack_val = 0
-        for t in targets:
-            edge = getrandbits(64)
-            ack_val ^= edge
-            worker.deliver(t, task, stream, values, {root: edge})
+        try:
+            for t in targets:
+                edge = getrandbits(64)
+                ack_val ^= edge
+                worker.deliver(t, task, stream, values, {root: edge})
+        except Exception:
+            # never tracked, so no ack or timeout would ever come: fail it (after
+            # next_tuple returns), so the spout's message is not silently lost
+            task.fail_soon(msg_id)
+            raise
         task.track(root, msg_id)
-        worker.deliver(task.acker_for(root), task, ACK_INIT, [root, ack_val, task.task_id], None)
+        acker = task.acker_for(root)
+        init = [root, ack_val, task.task_id]
+        if hooks is not None:  # Storm's hooks see the messages to the ackers as emits too
+            hooks.emit(init, ACK_INIT, [acker])
+        worker.deliver(acker, task, ACK_INIT, init, None)
 
 
 class OutputCollector(_Emitter):
@@ -174,6 +200,9 @@ class OutputCollector(_Emitter):
     def emit(self, values: list, anchors: Tuple | list[Tuple] | None = None,
              stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to ``anchors``; returns target task ids."""
+        owner = self._task.owner
+        if owner and owner != get_ident():
+            self._foreign("emit")
         route, values, targets = self._route(stream, values)
         self._send(route.stream, values, targets, anchors)
         return list(targets)
@@ -192,6 +221,8 @@ class OutputCollector(_Emitter):
         self._metrics.transferred += len(targets)
         if self._worker.tap is not None:
             self._worker.tap(task.component, stream, values)
+        if task.hooks is not None:
+            task.hooks.emit(values, stream, targets)
         if anchors is None or not task.acking:
             for t in targets:
                 worker.deliver(t, task, stream, values, None)
@@ -230,14 +261,20 @@ class OutputCollector(_Emitter):
 
     def ack(self, tup: Tuple) -> None:
         """The input ``tup`` is done; its tree completes when all its tuples are."""
+        owner = self._task.owner
+        if owner and owner != get_ident():
+            self._foreign("ack")
         if tup._done:
             return
         tup._done = True
         ids = tup._ids
+        task = self._bolt_task
+        hooks = task.hooks
         if ids is not None and self._acking:
-            task = self._bolt_task
             extra = tup._ack_val
             for root, value in ids.items():
+                if hooks is not None:  # as Storm's: the ack message is an emit to the acker
+                    hooks.emit([root, value ^ extra], ACK_ACK, [task.acker_for(root)])
                 task.send_ack(root, value ^ extra)
         if tup.stream is not TICK_STREAM:  # acking a tick is a no-op, not a metric
             m = self._metrics
@@ -245,6 +282,12 @@ class OutputCollector(_Emitter):
             if tup._t0:
                 m.process_ms += (self._worker.clock() - tup._t0) * 1000.0
                 m.process_samples += 1
+        if hooks is not None:
+            hooks.bolt_ack(tup, self._latency(tup))
+
+    def _latency(self, tup: Tuple) -> float | None:
+        """Milliseconds since ``tup``'s execute began; None if it was not timed."""
+        return (self._worker.clock() - tup._t0) * 1000.0 if tup._t0 else None
 
     def fail(self, tup: Tuple) -> None:
         """``tup`` failed: its whole tree fails at once and the spout may replay it."""
@@ -252,23 +295,35 @@ class OutputCollector(_Emitter):
 
     def fail_with_error(self, tup: Tuple, error: str | None) -> None:
         """Fail ``tup``, telling its spouts where (this task) and why (``error``'s text)."""
+        owner = self._task.owner
+        if owner and owner != get_ident():
+            self._foreign("fail")
         if tup._done:
             return
         tup._done = True
         task = self._bolt_task
+        hooks = task.hooks
         if tup._ids and task.acking:
             for root in tup._ids:
-                self._worker.deliver(task.acker_for(root), task, ACK_FAIL,
+                acker = task.acker_for(root)
+                if hooks is not None:
+                    hooks.emit([root], ACK_FAIL, [acker])
+                self._worker.deliver(acker, task, ACK_FAIL,
                                      [root, task.component, task.task_id, error], None)
         if tup.stream is not TICK_STREAM:
             self._metrics.failed += 1
+        if hooks is not None:
+            hooks.bolt_fail(tup, self._latency(tup))
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout of ``tup``'s trees (for tuples held a long time)."""
         task = self._bolt_task
         if tup._ids and task.acking and not tup._done:
             for root in tup._ids:
-                self._worker.deliver(task.acker_for(root), task, ACK_RESET, [root], None)
+                acker = task.acker_for(root)
+                if task.hooks is not None:
+                    task.hooks.emit([root], ACK_RESET, [acker])
+                self._worker.deliver(acker, task, ACK_RESET, [root], None)
 
 
 class BasicOutputCollector:

@@ -19,9 +19,13 @@ class ErrorLog:
         self._lock = threading.Lock()
         self.total = 0
 
-    def report(self, component: str, task: int, error: BaseException) -> dict:
-        """Record ``error`` raised by ``task`` of ``component``, and log it."""
-        tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    def report(self, component: str, task: int, error: BaseException, stack: str | None = None) -> dict:
+        """Record ``error`` raised by ``task`` of ``component``, and log it.
+
+        ``stack``: the traceback to show instead of the error's own (a stuck task's stack).
+        """
+        tb = stack if stack is not None else "".join(
+            traceback.format_exception(type(error), error, error.__traceback__))
         entry = {
             "component": component,
             "task": task,

@@ -12,8 +12,12 @@ from squall.runtime.plan import SYSTEM, TaskPlan
 
 def topology_info(name: str, status: str, plan: TaskPlan, metrics: list[TaskMetrics],
                   errors: list[dict], uptime_secs: float,
-                  workers: list[dict] | None = None) -> dict:
-    """The info dict of API.md: name, status, components, workers, errors."""
+                  workers: list[dict] | None = None, stuck: list[dict] | None = None) -> dict:
+    """The info dict of API.md: name, status, components, workers, errors.
+
+    ``stuck``: the tasks inside one call for longer than ``squall.task.stuck.secs`` now
+    (component, task, method, secs, waits_in, stack); a task leaves the list when it moves.
+    """
     by_component: dict[str, list[TaskMetrics]] = defaultdict(list)
     for m in metrics:
         by_component[m.component].append(m)
@@ -39,4 +43,5 @@ def topology_info(name: str, status: str, plan: TaskPlan, metrics: list[TaskMetr
         "components": components,
         "workers": workers,
         "errors": errors,
+        "stuck": sorted(stuck or [], key=lambda s: s["task"]),
     }

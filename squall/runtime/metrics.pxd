@@ -12,4 +12,5 @@ cdef class TaskMetrics:
     cdef public object complete_recent
     cdef public double capacity
     cdef public long long _window_executed
+    cdef public object user
     cpdef record_complete(self, double ms)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
+
+from squall.runtime.user_metrics import component_metrics, task_metrics
 
 # The counters of TaskMetrics, in the order heartbeats carry them.
 FIELDS = ("component", "task", "emitted", "transferred", "acked", "failed", "executed",
@@ -13,7 +16,7 @@ FIELDS = ("component", "task", "emitted", "transferred", "acked", "failed", "exe
 class TaskMetrics:
     """Counters of one task. Plain numbers: reads from other threads may lag, never tear."""
 
-    __slots__ = (*FIELDS, "_window_executed")
+    __slots__ = (*FIELDS, "_window_executed", "user")
 
     def __init__(self, component: str, task: int, emitted: int = 0, transferred: int = 0,
                  acked: int = 0, failed: int = 0, executed: int = 0,
@@ -37,6 +40,9 @@ class TaskMetrics:
         self.complete_recent: deque[float] = deque(maxlen=4096)
         self.capacity = capacity
         self._window_executed = 0
+        # the task's user metrics: anything with ``raw()`` (plain data per metric name) and
+        # ``roll()`` (close a window): the live registry in a worker, a received copy elsewhere
+        self.user: Any = None
 
     def record_complete(self, ms: float) -> None:
         """A spout tuple tree completed ``ms`` after its emit."""
@@ -65,6 +71,12 @@ class TaskMetrics:
         self._window_executed = self.executed
         if window_secs > 0:
             self.capacity = min(1.0, done * self.execute_latency_ms / (window_secs * 1000.0))
+        if self.user is not None:
+            self.user.roll()
+
+    def user_raw(self) -> dict:
+        """The task's user metrics as plain data (``{}`` when it registered none)."""
+        return self.user.raw() if self.user is not None else {}
 
 
 def percentile(samples: list[float], q: float, *, ordered: bool = False) -> float:
@@ -83,8 +95,10 @@ def aggregate(metrics: list[TaskMetrics]) -> dict:
         return sum(getattr(m, total) for m in metrics) / n if n else 0.0
 
     recent = sorted(x for m in metrics for x in list(m.complete_recent))
+    raws = {m.task: m.user_raw() for m in metrics}
     by_task = {
         m.task: {
+            "metrics": task_metrics(raws[m.task]),
             "emitted": m.emitted, "transferred": m.transferred, "acked": m.acked,
             "failed": m.failed, "executed": m.executed,
             "execute_latency_ms": m.execute_latency_ms,
@@ -106,5 +120,6 @@ def aggregate(metrics: list[TaskMetrics]) -> dict:
         "complete_latency_p50_ms": percentile(recent, 0.50, ordered=True),
         "complete_latency_p99_ms": percentile(recent, 0.99, ordered=True),
         "capacity": max((m.capacity for m in metrics), default=0.0),
+        "metrics": component_metrics(raws),
         "by_task": by_task,
     }

@@ -5,10 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from squall.api.components import StreamDef
-from squall.api.config import TOPOLOGY_ACKER_EXECUTORS, TOPOLOGY_WORKERS
+from squall.api.config import (
+    TOPOLOGY_ACKER_EXECUTORS,
+    TOPOLOGY_TASKS,
+    TOPOLOGY_WORKERS,
+)
+from squall.api.config import component_tasks as resolve_tasks
 from squall.api.errors import InvalidTopologyError
 from squall.api.fields import Fields
-from squall.api.topology import StormTopology
+from squall.api.topology import ComponentSpec, StormTopology
 
 ACKER = "__acker"
 SYSTEM = "__system"
@@ -47,6 +52,8 @@ class TaskPlan:
     executors: list[Executor]
     worker_executors: list[list[Executor]]
     streams: dict[str, dict[str, StreamDef]] = field(default_factory=dict)
+    # component -> the (component, stream) pairs it subscribes to
+    sources: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def worker_tasks(self, worker: int) -> list[int]:
         """Task ids hosted by ``worker``."""
@@ -86,6 +93,20 @@ def num_ackers(conf: dict) -> int:
     return n
 
 
+def spec_tasks(spec: ComponentSpec, conf: dict) -> tuple[int, int]:
+    """(tasks, executors) of ``spec`` under the topology configuration ``conf``.
+
+    The component's ``topology.tasks`` and ``topology.max.task.parallelism`` win over the
+    topology's (Storm's merge); system components ($checkpointspout) keep their own counts.
+    """
+    if spec.id.startswith(("$", "__")):
+        return spec.num_tasks, spec.parallelism
+    own = spec.conf
+    if TOPOLOGY_TASKS in own:  # spec.num_tasks is the component's count, kept by rebalance
+        own = {**own, TOPOLOGY_TASKS: spec.num_tasks}
+    return resolve_tasks(spec.parallelism, own, conf)
+
+
 def make_plan(topology: StormTopology, conf: dict) -> TaskPlan:
     """Plan tasks: user components sorted by id from task 1, system components last.
 
@@ -100,10 +121,11 @@ def make_plan(topology: StormTopology, conf: dict) -> TaskPlan:
     next_id = 1
     # user components first, sorted by id; system ones ($checkpointspout) after them
     for spec in sorted(topology.components.values(), key=lambda c: (c.id[0] in "$_", c.id)):
-        for run in split_tasks(next_id, spec.num_tasks, spec.parallelism):
+        num_tasks, parallelism = spec_tasks(spec, conf)
+        for run in split_tasks(next_id, num_tasks, parallelism):
             executors.append(Executor(spec.id, run))
-        component_tasks[spec.id] = list(range(next_id, next_id + spec.num_tasks))
-        next_id += spec.num_tasks
+        component_tasks[spec.id] = list(range(next_id, next_id + num_tasks))
+        next_id += num_tasks
     ackers = num_ackers(conf)
     system: list[Executor] = []
     if ackers:
@@ -121,5 +143,7 @@ def make_plan(topology: StormTopology, conf: dict) -> TaskPlan:
         system.append(ex)
     streams = {cid: dict(spec.streams) for cid, spec in topology.components.items()}
     task_component = {t: c for c, ts in component_tasks.items() for t in ts}
+    sources = {cid: [(i.component, i.stream) for i in spec.inputs]
+               for cid, spec in topology.components.items()}
     return TaskPlan(workers, component_tasks, task_component, executors + system,
-                    worker_executors, streams)
+                    worker_executors, streams, sources)

@@ -6,8 +6,19 @@ cdef class ShuffleRouter:
     cdef public Py_ssize_t _pos
     cdef public object _rng
 
+cdef class LoadAwareShuffleRouter:
+    cdef public ShuffleRouter _local, _all
+    cdef public object _current, _local_targets, _mean_load
+    cdef public double _high, _low
+    cdef public Py_ssize_t _countdown
+    cdef public bint local_scope
+
 cdef class FieldsRouter:
     cdef public list _singles, _indexes
+    cdef public Py_ssize_t _n
+
+cdef class PartialKeyRouter:
+    cdef public list _singles, _indexes, _sent
     cdef public Py_ssize_t _n
 
 cdef class ConstantRouter:

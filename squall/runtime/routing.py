@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from squall.api.components import CustomStreamGrouping
+from squall.api.components import CustomStreamGrouping, GlobalStreamId
 from squall.api.context import WorkerTopologyContext
 from squall.api.fields import Fields
 from squall.api.topology import Grouping
 from squall.runtime.hashing import hash_values, stable_hash
 
 Router = Callable[[list], list[int]]
+# the mean queue fill (0: empty, 1: full) of some of this worker's tasks
+MeanLoad = Callable[[list[int]], float]
+
+# a load-aware shuffle looks at its local targets' queues at most once per this many tuples
+LOAD_CHECK_EVERY = 64
+_MASK = 0xFFFFFFFF
 
 
 class ShuffleRouter:
@@ -36,6 +43,51 @@ class ShuffleRouter:
         return self._order[pos]
 
 
+class LoadAwareShuffleRouter:
+    """Storm 2's load-aware shuffle: this worker's targets first, while their queues keep up.
+
+    Two scopes, as Storm's ``LoadAwareShuffleGrouping`` with only worker-local and
+    everything: it starts on the targets in the emitting worker and widens to every target
+    when their mean queue fill rises above ``high``, then narrows back once it falls below
+    ``low``. Within a scope it is the balanced shuffle, so while widened (remote load is not
+    known here, so taken as even) counts differ by at most one per target. The queues are
+    read at most once per ``LOAD_CHECK_EVERY`` tuples.
+    """
+
+    __slots__ = ("_local", "_all", "_current", "_local_targets", "_mean_load", "_high",
+                 "_low", "_countdown", "local_scope")
+
+    def __init__(self, targets: list[int], local_targets: list[int], seed: int,
+                 mean_load: MeanLoad, high: float, low: float) -> None:
+        self._local = ShuffleRouter(local_targets, seed)
+        self._all = ShuffleRouter(targets, seed)
+        self._current = self._local
+        self._local_targets = list(local_targets)
+        self._mean_load = mean_load
+        self._high = high
+        self._low = low
+        self._countdown = 0
+        self.local_scope = True
+
+    def __call__(self, values: list) -> list[int]:
+        """Target task ids for ``values``."""
+        self._countdown -= 1
+        if self._countdown <= 0:
+            self._countdown = LOAD_CHECK_EVERY
+            self.refresh()
+        return self._current(values)
+
+    def refresh(self) -> None:
+        """Re-read the local queues and change scope if they crossed a bound."""
+        load = self._mean_load(self._local_targets)
+        if self.local_scope and load > self._high:
+            self.local_scope = False
+            self._current = self._all
+        elif not self.local_scope and load < self._low:
+            self.local_scope = True
+            self._current = self._local
+
+
 class FieldsRouter:
     """Equal values of the grouping fields go to the same task, in every process."""
 
@@ -53,6 +105,63 @@ class FieldsRouter:
         else:
             h = hash_values([values[i] for i in self._indexes])
         return self._singles[h % self._n]
+
+
+def second_hash(h: int) -> int:
+    """A second 32-bit hash derived from ``h`` (a murmur3 finalizer), stable everywhere."""
+    h = (h ^ 0x9E3779B9) & _MASK
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _MASK
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _MASK
+    h ^= h >> 16
+    return h
+
+
+def two_choices(h: int, n: int) -> tuple[int, int]:
+    """Two indexes below ``n`` for a key of hash ``h``: distinct when ``n`` > 1."""
+    first = h % n
+    second = second_hash(h) % n
+    if second == first:
+        second = (second + 1) % n
+    return first, second
+
+
+class PartialKeyRouter:
+    """Storm's partial key grouping: the less loaded of a key's two candidate tasks.
+
+    The candidates come from two stable hashes of the grouping fields (distinct tasks when
+    there are two or more); the load is what this emitter has sent to each task so far, and
+    a tie goes to the first candidate.
+    """
+
+    __slots__ = ("_singles", "_indexes", "_n", "_sent")
+
+    def __init__(self, targets: list[int], stream_fields: Fields, fields: Fields) -> None:
+        self._singles = [[t] for t in sorted(targets)]
+        self._indexes = [stream_fields.index(f) for f in fields]
+        self._n = len(targets)
+        self._sent = [0] * len(targets)
+
+    def candidates(self, values: list) -> tuple[int, int]:
+        """The two candidate task ids of ``values``' key."""
+        first, second = self._choices(values)
+        return self._singles[first][0], self._singles[second][0]
+
+    def _choices(self, values: list) -> tuple[int, int]:
+        if len(self._indexes) == 1:
+            h = stable_hash(values[self._indexes[0]])
+        else:
+            h = hash_values([values[i] for i in self._indexes])
+        return two_choices(h, self._n)
+
+    def __call__(self, values: list) -> list[int]:
+        """Target task ids for ``values``."""
+        first, second = self._choices(values)
+        sent = self._sent
+        pick = first if sent[first] <= sent[second] else second
+        sent[pick] += 1
+        return self._singles[pick]
 
 
 class ConstantRouter:
@@ -102,6 +211,15 @@ class DirectOnly:
         self.targets = frozenset(targets)
 
 
+@dataclass(frozen=True)
+class LoadAwareness:
+    """What a load-aware shuffle needs from its worker: its queues' fill and the bounds."""
+
+    mean_load: MeanLoad
+    high: float = 0.8
+    low: float = 0.2
+
+
 def make_router(
     grouping: Grouping,
     *,
@@ -112,11 +230,22 @@ def make_router(
     stream_fields: Fields,
     context: WorkerTopologyContext,
     component: str,
+    source: str = "",
+    load: LoadAwareness | None = None,
 ) -> Router | DirectOnly:
-    """The router one emitting ``task`` uses for one subscription."""
+    """The router one emitting ``task`` of component ``source`` uses for one subscription.
+
+    ``component`` is the subscriber; with ``load`` (None when
+    ``topology.disable.loadaware.messaging`` is set) a shuffle prefers this worker's tasks.
+    """
     kind = grouping.kind
     targets = sorted(targets)
-    if kind in ("shuffle", "none"):
+    if kind == "shuffle":
+        local = [t for t in targets if t in local_tasks]
+        if load is not None and local and len(local) < len(targets):
+            return LoadAwareShuffleRouter(targets, local, task, load.mean_load, load.high, load.low)
+        return ShuffleRouter(targets, seed=task)
+    if kind == "none":
         return ShuffleRouter(targets, seed=task)
     if kind == "local_or_shuffle":
         local = [t for t in targets if t in local_tasks]
@@ -124,6 +253,9 @@ def make_router(
     if kind == "fields":
         assert grouping.fields is not None
         return FieldsRouter(targets, stream_fields, grouping.fields)
+    if kind == "partial_key":
+        assert grouping.fields is not None
+        return PartialKeyRouter(targets, stream_fields, grouping.fields)
     if kind == "all":
         return ConstantRouter(targets)
     if kind == "global":
@@ -132,6 +264,6 @@ def make_router(
         return DirectOnly(targets)
     if kind == "custom":
         assert grouping.custom is not None
-        grouping.custom.prepare(context, stream, targets)
+        grouping.custom.prepare(context, GlobalStreamId(source, stream), list(targets))
         return CustomRouter(grouping.custom, task, targets, component)
     raise ValueError(f"unknown grouping {kind!r}")

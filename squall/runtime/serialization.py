@@ -27,6 +27,10 @@ class SerializationError(ValueError):
     """A value could not be serialized for another worker."""
 
 
+class TupleTooLargeError(SerializationError):
+    """A tuple for another worker is larger than ``squall.max.tuple.bytes``."""
+
+
 class CorruptFrameError(ValueError):
     """A frame failed its header or CRC check."""
 

@@ -6,9 +6,10 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from squall.api.config import effective_conf
+from squall.api.config import check_component_conf, effective_conf
 from squall.api.errors import InvalidTopologyError
 from squall.api.topology import StormTopology
+from squall.runtime.window_checks import check_windows
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
@@ -34,6 +35,19 @@ def _positive(conf: dict, key: str, *, allow_none: bool, integer: bool) -> None:
         raise InvalidTopologyError(f"config {key} must be {kind}{extra}, got {value!r}")
 
 
+def _hook_paths(paths: Any, where: str) -> None:
+    """``topology.auto.task.hooks``: None or a list of import paths (resolved in the workers)."""
+    if paths is None:
+        return
+    if isinstance(paths, (list, tuple)) and all(
+            isinstance(p, str) and "." in p.strip(".") for p in paths):
+        return
+    raise InvalidTopologyError(
+        f"{where} topology.auto.task.hooks must be a list of hook class import paths "
+        f"('package.module.Class'), got {paths!r}"
+    )
+
+
 def prepare_conf(conf: Any, topology: Any) -> dict:
     """Validate ``conf`` and ``topology``; returns the effective configuration."""
     if not isinstance(topology, StormTopology):
@@ -50,6 +64,12 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
     _positive(merged, "topology.message.timeout.secs", allow_none=False, integer=False)
     _positive(merged, "topology.max.spout.pending", allow_none=True, integer=True)
     _positive(merged, "topology.tick.tuple.freq.secs", allow_none=True, integer=False)
+    _positive(merged, "topology.tasks", allow_none=True, integer=True)
+    _positive(merged, "topology.max.task.parallelism", allow_none=True, integer=True)
+    for key in ("topology.localityaware.higher.bound", "topology.localityaware.lower.bound"):
+        bound = merged.get(key)
+        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or bound < 0:
+            raise InvalidTopologyError(f"config {key} must be a number >= 0, got {bound!r}")
     _positive(merged, "topology.executor.receive.buffer.size", allow_none=False, integer=True)
     _positive(merged, "squall.transfer.batch.size", allow_none=False, integer=True)
     retries = merged.get("squall.spout.max.retries")
@@ -57,13 +77,10 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
         raise InvalidTopologyError(
             f"config squall.spout.max.retries must be a non-negative integer or None, got {retries!r}"
         )
+    _hook_paths(merged.get("topology.auto.task.hooks"), "config")
     for comp in topology.components.values():
-        freq = comp.conf.get("topology.tick.tuple.freq.secs")
-        if freq is not None and (isinstance(freq, bool) or not isinstance(freq, (int, float)) or freq <= 0):
-            raise InvalidTopologyError(
-                f"component {comp.id!r}: topology.tick.tuple.freq.secs must be a positive "
-                f"number, got {freq!r}"
-            )
+        check_component_conf(comp.id, comp.conf)  # again: a topology may not come from the builder
+    check_windows(merged, topology)
     if topology.stateful:
         interval = merged.get("topology.state.checkpoint.interval.ms")
         if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:

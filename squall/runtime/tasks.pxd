@@ -17,12 +17,14 @@ cdef class Task:
     cdef public object inbox
     cdef public dict out_fields
     cdef public TaskMetrics metrics
+    cdef public object hooks
     cdef public list _ackers
     cdef public Py_ssize_t _num_ackers
     cdef public list _local_ackers
     cdef public list _local_slots
     cdef public bint acking
     cdef public bint inline
+    cdef public unsigned long owner
     cdef dict __dict__
     cdef object __weakref__
     cpdef object new_root(self)
@@ -37,12 +39,15 @@ cdef class SpoutTask(Task):
     cdef public SpoutOutputCollector collector
     cdef public RotatingMap pending
     cdef public object max_pending
-    cdef public list _ack_soon
+    cdef public list _ack_soon, _fail_soon
     cdef public bint active
     cdef public object max_retries
     cdef public dict _failures
     cdef public object _fail_with_reason
+    cdef public Py_ssize_t calls, idle_streak, _level1, _level2
+    cdef public double idle_until, _level3
     cpdef bint can_emit(self)
+    cpdef went_idle(self, double now)
     cpdef Py_ssize_t next_tuple(self)
     cpdef track(self, object root, object msg_id)
     cpdef handle(self, Tuple tup)

@@ -25,6 +25,7 @@ from squall.runtime.collectors import (
     StreamRoute,
 )
 from squall.runtime.failures import TIMEOUT, Failure, describe, from_detail
+from squall.runtime.hooks import TaskHooks, add_auto_hooks
 from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.rotating import RotatingMap
@@ -57,12 +58,20 @@ class Task:
         self.inbox: deque[Tuple] = deque()
         self.out_fields: dict[str, Fields] = {}  # stream -> fields, set by the worker
         self.metrics = TaskMetrics(component, task_id)
+        # None until a hook is added: the hot path's only cost for tasks without hooks
+        self.hooks: TaskHooks | None = None
+        if context is not None:  # tests may run a task without one
+            context.bind_runtime(conf, worker.clock, self._add_hook)
+            self.metrics.user = context.metric_registry
         ackers = worker.plan.acker_tasks
         self._ackers = ackers
         self._num_ackers = len(ackers)
         self._local_ackers: list[AckerTask | None] = [None] * len(ackers)
         self._local_slots: list[int] = []
         self.acking = bool(ackers)
+        # the thread that calls this task's code, once it runs (0: not yet, or a test
+        # driving it by hand); collectors refuse calls from any other thread
+        self.owner = 0
         # True for tasks whose ``apply`` runs no user code and so may be called in place of
         # queueing (the acker): saves a tuple, a queue round trip and a dispatch per ack.
         self.inline = False
@@ -107,6 +116,18 @@ class Task:
     def stop(self) -> None:
         """Close or clean up the user component (graceful stop only)."""
 
+    def _add_hook(self, hook: Any) -> None:
+        """``context.add_task_hook`` added (and prepared) ``hook``."""
+        hooks = self.hooks
+        if hooks is None:
+            hooks = self.hooks = TaskHooks(self)
+        hooks.add(hook)
+
+    def _cleanup_hooks(self) -> None:
+        """Hooks are cleaned up before the component closes, as in Storm."""
+        if self.hooks is not None:
+            self.hooks.cleanup()
+
     def process(self, budget: int) -> int:
         """Handle up to ``budget`` queued tuples; returns how many were handled."""
         inbox = self.inbox
@@ -136,6 +157,7 @@ class SpoutTask(Task):
         max_pending = conf.get("topology.max.spout.pending")
         self.max_pending: int | None = int(max_pending) if max_pending else None
         self._ack_soon: list[Any] = []
+        self._fail_soon: list[Any] = []  # tracked emits that could not be sent
         self.active = False
         retries = conf.get("squall.spout.max.retries")
         # the system's own spouts (checkpoints) decide their replays themselves
@@ -145,13 +167,22 @@ class SpoutTask(Task):
         # a spout that takes the reason (ReliableSpout) counts its retries itself
         fail_with_reason = getattr(spout, "fail_with_reason", None)
         self._fail_with_reason = fail_with_reason if callable(fail_with_reason) else None
+        # Storm's WaitStrategyProgressive: how long to leave a spout that emitted nothing
+        self.calls = 0  # next_tuple calls so far
+        self.idle_streak = 0
+        self.idle_until = 0.0  # time.perf_counter() before which next_tuple is not called
+        self._level1 = int(conf.get("topology.spout.wait.progressive.level1.count") or 0)
+        self._level2 = self._level1 + int(conf.get("topology.spout.wait.progressive.level2.count") or 0)
+        self._level3 = float(conf.get("topology.spout.wait.progressive.level3.sleep.millis", 1)) / 1000.0
 
     def start(self) -> None:
-        """Open the spout."""
+        """Add the ``topology.auto.task.hooks``, then open the spout."""
+        add_auto_hooks(self)
         self.spout.open(self.conf, self.context, self.collector)
 
     def stop(self) -> None:
         """Close the spout."""
+        self._cleanup_hooks()
         self._call(self.spout.close)
 
     def activate(self) -> None:
@@ -173,13 +204,27 @@ class SpoutTask(Task):
     def next_tuple(self) -> int:
         """Call ``next_tuple`` once; returns how many tuples it emitted."""
         before = self.metrics.emitted
+        self.calls += 1
         try:
             self.spout.next_tuple()
-        except Exception as e:  # noqa: BLE001 - user code: report, carry on
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - user code (sys.exit too): report, carry on
             self.worker.report_error(self, e)
         if self._ack_soon:
             self._run_acks_soon()
+        if self._fail_soon:
+            pending, self._fail_soon = self._fail_soon, []
+            now = self.worker.clock()
+            for msg_id in pending:
+                # failed at its emit (here, not downstream): no latency
+                self._failed(msg_id, now, [None, self.component, self.task_id, None])
         return self.metrics.emitted - before
+
+    def went_idle(self, now: float) -> None:
+        """``next_tuple`` emitted nothing at real time ``now``: wait progressively longer."""
+        streak = self.idle_streak = self.idle_streak + 1
+        if streak <= self._level1:
+            return  # asked again next round
+        self.idle_until = now + (0.0001 if streak <= self._level2 else self._level3)
 
     def track(self, root: int, msg_id: Any) -> None:
         """Remember a tracked emit until its tree is acked, failed or timed out."""
@@ -189,11 +234,20 @@ class SpoutTask(Task):
         """Ack ``msg_id`` once ``next_tuple`` returns (acking off, or no subscriber)."""
         self._ack_soon.append(msg_id)
 
+    def fail_soon(self, msg_id: Any) -> None:
+        """Fail ``msg_id`` once ``next_tuple`` returns (its emit could not be sent).
+
+        Never inside ``next_tuple``: a spout's ``fail`` must not run re-entrantly.
+        """
+        self._fail_soon.append(msg_id)
+
     def _run_acks_soon(self) -> None:
         pending, self._ack_soon = self._ack_soon, []
         for msg_id in pending:
             self.metrics.acked += 1
             self._call(self.spout.ack, msg_id)
+            if self.hooks is not None:
+                self.hooks.spout_ack(msg_id, 0.0)  # acked at once, as Storm's timeDelta 0
 
     def handle(self, tup: Tuple) -> None:
         """An acker's verdict on one of this task's roots."""
@@ -208,22 +262,25 @@ class SpoutTask(Task):
             return
         msg_id, emitted_at = entry
         if stream == ACK_ACK:
+            latency = (self.worker.clock() - emitted_at) * 1000.0
             self.metrics.acked += 1
-            self.metrics.record_complete((self.worker.clock() - emitted_at) * 1000.0)
+            self.metrics.record_complete(latency)
             if self._failures:
                 self._forget(msg_id)
             self._call(self.spout.ack, msg_id)
+            if self.hooks is not None:
+                self.hooks.spout_ack(msg_id, latency)
         elif stream == ACK_FAIL:
-            self._failed(msg_id, tup.values)
+            self._failed(msg_id, emitted_at, tup.values)
 
     def expire(self) -> int:
         """Rotate the pending buckets; fail what timed out. Returns how many."""
         expired = self.pending.rotate()
-        for msg_id, _ in expired.values():
-            self._failed(msg_id, None)
+        for msg_id, emitted_at in expired.values():
+            self._failed(msg_id, emitted_at, None)
         return len(expired)
 
-    def _failed(self, msg_id: Any, verdict: list | None) -> None:
+    def _failed(self, msg_id: Any, emitted_at: float, verdict: list | None) -> None:
         """A tree failed or timed out: the spout's ``fail`` (it decides to replay).
 
         Unless ``msg_id`` has failed ``squall.spout.max.retries`` times already (E1): then
@@ -238,6 +295,7 @@ class SpoutTask(Task):
         if self._fail_with_reason is not None:
             failure = Failure(TIMEOUT) if verdict is None else from_detail(verdict[1:4])
             self._call(self._fail_with_reason, msg_id, failure)
+            self._fail_hooks(msg_id, emitted_at)
             return
         limit = self.max_retries
         if limit is not None:
@@ -251,6 +309,7 @@ class SpoutTask(Task):
                     f"(squall.spout.max.retries={limit}): given up and acked"
                 ))
                 self._call(self.spout.ack, msg_id)
+                self._fail_hooks(msg_id, emitted_at)  # the tree failed, whatever the spout is told
                 return
             if count:
                 if len(self._failures) >= MAX_COUNTED_FAILURES:
@@ -258,6 +317,11 @@ class SpoutTask(Task):
                     del self._failures[next(iter(self._failures))]
                 self._failures[msg_id] = count
         self._call(self.spout.fail, msg_id)
+        self._fail_hooks(msg_id, emitted_at)
+
+    def _fail_hooks(self, msg_id: Any, emitted_at: float) -> None:
+        if self.hooks is not None:
+            self.hooks.spout_fail(msg_id, (self.worker.clock() - emitted_at) * 1000.0)
 
     def _forget(self, msg_id: Any) -> None:
         try:
@@ -268,7 +332,7 @@ class SpoutTask(Task):
     def _call(self, fn: Any, *args: Any) -> None:
         try:
             fn(*args)
-        except Exception as e:  # noqa: BLE001 - user code: report, carry on
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - user code (sys.exit too): report, carry on
             self.worker.report_error(self, e)
 
 
@@ -289,7 +353,8 @@ class BoltTask(Task):
         self._count = 0
 
     def start(self) -> None:
-        """Prepare the bolt."""
+        """Add the ``topology.auto.task.hooks``, then prepare the bolt."""
+        add_auto_hooks(self)
         if self._basic is not None:
             self.bolt.prepare(self.conf, self.context)  # type: ignore[call-arg]
         else:
@@ -297,6 +362,7 @@ class BoltTask(Task):
 
     def stop(self) -> None:
         """Clean up the bolt."""
+        self._cleanup_hooks()
         try:
             self.bolt.cleanup()
         except Exception as e:  # noqa: BLE001
@@ -309,14 +375,16 @@ class BoltTask(Task):
             return
         self._count += 1
         sample = self._sample_every and self._count % self._sample_every == 0
-        if sample:
-            t0 = tup._t0 = self.worker.clock()
+        hooks = self.hooks  # with hooks, every execute is timed for their info objects
+        if sample or hooks is not None:
+            t0 = self.worker.clock()
+            tup._t0 = t0 or 1e-9  # 0.0 means "not timed" to ack
         if self._basic is not None:
             self._execute_basic(tup)
         else:
             try:
                 self.bolt.execute(tup)  # type: ignore[call-arg]
-            except Exception as e:  # noqa: BLE001 - user code: report, fail the input
+            except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, fail the input
                 self.worker.report_error(self, e)
                 self.collector.fail_with_error(tup, describe(e))
         m = self.metrics
@@ -324,6 +392,8 @@ class BoltTask(Task):
         if sample:
             m.exec_sampled_ms += (self.worker.clock() - t0) * 1000.0
             m.exec_samples += 1
+        if hooks is not None:
+            hooks.bolt_execute(tup, (self.worker.clock() - t0) * 1000.0)
 
     def _on_checkpoint_tuple(self, tup: Tuple) -> None:
         barrier = self.barrier
@@ -360,7 +430,7 @@ class BoltTask(Task):
                 self.collector.fail_with_error(tup, describe(e))
             else:
                 self.collector.fail(tup)
-        except Exception as e:  # noqa: BLE001 - user code: report, fail the input
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, fail the input
             self.worker.report_error(self, e)
             self.collector.fail_with_error(tup, describe(e))
         else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -42,6 +43,9 @@ class InProcessHub:
         self.capacity = max(1, capacity_frames)
         self.queues: list[deque[bytes]] = [deque() for _ in range(workers)]
         self.events = [threading.Event() for _ in range(workers)]
+        # for fault tests (squall.testing.faults): (sender, receiver, frame) -> the frames
+        # that arrive instead: [] drops it, two copies duplicate it, other bytes corrupt it
+        self.fault: Callable[[int, int, bytes], list[bytes]] | None = None
 
     def endpoint(self, worker: int) -> InProcessTransport:
         """The transport of worker ``worker``."""
@@ -53,16 +57,21 @@ class InProcessTransport:
 
     def __init__(self, hub: InProcessHub, worker: int) -> None:
         self._hub = hub
+        self._index = worker
         self._queue = hub.queues[worker]
         self._event = hub.events[worker]
 
     def send(self, peer: int, frame: bytes) -> bool:
         """Queue ``frame`` for ``peer`` unless its queue is full."""
-        q = self._hub.queues[peer]
-        if len(q) >= self._hub.capacity:
+        hub = self._hub
+        q = hub.queues[peer]
+        if len(q) >= hub.capacity:
             return False
-        q.append(frame)
-        self._hub.events[peer].set()
+        if hub.fault is None:
+            q.append(frame)
+        else:
+            q.extend(hub.fault(self._index, peer, frame))
+        hub.events[peer].set()
         return True
 
     def poll(self, max_frames: int) -> list[bytes]:

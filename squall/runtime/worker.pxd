@@ -14,19 +14,21 @@ cdef class Worker:
     cdef public object topology_name, topology, conf, plan, index, transport, errors, clock, tap
     cdef public bint active
     cdef public dict tasks
-    cdef public list spouts, processors
+    cdef public list spouts, processors, threads
     cdef public object _task_worker
     cdef public Encoder _encoder
     cdef public dict _out, _unsent, _acks
     cdef public object _ack_src
-    cdef public Py_ssize_t _batch, _capacity, _high, _low
+    cdef public Py_ssize_t _batch, _capacity, _high, _low, _max_tuple
+    cdef public list _barrier_spouts
     cdef public bint throttled
     cdef public dict _fields
     cdef public list _timers
     cdef public object _commands
     cdef public bint _running, _graceful
     cdef public object _thread, started, stopped, start_error
-    cdef public Py_ssize_t corrupt_frames, misrouted, rounds, idle_rounds
+    cdef public Py_ssize_t corrupt_frames, misrouted, rounds, idle_rounds, work_done, _spout_cursor
+    cdef public double _spout_budget
     cdef dict __dict__
     @cython.locals(task=Task, acker=AckerTask)
     cpdef deliver(self, object target, Task src, object stream, object values, object ids)
@@ -36,7 +38,7 @@ cdef class Worker:
     cpdef Py_ssize_t run_once(self)
     @cython.locals(task=Task, fullest=Py_ssize_t, n=Py_ssize_t)
     cpdef Py_ssize_t _fullest(self)
-    @cython.locals(spout=SpoutTask, emitted=Py_ssize_t, n=Py_ssize_t)
+    @cython.locals(spout=SpoutTask, emitted=Py_ssize_t, n=Py_ssize_t, count=Py_ssize_t, k=Py_ssize_t, start=Py_ssize_t, now=double, deadline=double)
     cpdef Py_ssize_t _run_spouts(self)
     @cython.locals(acks=dict, pending=dict, flat=list)
     cpdef _send_acks(self)

@@ -15,19 +15,28 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
+from time import perf_counter
 from typing import Any
 
 from squall.api.errors import TopologyStartError
 from squall.api.fields import Fields
 from squall.api.topology import StormTopology
 from squall.api.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
+from squall.runtime import clock as runtime_clock
 from squall.runtime.assembly import make_task
+from squall.runtime.checkpoint import CHECKPOINT_SPOUT
 from squall.runtime.errors import ErrorLog
 from squall.runtime.plan import ACK_ACKS, ACKER, SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
-from squall.runtime.serialization import CorruptFrameError, Encoder, SerializationError, frame, unframe
+from squall.runtime.serialization import (
+    CorruptFrameError,
+    Encoder,
+    SerializationError,
+    TupleTooLargeError,
+    frame,
+    unframe,
+)
 from squall.runtime.tasks import PENDING_BUCKETS, AckerTask, BoltTask, SpoutTask, Task
 from squall.runtime.transport import Transport
 
@@ -36,7 +45,12 @@ EMPTY = Fields()
 BOLT_BATCH = 256
 SPOUT_BATCH = 64
 FRAMES_PER_ROUND = 64
-IDLE_WAIT = 0.001  # a spout that emitted nothing is asked again after 1 ms, as Storm's
+LARGE_TUPLE_BYTES = 65536  # above this a tuple's size is checked and it ends its frame
+DEFAULT_MAX_TUPLE_BYTES = 16 * 1024 * 1024
+THREADED = "squall.task.threaded"  # component configuration: a thread per task
+THREAD_STOP_TIMEOUT = 30.0
+TIMER_SLACK = 1e-9  # float sums of intervals must not make a timer a round late
+IDLE_WAIT = 0.05  # the longest a worker with nothing to do sleeps before it looks again
 
 
 class Timer:
@@ -63,7 +77,7 @@ class Worker:
         index: int,
         transport: Transport,
         errors: ErrorLog | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
         tap: Callable[[str, str, list], None] | None = None,
         active: bool = True,
     ) -> None:
@@ -74,12 +88,19 @@ class Worker:
         self.index = index
         self.transport = transport
         self.errors = errors or ErrorLog()
-        self.clock = clock
+        # simulated while a test runs under squall.testing.simulated_time()
+        self.clock = clock or runtime_clock.current()
         self.tap = tap
         self.active = active
         self.tasks: dict[int, Task] = {}
         self.spouts: list[SpoutTask] = []
+        self._barrier_spouts: list[SpoutTask] = []  # the checkpoint spout, if here
         self.processors: list[Task] = []
+        self.threads: list[Any] = []  # TaskThread of each task with a thread of its own
+        self.asyncs: list[Any] = []  # AsyncBoltTask of each AsyncBolt task
+        self._aio: Any = None  # the event loop of the async tasks, made on first use
+        self.stuck: dict[int, dict] = {}  # task id -> the call it is stuck in (the watchdog's)
+        self._watchdog: Any = None
         self._task_worker = plan.task_worker()
         self._encoder = Encoder()
         self._out: dict[int, list[bytes]] = {}
@@ -87,13 +108,18 @@ class Worker:
         self._acks: dict[int, dict[int, int]] = {}  # remote acker -> root -> XOR this round
         self._ack_src: Task | None = None
         self._batch = int(conf.get("squall.transfer.batch.size") or 512)
+        self._max_tuple = int(conf.get("squall.max.tuple.bytes") or DEFAULT_MAX_TUPLE_BYTES)
         self._capacity = int(conf.get("topology.executor.receive.buffer.size") or 32768)
         self._high = int(self._capacity * float(conf.get("topology.backpressure.water.mark.high", 0.8)))
         self._low = int(self._capacity * float(conf.get("topology.backpressure.water.mark.low", 0.2)))
         self.throttled = False
         self._fields: dict[tuple[str, str], Fields] = {}
         self._timers: list[Timer] = []
-        self._commands: deque[Callable[[], None]] = deque()
+        self._commands: deque[tuple[Callable[[], None], threading.Event]] = deque()
+        # real seconds per round for spouts' next_tuple calls: slow spouts cannot delay
+        # ticks, timeouts or commands by more than one call
+        self._spout_budget = float(conf.get("squall.spout.round.budget.ms", 5)) / 1000.0
+        self._spout_cursor = 0
         self._running = False
         self._graceful = True
         self._thread: threading.Thread | None = None
@@ -104,6 +130,7 @@ class Worker:
         self.misrouted = 0
         self.rounds = 0
         self.idle_rounds = 0
+        self.work_done = 0
 
     # ---- building --------------------------------------------------------------------
 
@@ -127,8 +154,19 @@ class Worker:
                     self.tasks[task_id] = task
         for task in self.tasks.values():
             task.bind_ackers(self.tasks)
-        self.spouts = [t for t in self.tasks.values() if isinstance(t, SpoutTask)]
-        self.processors = [t for t in self.tasks.values() if not isinstance(t, SpoutTask)]
+        own = {t.task_id for t in self.tasks.values()
+               if t.kind in ("spout", "bolt") and t.conf.get(THREADED)}
+        if own:
+            from squall.runtime.threads import TaskThread  # threads.py builds on this module
+
+            self.threads = [TaskThread(self, self.tasks[t]) for t in sorted(own)]
+        self.asyncs = [t for t in self.tasks.values() if hasattr(t, "pump")]
+        own |= {t.task_id for t in self.asyncs}
+        self.spouts = [t for t in self.tasks.values()
+                       if isinstance(t, SpoutTask) and t.task_id not in own]
+        self._barrier_spouts = [t for t in self.spouts if t.component == CHECKPOINT_SPOUT]
+        self.processors = [t for t in self.tasks.values()
+                           if not isinstance(t, SpoutTask) and t.task_id not in own]
         for peer in range(plan.num_workers):
             if peer != self.index:
                 self._out[peer] = []
@@ -157,10 +195,21 @@ class Worker:
                 f"component {src.component!r} cannot send a tuple on stream {stream!r} to "
                 f"another worker: {e}"
             ) from None
+        size = len(data)
+        if size > LARGE_TUPLE_BYTES:
+            self._check_size(src, stream, size)
         buf = self._out[peer]
         buf.append(data)
-        if len(buf) >= self._batch:
-            self._flush(peer)
+        if len(buf) >= self._batch or size > LARGE_TUPLE_BYTES:
+            self._flush(peer)  # a large tuple closes its frame: frames stay far below the limit
+
+    def _check_size(self, src: Task, stream: str, size: int) -> None:
+        if size > self._max_tuple:
+            raise TupleTooLargeError(
+                f"component {src.component!r} emitted a tuple of {size:,} bytes on stream "
+                f"{stream!r} to another worker, over squall.max.tuple.bytes "
+                f"({self._max_tuple:,}): send a reference (a key, a path) instead of the data"
+            )
 
     def buffer_ack(self, acker: int, src: Task, root: int, value: int) -> None:
         """Ack for an acker in another worker: combined per root until the round ends.
@@ -251,12 +300,21 @@ class Worker:
         """One round of the loop; returns the amount of work done (0 when idle)."""
         work = 0
         while self._commands:
-            self._commands.popleft()()
-            work += 1
+            fn, done = self._commands.popleft()
+            try:
+                fn()
+            finally:
+                done.set()
+            # not counted as work: a test asking whether the cluster is quiet must not
+            # make it busy by asking
         now = self.clock()
         for timer in self._timers:
-            if now >= timer.due:
-                timer.due = now + timer.interval
+            if now + TIMER_SLACK >= timer.due:
+                # fixed rate, as Storm's recurring timers: a late round does not shift
+                # later firings; missed ones are skipped rather than fired in a burst
+                timer.due += timer.interval
+                if timer.due <= now + TIMER_SLACK:
+                    timer.due = now + timer.interval
                 timer.action()
                 work += 1
         fullest = self._fullest()
@@ -268,6 +326,11 @@ class Worker:
         for spout in self.spouts:
             if spout.inbox:
                 work += spout.process(BOLT_BATCH)
+        for th in self.threads:
+            if th.outbox:
+                work += th.drain()
+        for at in self.asyncs:
+            work += at.pump()
         if self._acks:
             self._send_acks()
         blocked = self._flush_all()
@@ -276,10 +339,19 @@ class Worker:
             self.throttled = blocked or fullest > self._low
         else:
             self.throttled = blocked or fullest >= self._high
-        if not self.throttled and self.active:
+        if self.active and not self.throttled:
             work += self._run_spouts()
             self._flush_all()
+        elif self.active and self._barrier_spouts:
+            # checkpoint barriers are never starved by backpressure (RELIABILITY D14):
+            # one tuple per interval, queued behind the data they mark
+            work += self._run_barrier_spouts()
+            self._flush_all()
+        for th in self.threads:
+            if th.task.inbox or th.spout is not None:
+                th.poke()
         self.rounds += 1
+        self.work_done += work
         return work
 
     def _fullest(self) -> int:
@@ -292,22 +364,58 @@ class Worker:
         return fullest
 
     def _run_spouts(self) -> int:
+        """Call the spouts for at most the round's budget of real time.
+
+        Each spout is asked up to ``SPOUT_BATCH`` times while it emits; the next round
+        starts with the spout after the one that used up the budget, so every spout gets
+        its turn however slow the others are. A spout that emitted nothing is left alone
+        for its progressive wait (``SpoutTask.went_idle``).
+        """
+        spouts = self.spouts
+        count = len(spouts)
         emitted = 0
-        for spout in self.spouts:
+        if count == 0:
+            return 0
+        now = perf_counter()
+        deadline = now + self._spout_budget
+        start = self._spout_cursor
+        for k in range(count):
+            spout = spouts[(start + k) % count]
+            if spout.idle_until > now:
+                continue
             for _ in range(SPOUT_BATCH):
                 if not spout.can_emit():
                     break
                 n = spout.next_tuple()
                 if n == 0:
+                    spout.went_idle(perf_counter())
                     break
+                spout.idle_streak = 0
                 emitted += n
+                if perf_counter() >= deadline:
+                    break
+            now = perf_counter()
+            if now >= deadline:
+                self._spout_cursor = (start + k + 1) % count
+                break
+        return emitted
+
+    def _run_barrier_spouts(self) -> int:
+        emitted = 0
+        for spout in self._barrier_spouts:
+            if spout.can_emit():
+                emitted += spout.next_tuple()
         return emitted
 
     def _wait_time(self) -> float:
+        """How long the loop may sleep: until a timer is due or a spout wants asking."""
+        wait = IDLE_WAIT
+        if self.active and not self.throttled:
+            real = perf_counter()
+            for spout in self.spouts:
+                if spout.can_emit():
+                    wait = min(wait, max(0.0, spout.idle_until - real))
         now = self.clock()
-        wait = 0.05
-        if self.active and any(s.can_emit() for s in self.spouts):
-            wait = IDLE_WAIT
         for timer in self._timers:
             wait = min(wait, max(0.0, timer.due - now))
         return wait
@@ -324,6 +432,29 @@ class Worker:
                 self.idle_rounds += 1
                 self.transport.wait(self._wait_time())
 
+    def _start_watchdog(self) -> None:
+        limit = float(self.conf.get("squall.task.stuck.secs", 30) or 0)
+        if limit > 0:
+            from squall.runtime.stuck import Watchdog  # a thread; only where it is wanted
+
+            cycle = float(self.conf.get("squall.backpressure.cycle.secs", 30) or 30)
+            self._watchdog = Watchdog(self, limit, cycle)
+            self._watchdog.start()
+
+    def async_runner(self) -> Any:
+        """The event loop of this worker's async tasks (started on first use)."""
+        if self._aio is None:
+            from squall.runtime.async_tasks import AsyncRunner
+
+            self._aio = AsyncRunner(f"squall-async-{self.index}")
+        return self._aio
+
+    def close_async_runner(self) -> None:
+        """Cancel the async calls in flight and stop their event loop (idempotent)."""
+        if self._aio is not None:
+            self._aio.close()
+            self._aio = None
+
     def report_error(self, task: Task, error: BaseException) -> None:
         """Record an error raised by ``task``'s user code (log + topology info)."""
         self.errors.report(task.component, task.task_id, error)
@@ -331,11 +462,24 @@ class Worker:
     # ---- lifecycle ---------------------------------------------------------------------
 
     def open_tasks(self) -> None:
-        """Build, then open spouts and prepare bolts; raises ``TopologyStartError``."""
-        self.build()
+        """Build, then open spouts and prepare bolts; raises ``TopologyStartError``.
+
+        A task with a thread of its own is opened on that thread.
+        """
+        if not self.tasks:
+            self.build()
+        own = {th.task.task_id: th for th in self.threads}
+        for th in self.threads:
+            th.start()
         for task in self.tasks.values():
+            th = own.get(task.task_id)
             try:
-                task.start()
+                if th is None:
+                    task.start()
+                else:
+                    th.started.wait()
+                    if th.start_error is not None:
+                        raise th.start_error
             except Exception as e:  # noqa: BLE001 - user code: report and stop the start
                 self.errors.report(task.component, task.task_id, e)
                 raise TopologyStartError(
@@ -344,8 +488,17 @@ class Worker:
                 ) from e
         self._install_timers()
         if self.active:
-            for spout in self.spouts:
-                spout.activate()
+            self._apply_active(True)
+
+    def _apply_active(self, active: bool) -> None:
+        """Tell every spout (on its own thread where it has one, waiting until it was told)."""
+        self.active = active
+        for spout in self.spouts:
+            spout.activate() if active else spout.deactivate()
+        told = [th.post(th.spout.activate if active else th.spout.deactivate)
+                for th in self.threads if th.spout is not None]
+        for done in told:
+            done.wait()  # at most one call of that spout away
 
     def _install_timers(self) -> None:
         now = self.clock()
@@ -353,9 +506,18 @@ class Worker:
         if self.plan.acker_tasks and conf.get("topology.enable.message.timeouts", True):
             timeout = float(conf.get("topology.message.timeout.secs") or 30)
             every = timeout / (PENDING_BUCKETS - 1)
-            expirable = [t for t in self.tasks.values() if isinstance(t, (SpoutTask, AckerTask))]
-            if expirable:
-                self._timers.append(Timer(now + every, every, lambda: [t.expire() for t in expirable]))  # type: ignore[func-returns-value]
+            own = {th.task.task_id: th for th in self.threads}
+            expirable = [t for t in self.tasks.values()
+                         if isinstance(t, (SpoutTask, AckerTask)) and t.task_id not in own]
+            # a spout on a thread of its own rotates its pending map on that thread
+            posted = [th for th in self.threads if th.spout is not None]
+            if expirable or posted:
+                def expire() -> None:
+                    for t in expirable:
+                        t.expire()
+                    for th in posted:
+                        th.post(th.spout.expire)
+                self._timers.append(Timer(now + every, every, expire))
         system_task = self.plan.component_tasks[SYSTEM][self.index]
         for task in self.tasks.values():
             if isinstance(task, BoltTask):
@@ -385,48 +547,103 @@ class Worker:
 
     def _main(self) -> None:
         try:
+            self.build()
+            me = threading.get_ident()
+            for task in self.tasks.values():
+                task.owner = me  # threaded and async tasks set their own thread
             self.open_tasks()
         except BaseException as e:  # noqa: BLE001 - handed to whoever waits for the start
+            for th in self.threads:
+                th.stop(True, THREAD_STOP_TIMEOUT)  # the tasks that did open are closed
             self.start_error = e
             self._running = False
             self.started.set()
             self.stopped.set()
+            self._release_commands()
             return
+        self._start_watchdog()
         self.started.set()
         try:
             self.loop()
         finally:
+            own = {th.task.task_id for th in self.threads}
+            for th in self.threads:
+                th.stop(self._graceful, THREAD_STOP_TIMEOUT)
             if self._graceful:
                 for task in self.tasks.values():
-                    task.stop()
+                    if task.task_id not in own:
+                        task.stop()
+            self.close_async_runner()
+            if self._watchdog is not None:
+                self._watchdog.stop()
             self.transport.close()
             self.stopped.set()
+            self._release_commands()
 
-    def call(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the loop thread at the start of the next round."""
-        self._commands.append(fn)
+    def call(self, fn: Callable[[], None]) -> threading.Event:
+        """Run ``fn`` on the loop thread at the start of the next round.
+
+        The returned event is set once ``fn`` has run, or once the loop has ended without
+        running it (a stopped worker calls no user code any more).
+        """
+        done = threading.Event()
+        self._commands.append((fn, done))
+        if self.stopped.is_set():
+            self._release_commands()
         self.transport.wake()
+        return done
 
-    def set_active(self, active: bool) -> None:
-        """Activate or deactivate the spouts (on the loop thread)."""
-        def apply() -> None:
-            self.active = active
-            for spout in self.spouts:
-                spout.activate() if active else spout.deactivate()
-        self.call(apply)
+    def query(self, fn: Callable[[], Any], timeout: float | None = None) -> Any:
+        """``fn()`` computed on the loop thread between rounds; ``TimeoutError`` if it did not run."""
+        result: list[Any] = []
+        if not self.call(lambda: result.append(fn())).wait(timeout) or not result:
+            raise TimeoutError(f"worker {self.index} did not answer within {timeout}s")
+        return result[0]
 
-    def stop(self, graceful: bool = True) -> None:
+    def _release_commands(self) -> None:
+        while self._commands:
+            self._commands.popleft()[1].set()
+
+    def set_active(self, active: bool) -> threading.Event:
+        """Activate or deactivate the spouts (on the loop thread).
+
+        Returns an event set once it is done: from then on no ``next_tuple`` call starts
+        (deactivate), and each spout's ``activate``/``deactivate`` has been called.
+        """
+        return self.call(lambda: self._apply_active(active))
+
+    def stop(self, graceful: bool = True) -> threading.Event:
         """Stop the loop; on a graceful stop spouts are closed and bolts cleaned up."""
         def halt() -> None:
             self._graceful = graceful
             self._running = False
-        self.call(halt)
+        return self.call(halt)
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the loop thread to end; True if it did."""
         return self.stopped.wait(timeout)
 
+    def snapshot(self) -> tuple[int, bool, int, tuple[int, ...]]:
+        """What a quiet check compares, read on the loop thread between rounds.
+
+        (work done so far, idle, spout trees pending, next_tuple calls of each spout that
+        may emit, -1 for one that may not). Spouts waiting after an empty call are asked
+        again in the coming round, so a quiet check never mistakes a waiting spout with
+        something to emit for an idle one.
+        """
+        calls = []
+        spouts = self.spouts + [th.spout for th in self.threads if th.spout is not None]
+        for spout in spouts:
+            spout.idle_until = 0.0
+            calls.append(spout.calls if self.active and spout.can_emit() else -1)
+        for th in self.threads:
+            th.poke()
+        return (self.work_done, self.is_idle(), sum(len(s.pending) for s in spouts),
+                tuple(calls))
+
     def is_idle(self) -> bool:
         """True when no task has queued tuples and nothing waits to be sent."""
         return (not any(t.inbox for t in self.tasks.values())
-                and not any(self._out.values()) and not any(self._unsent.values()))
+                and not any(self._out.values()) and not any(self._unsent.values())
+                and all(th.idle() for th in self.threads)
+                and all(at.idle() for at in self.asyncs))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -37,6 +38,7 @@ from squall.spark.errors import InsufficientSlotsError
 from squall.spark.master import TopologyMaster
 from squall.spark.settings import setting
 from squall.spark.worker_main import WorkerCode, use_code
+from squall.state.codec import STATE_KEY
 from squall.store import BlobStore, Store, StoreError, open_store
 from squall.store import keys as K
 
@@ -96,10 +98,24 @@ class TopologyApp:
         if rec.get("workers"):
             conf["topology.workers"] = rec["workers"]
         conf[SQUALL_SPARK_MASTER] = rec["spark_master"]
+        if not conf.get(STATE_KEY):
+            conf[STATE_KEY] = self.state_key()
         conf = prepare_conf(conf, topology)
         code = WorkerCode(version, prepare_topology(topology), conf, blobs.code_path)
         self._codes[cache_key] = code
         return code
+
+    def state_key(self) -> str:
+        """The topology name's state key, so that pickled state values carry its tag.
+
+        Made once and kept in the store across kills and resubmits (its state outlives them).
+        """
+        key = K.state_key_key(self.name)
+        self.store.create(key, {"key": secrets.token_hex(32)})
+        value = (self.store.get(key) or {}).get("key")
+        if not isinstance(value, str) or len(value) != 64:
+            raise RuntimeError(f"topology {self.name!r}: the store's state key {key} is malformed")
+        return value
 
     def _check_slots(self, plan: TaskPlan, conf: dict) -> None:
         slots = cluster_slots(self.sc, str(self.sc.master), float(setting(conf, S.EXECUTOR_WAIT)),
@@ -118,7 +134,11 @@ class TopologyApp:
         if rec is None or rec.get("epoch") != self.epoch:
             log.error("topology %r has no record for epoch %d: not starting", self.name, self.epoch)
             return 3
-        self.record = rec
+        try:
+            self.record = K.check_record(self.name, rec)
+        except K.RecordError as e:
+            log.error("%s: not starting", e)
+            return 3
         host = rec.get("bind_host") or "127.0.0.1"
         self.control = ControlServer(host, rec["secret"], self._routes())
         self.control_url = self.control.start()
@@ -169,6 +189,9 @@ class TopologyApp:
                 master.worker_code[index] = new
         self.master = master
         master.start()
+        debug = rec.get("debug") or {}
+        if debug.get("rate"):  # tuple sampling outlives a relaunch of the master
+            master.set_debug(float(debug["rate"]), debug.get("components"))
 
     def _heartbeat_until_exit(self) -> None:
         """The heartbeat thread: beat every second; end the run if this epoch is fenced."""
@@ -241,6 +264,8 @@ class TopologyApp:
             ("POST", "/rebalance"): self.rebalance,
             ("POST", "/upgrade"): self.upgrade,
             ("POST", "/kill"): self.kill,
+            ("POST", "/debug"): self.debug,
+            ("POST", "/samples"): self.samples,
         }
 
     def _running(self) -> TopologyMaster:
@@ -255,6 +280,19 @@ class TopologyApp:
                     app_id=self.sc.applicationId if self.sc is not None else None)
         return info
 
+    def debug(self, body: dict) -> dict:
+        """Sample emitted tuples at ``rate`` (0: off), of ``components`` only when given."""
+        rate = float(body.get("rate") or 0.0)
+        components = body.get("components") or None
+        with self._lock:
+            self._running().set_debug(rate, components)
+        return {"rate": rate, "components": components}
+
+    def samples(self, body: dict) -> dict:
+        """The sampled tuples kept, numbered above ``since``."""
+        master = self._running()
+        return {"debug": master.debug, "samples": master.recent_samples(int(body.get("since") or 0))}
+
     def _set_active(self, active: bool) -> dict:
         with self._lock:
             self._running().set_active(active)
@@ -264,7 +302,8 @@ class TopologyApp:
         """Restart every worker under a new worker count and/or parallelism (state kept)."""
         with self._lock:
             old = self._running()
-            if old.worker_code:
+            if old.worker_code and not body.get("drop_upgrade"):
+                # an expired upgrade is dropped: the new master runs every worker on the base
                 raise ControlError(409, "a gray upgrade is in progress: complete or roll it back first")
             topology = with_parallelism(old.topology, body.get("parallelism") or {})
             conf = dict(old.conf)
@@ -283,6 +322,8 @@ class TopologyApp:
                                  code_path=old.base.code_path, version=old.base.version, secret=old.secret)
             self.master = new
             new.start()
+            if old.debug["rate"]:
+                new.set_debug(old.debug["rate"], old.debug["components"])
             parallelism = {**(self.record.get("parallelism") or {}), **(body.get("parallelism") or {})}
             self.record = {**self.record, "workers": plan.num_workers, "parallelism": parallelism}
             return {"workers": plan.num_workers,
@@ -337,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"%(asctime)s squall master {args.name} pid {os.getpid()} "
                                f"%(levelname)s %(name)s: %(message)s")
-    store = open_store(args.store)
+    store = open_store(args.store, auth=os.environ.get("SQUALL_ZK_AUTH") or None)
     try:
         return TopologyApp(store, BlobStore(args.blobs), args.name, args.epoch, args.log_dir).run()
     finally:

@@ -84,14 +84,20 @@ class SparkCluster(ClusterBase[TopologyMaster]):
 
     # ---- submission ------------------------------------------------------------------
 
-    def submit_topology(self, name: str, conf: dict | None, topology: StormTopology) -> None:
+    def submit_topology(self, name: str, conf: dict | None, topology: StormTopology, *,
+                        inactive: bool = False) -> None:
         """Start ``topology`` as ``name``; returns once every task is opened or prepared.
+
+        ``inactive`` (or ``squall.topology.start.inactive``): spouts opened, no
+        ``next_tuple`` until ``activate``.
 
         Raises ``InsufficientSlotsError`` when the cluster lacks the task slots for its
         workers, ``SparkSetupError`` when Spark cannot start, ``TopologyStartError`` when
         a component cannot be unpickled, opened or prepared on its executor.
         """
         check_name(name)
+        if inactive:
+            conf = {**(conf or {}), S.START_INACTIVE: True}
         merged = prepare_conf(conf, topology)
         topology = prepare_topology(topology)
         with self._lock:

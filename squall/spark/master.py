@@ -23,7 +23,6 @@ topology briefly runs two versions side by side (same plan required, checked by 
 from __future__ import annotations
 
 import functools
-import hmac
 import logging
 import queue
 import secrets
@@ -42,10 +41,10 @@ from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 from squall.spark import settings as S
 from squall.spark.errors import spark_job_error
+from squall.spark.liveness import TaskLiveness
 from squall.spark.master_info import master_info
-from squall.spark.registry import WorkerRegistry
+from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
-from squall.spark.transport import frame_tag
 from squall.spark.worker_main import WorkerCode, WorkerSpec, spark_task
 
 if TYPE_CHECKING:
@@ -55,6 +54,7 @@ log = logging.getLogger("squall.spark.master")
 LOOP_POLL_MS = 20
 START_FAILURES = 3  # job failures of one worker during submit before giving up
 STOP_TIMEOUT = 30.0
+SAMPLES_KEPT = 2000  # sampled tuples kept for the UI and squall samples
 
 
 class TopologyMaster:
@@ -69,12 +69,17 @@ class TopologyMaster:
         self.plan = plan
         self.sc = sc
         self.active = active
+        self._active_seq = 0  # activate/deactivate commands sent, for the confirmations
         self.base = WorkerCode(version, topology, conf, code_path)
         self.worker_code: dict[int, WorkerCode] = {}  # workers not running ``base``
         # workers prove they have it when they register, and tag every frame with it
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.status = "ACTIVE" if active else "INACTIVE"
         self.errors: deque[dict] = deque(maxlen=1000)
+        self.liveness = TaskLiveness()  # each task's last heartbeat and progress
+        self.debug: dict = {"rate": 0.0, "components": None}  # tuple sampling, sent to every worker
+        self.samples: deque[dict] = deque(maxlen=SAMPLES_KEPT)
+        self._sample_seq = 0
         self.started_at = time.monotonic()
         self.registry = WorkerRegistry(
             plan.num_workers,
@@ -85,6 +90,8 @@ class TopologyMaster:
         self._ctx = zmq.Context()
         self._router = self._ctx.socket(zmq.ROUTER)
         self._router.setsockopt(zmq.LINGER, 0)
+        self._router.setsockopt(zmq.MAXMSGSIZE, co.MAX_MESSAGE_BYTES)
+        self._links: dict[bytes, co.Link] = {}  # worker process identity -> its sealed link
         host = setting(conf, S.MASTER_BIND_HOST)
         self.address = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{host}')}"
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
@@ -113,21 +120,65 @@ class TopologyMaster:
         self.started_at = time.monotonic()
         log.info("topology %r: %d workers running on %s", self.name, self.plan.num_workers, self.sc.master)
 
-    def set_active(self, active: bool) -> None:
-        """Activate or deactivate the spouts of every worker (and of later relaunches)."""
-        def apply() -> None:
-            self.active = active
-            for inc in self.registry.current():
-                self._send(inc.identity, co.ACTIVATE if active else co.DEACTIVATE)
-        self._call(apply)
+    def set_active(self, active: bool, timeout: float = STOP_TIMEOUT) -> None:
+        """Activate or deactivate the spouts of every worker (and of later relaunches).
+
+        Returns once every running worker confirmed it: after a deactivate no
+        ``next_tuple`` call starts anywhere (Storm's contract). A worker that does not
+        confirm within ``timeout`` is logged; it will not run its spouts once it does.
+        """
         self.status = "ACTIVE" if active else "INACTIVE"
+        self._confirmed(active, timeout)
+
+    def _confirmed(self, active: bool, timeout: float) -> None:
+        """Tell every running worker, and wait until each confirmed (or ``timeout``)."""
+        def apply() -> tuple[int, list[Incarnation]]:
+            self.active = active
+            self._active_seq += 1
+            told = list(self.registry.current())
+            for inc in told:
+                self._send(inc.identity, co.ACTIVATE if active else co.DEACTIVATE,
+                           seq=self._active_seq)
+            return self._active_seq, told
+        seq, told = self._call(apply)
+        deadline = time.monotonic() + timeout
+        while True:
+            waiting = self._call(lambda: [
+                i.worker for i in told
+                if i.applied < seq and any(i is c for c in self.registry.current())])
+            if not waiting:
+                return
+            if time.monotonic() >= deadline:
+                log.error("topology %r: workers %s did not confirm %s within %.0fs", self.name,
+                          waiting, "activate" if active else "deactivate", timeout)
+                return
+            time.sleep(0.005)  # confirmations arrive on the master's loop thread
+
+    def set_debug(self, rate: float, components: list[str] | None) -> None:
+        """Sample emitted tuples at ``rate`` (0: off) in every worker (and later relaunches)."""
+        def apply() -> None:
+            self.debug = {"rate": rate, "components": components}
+            self._broadcast(co.DEBUG, **self.debug)
+        self._call(apply)
+
+    def recent_samples(self, since: int = 0) -> list[dict]:
+        """The kept samples numbered above ``since``, oldest first (any thread)."""
+        for _ in range(5):  # the loop thread may append meanwhile: copying then fails, try again
+            try:
+                kept = list(self.samples)
+                break
+            except RuntimeError:
+                continue
+        else:
+            kept = []
+        return [s for s in kept if s["seq"] > since]
 
     def stop(self, wait_secs: float = 0) -> None:
         """Deactivate, wait ``wait_secs``, stop every worker and end their Spark jobs."""
         if not self._thread.is_alive():
             self._close()
             return
-        self._call(lambda: self._broadcast(co.DEACTIVATE))
+        self._confirmed(False, STOP_TIMEOUT)
         if wait_secs > 0:
             time.sleep(wait_secs)
         self._call(self._stop_all)
@@ -219,10 +270,10 @@ class TopologyMaster:
                 if router.poll(LOOP_POLL_MS):
                     while True:
                         try:
-                            ident, data = router.recv_multipart(zmq.NOBLOCK)
+                            parts = router.recv_multipart(zmq.NOBLOCK)
                         except zmq.Again:
                             break
-                        self._handle(ident, data)
+                        self._handle(parts[0], parts[1:])
                 while True:
                     try:
                         self._commands.get_nowait()()
@@ -312,12 +363,15 @@ class TopologyMaster:
             parts.append(f"worker {slot.index} {state}{error}")
         return "; ".join(parts)
 
-    def _handle(self, ident: bytes, data: bytes) -> None:
-        try:
-            msg = co.decode(data)
-        except ValueError:
-            log.warning("topology master %r dropped a malformed message", self.name)
+    def _handle(self, ident: bytes, parts: list[bytes]) -> None:
+        link = self._links.get(ident) or co.Link(self.secret, ident, co.TO_WORKER)
+        msg = link.open(parts)
+        if msg is None:
+            # without the topology's secret, a replay, or malformed: never answered
+            log.warning("topology master %r dropped a message from %r that is not authentic or "
+                        "was replayed", self.name, ident[:80])
             return
+        self._links[ident] = link
         t = msg["t"]
         if t == co.REGISTER:
             self._register(ident, msg)
@@ -326,10 +380,18 @@ class TopologyMaster:
         if inc is None:
             self._send(ident, co.STOP, graceful=False)  # a process of an older launch
             return
-        if t == co.HEARTBEAT:
+        if t == co.APPLIED:
+            inc.applied = max(inc.applied, int(msg.get("seq") or 0))
+        elif t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
+            self.liveness.observe(inc.worker, inc.pid, inc.metrics)
+            inc.stuck = list(msg.get("stuck") or [])
+            inc.corrupt_frames = int(msg.get("corrupt_frames") or 0)
             inc.rejected_frames = int(msg.get("rejected_frames") or 0)
             self.errors.extend(msg["errors"])
+            for sample in msg.get("samples") or ():
+                self._sample_seq += 1
+                self.samples.append({**sample, "seq": self._sample_seq})
             self._send(ident, co.ACK)
         elif t == co.STARTED:
             self.errors.extend(msg.get("errors", []))
@@ -347,10 +409,17 @@ class TopologyMaster:
         if self._stopping:
             self._send(ident, co.STOP, graceful=False)
             return
-        proof = msg.get("proof")
-        if not isinstance(proof, bytes) or not hmac.compare_digest(proof, frame_tag(self.secret, ident)):
-            log.warning("topology %r refused a registration from %r without its secret", self.name, ident)
-            self._send(ident, co.REJECT, reason="registration without the topology's secret")
+        # the sealed message is the proof; its fields must be the identity it was sealed for
+        try:
+            bound = (co.identity(self.name, msg["worker"], msg["launch"], msg["attempt"], msg["pid"]) == ident
+                     and 0 <= msg["worker"] < self.plan.num_workers and isinstance(msg["address"], str)
+                     and isinstance(msg.get("nonce"), bytes))
+        except (KeyError, TypeError):
+            bound = False
+        if not bound:
+            log.warning("topology %r refused a registration from %r: its fields are not its identity's",
+                        self.name, ident[:80])
+            self._send(ident, co.REJECT, reason="registration fields do not match the identity")
             return
         accepted, replaced = self.registry.register(msg, ident)
         if not accepted:
@@ -360,14 +429,17 @@ class TopologyMaster:
             self._send(replaced.identity, co.STOP, graceful=False)
         log.info("topology %r worker %d registered: pid %d at %s (launch %d, attempt %d)", self.name,
                  msg["worker"], msg["pid"], msg["address"], msg["launch"], msg["attempt"])
-        self._send(ident, co.WELCOME, addresses=self.registry.addresses(), active=self.active)
+        self._send(ident, co.WELCOME, addresses=self.registry.addresses(), nonces=self.registry.nonces(),
+                   active=self.active)
+        if self.debug["rate"]:
+            self._send(ident, co.DEBUG, **self.debug)
         self._broadcast_addresses(skip=ident)
 
     def _broadcast_addresses(self, skip: bytes | None = None) -> None:
-        addresses = self.registry.addresses()
+        addresses, nonces = self.registry.addresses(), self.registry.nonces()
         for inc in self.registry.current():
             if inc.identity != skip:
-                self._send(inc.identity, co.ADDRESSES, addresses=addresses)
+                self._send(inc.identity, co.ADDRESSES, addresses=addresses, nonces=nonces)
 
     def _broadcast(self, t: str, **fields: Any) -> None:
         for inc in self.registry.current():
@@ -378,8 +450,11 @@ class TopologyMaster:
         self._broadcast(co.STOP, graceful=True)
 
     def _send(self, ident: bytes, t: str, **fields: Any) -> None:
+        link = self._links.get(ident)
+        if link is None:
+            return  # a process that never sent an authentic message is never answered
         try:
-            self._router.send_multipart([ident, co.encode(t, **fields)], zmq.NOBLOCK)
+            self._router.send_multipart([ident, *link.seal(t, **fields)], zmq.NOBLOCK)
         except zmq.Again:
             log.warning("topology master %r could not send %s to %r", self.name, t, ident)
 
@@ -389,8 +464,10 @@ class TopologyMaster:
 
     def _info(self) -> dict:
         versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
-        return master_info(self.name, self.status, self.plan, self.registry, list(self.errors),
+        info = master_info(self.name, self.status, self.plan, self.registry, list(self.errors),
                            self.started_at, versions)
+        info["tasks"] = self.liveness.report()
+        return info
 
     def _close(self) -> None:
         self._running = False

@@ -35,7 +35,9 @@ def master_info(name: str, status: str, plan: TaskPlan, registry: WorkerRegistry
         worker = worker_info(plan, slot, slot.current, now)
         worker["version"] = versions.get(slot.index)
         workers.append(worker)
-    return topology_info(name, status, plan, metrics, errors, now - started_at, workers=workers)
+    stuck = [s for inc in registry.current() for s in inc.stuck]
+    return topology_info(name, status, plan, metrics, errors, now - started_at, workers=workers,
+                         stuck=stuck)
 
 
 def worker_info(plan: TaskPlan, slot: Slot, inc: Incarnation | None, now: float) -> dict:
@@ -45,11 +47,11 @@ def worker_info(plan: TaskPlan, slot: Slot, inc: Incarnation | None, now: float)
         return {"worker": slot.index, "tasks": plan.worker_tasks(slot.index), "host": None,
                 "pid": None, "address": None, "launch": slot.launch, "attempt": None,
                 "restarts": slot.restarts, "state": state, "uptime_secs": 0.0,
-                "last_error": slot.last_error, "rejected_frames": 0}
+                "last_error": slot.last_error, "rejected_frames": 0, "corrupt_frames": 0}
     return {
         "worker": slot.index, "tasks": plan.worker_tasks(slot.index), "host": inc.host,
         "pid": inc.pid, "address": inc.address, "launch": slot.launch, "attempt": inc.attempt,
         "restarts": slot.restarts, "state": "RUNNING" if inc.started else "STARTING",
         "uptime_secs": round(now - inc.registered_at, 3), "last_error": slot.last_error,
-        "rejected_frames": inc.rejected_frames,
+        "rejected_frames": inc.rejected_frames, "corrupt_frames": inc.corrupt_frames,
     }

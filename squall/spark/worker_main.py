@@ -28,9 +28,10 @@ from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
 from squall.runtime.errors import ErrorLog
 from squall.runtime.plan import TaskPlan
+from squall.runtime.sampling import TupleSampler
 from squall.runtime.worker import Worker
 from squall.spark import coordination as co
-from squall.spark.transport import ZmqTransport, frame_tag
+from squall.spark.transport import ZmqTransport
 
 log = logging.getLogger("squall.spark.worker")
 STOP_TIMEOUT = 30.0
@@ -131,13 +132,13 @@ def run_worker(spec: WorkerSpec) -> dict:
     ctx = zmq.Context()
     hwm = max(4, int(spec.conf["topology.executor.send.buffer.size"])
               // int(spec.conf["squall.transfer.batch.size"]))
-    transport = ZmqTransport(ctx, spec.bind_host, hwm, secret=spec.secret)
-    link = _MasterLink(ctx, spec, _attempt(), transport.address)
+    transport = ZmqTransport(ctx, spec.bind_host, hwm, secret=spec.secret, index=spec.index)
+    link = _MasterLink(ctx, spec, _attempt(), transport.address, transport.nonce)
     try:
         welcome = link.register()
         if welcome is None:
             return {"worker": spec.index, "status": "rejected"}
-        transport.set_peers(welcome["addresses"])
+        transport.set_peers(welcome["addresses"], welcome.get("nonces"))
         errors = ErrorLog()
         worker = Worker(topology_name=spec.topology_name, topology=spec.topology, conf=spec.conf,
                         plan=spec.plan, index=spec.index, transport=transport, errors=errors,
@@ -157,35 +158,55 @@ def run_worker(spec: WorkerSpec) -> dict:
         ctx.destroy(linger=0)
 
 
+def set_tap(worker: Worker, tap: TupleSampler | None) -> None:
+    """Install (or remove) the sampling tap, also where a task off the loop thread emits."""
+    worker.tap = tap
+    for task in list(worker.tasks.values()):
+        if task.worker is not worker:  # a threaded or async task emits through a host of its own
+            task.worker.tap = tap
+
+
 class _MasterLink:
     """The worker's DEALER socket to the topology master."""
 
-    def __init__(self, ctx: zmq.Context, spec: WorkerSpec, attempt: int, address: str) -> None:
+    def __init__(self, ctx: zmq.Context, spec: WorkerSpec, attempt: int, address: str,
+                 nonce: bytes) -> None:
+        if not spec.secret:
+            raise ValueError(f"squall worker {spec.index}: no topology secret to talk to the master with")
         self.spec = spec
         self.attempt = attempt
         self.address = address
+        self.nonce = nonce
         self.sock = ctx.socket(zmq.DEALER)
         self.identity = co.identity(spec.topology_name, spec.index, spec.launch, attempt, os.getpid())
+        self.link = co.Link(spec.secret, self.identity, co.TO_MASTER)
         self.sock.setsockopt(zmq.IDENTITY, self.identity)
         self.sock.setsockopt(zmq.LINGER, 2000)  # let the last message reach the master
+        self.sock.setsockopt(zmq.MAXMSGSIZE, co.MAX_MESSAGE_BYTES)
         self.sock.connect(spec.master_address)
         self.last_heard = time.monotonic()
 
     def send(self, t: str, **fields: Any) -> None:
         fields.update(worker=self.spec.index, launch=self.spec.launch)
-        self.sock.send(co.encode(t, **fields), zmq.NOBLOCK)
+        self.sock.send_multipart(self.link.seal(t, **fields), zmq.NOBLOCK)
 
     def recv(self, timeout: float) -> dict | None:
-        if not self.sock.poll(max(0, int(timeout * 1000))):
-            return None
-        self.last_heard = time.monotonic()
-        return co.decode(self.sock.recv())
+        """The next authentic message from the master within ``timeout``, else None."""
+        deadline = time.monotonic() + timeout
+        while self.sock.poll(max(0, int((deadline - time.monotonic()) * 1000))):
+            msg = self.link.open(self.sock.recv_multipart())
+            if msg is not None:
+                self.last_heard = time.monotonic()
+                return msg
+            if self.link.refused in (1, 10, 100) or self.link.refused % 1000 == 0:
+                log.warning("worker %d dropped %d message(s) not from its master (or replayed)",
+                            self.spec.index, self.link.refused)
+        return None
 
     def register(self) -> dict | None:
         """Register; the welcome message, or None if the master refused this process."""
-        proof = frame_tag(self.spec.secret, self.identity) if self.spec.secret else None
         self.send(co.REGISTER, attempt=self.attempt, pid=os.getpid(), host=socket.gethostname(),
-                  address=self.address, proof=proof)
+                  address=self.address, nonce=self.nonce)
         deadline = time.monotonic() + self.spec.master_timeout_secs
         while time.monotonic() < deadline:
             msg = self.recv(deadline - time.monotonic())
@@ -212,16 +233,27 @@ class _MasterLink:
                 new = errors.total - sent_errors
                 sent_errors = errors.total
                 metrics = [co.metrics_to_dict(t.metrics) for t in list(worker.tasks.values())]
+                tap = worker.tap
+                samples = tap.drain() if isinstance(tap, TupleSampler) else []
                 self.send(co.HEARTBEAT, metrics=metrics, errors=errors.list()[-new:] if new else [],
-                          rejected_frames=transport.rejected_frames)
+                          rejected_frames=transport.rejected_frames,
+                          stuck=[dict(s) for s in list(worker.stuck.values())],
+                          corrupt_frames=worker.corrupt_frames, samples=samples)
                 next_beat = now + spec.heartbeat_secs
             msg = self.recv(max(0.0, next_beat - time.monotonic()))
             if msg is not None:
                 t = msg["t"]
                 if t == co.ADDRESSES:
-                    transport.set_peers(msg["addresses"])
+                    transport.set_peers(msg["addresses"], msg.get("nonces"))
                 elif t in (co.ACTIVATE, co.DEACTIVATE):
-                    worker.set_active(t == co.ACTIVATE)
+                    # confirmed only once applied: the master's deactivate returns then, and
+                    # no next_tuple starts after it (at most one spout call away)
+                    if worker.set_active(t == co.ACTIVATE).wait(STOP_TIMEOUT):
+                        self.send(co.APPLIED, seq=int(msg.get("seq") or 0))
+                elif t == co.DEBUG:  # the tap is read on every emit: off, it is None and costs nothing
+                    rate = float(msg.get("rate") or 0.0)
+                    components = msg.get("components")
+                    set_tap(worker, TupleSampler(rate, components, spec.index) if rate > 0 else None)
                 elif t in (co.STOP, co.REJECT):
                     worker.stop(graceful=bool(msg.get("graceful", True)))
                     if not worker.join(STOP_TIMEOUT):

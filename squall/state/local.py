@@ -8,17 +8,21 @@ namespace, task and process that uses the directory. Its tables:
 - ``staged(ns, key, value)``: the prepared changes, ``value`` NULL for a deleted key;
 - ``txids(ns, committed_txid, prepared_txid)``: each namespace's transaction ids.
 
-Keys and values are ``squall.state.codec`` bytes. ``prepare_commit``, ``commit`` and
-``rollback`` are each one SQLite transaction (``BEGIN IMMEDIATE``), so a crash leaves either
-all or none of one; ``synchronous=FULL`` makes a returned call durable. Each state object
-has its own connection; writers of different namespaces (threads or processes) wait for each
-other through SQLite's lock, up to the busy timeout. WAL needs a local file system (not NFS).
+Keys and values are ``squall.state.codec`` bytes. A directory made here is 0700 and the
+file is made 0600; if the file can be written by others all the same, it takes pickles
+only with ``topology.state.key`` (tagged), never bare ones (``codec.Codec``).
+``prepare_commit``, ``commit`` and ``rollback`` are each one SQLite transaction
+(``BEGIN IMMEDIATE``), so a crash leaves either all or none of one; ``synchronous=FULL``
+makes a returned call durable. Each state object has its own connection; writers of
+different namespaces (threads or processes) wait for each other through SQLite's lock, up
+to the busy timeout. WAL needs a local file system (not NFS).
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -31,8 +35,10 @@ from squall.state.base import (
     StateProvider,
     StateUnavailableError,
     _Outcome,
+    check_namespace,
     provider_config,
 )
+from squall.state.codec import DEFAULT, Codec, state_key
 
 DB_FILE = "squall-state.sqlite3"
 SCHEMA_VERSION = 1
@@ -52,8 +58,9 @@ _SCHEMA = (
 class LocalKeyValueState(BufferedKeyValueState):
     """A key-value state in a SQLite file (see the module docs)."""
 
-    def __init__(self, namespace: str, db_path: str, busy_timeout: float = BUSY_TIMEOUT_SECS) -> None:
-        super().__init__(namespace)
+    def __init__(self, namespace: str, db_path: str, busy_timeout: float = BUSY_TIMEOUT_SECS,
+                 codec: Codec = DEFAULT) -> None:
+        super().__init__(namespace, codec)
         self.db_path = db_path
         with self._unavailable_as_error():
             # autocommit (isolation_level=None): transactions are the explicit BEGIN IMMEDIATE
@@ -61,7 +68,14 @@ class LocalKeyValueState(BufferedKeyValueState):
             self._conn = sqlite3.connect(db_path, timeout=busy_timeout, isolation_level=None,
                                          check_same_thread=False)
             try:
-                _prepare_db(self._conn, db_path)
+                _prepare_db(self._conn, db_path, busy_timeout)
+            except sqlite3.DatabaseError as e:
+                self._conn.close()
+                if isinstance(e, sqlite3.OperationalError):
+                    raise
+                # a corrupt file is not an outage: retrying cannot help
+                raise StateConfigError(f"LocalStateProvider: {db_path} is not a usable state "
+                                       f"database: {e}") from e
             except BaseException:
                 self._conn.close()
                 raise
@@ -181,10 +195,34 @@ class LocalKeyValueState(BufferedKeyValueState):
                                         f"unavailable: {e}") from e
 
 
-def _prepare_db(conn: sqlite3.Connection, db_path: str) -> None:
-    """Switch to WAL and create the tables, once per file (every opener checks)."""
-    # journal_mode is stored in the file; switching needs a moment of exclusive access,
-    # which the busy timeout waits for when another process opens the file at the same time.
+def _prepare_db(conn: sqlite3.Connection, db_path: str, busy_timeout: float) -> None:
+    """Switch to WAL and create the tables, once per file (every opener checks).
+
+    Several processes may open a new file at the same instant (workers of one host starting
+    together). SQLite can answer the journal-mode switch with "locked" at once, without
+    waiting for the busy timeout, so a locked or busy answer is retried until the busy
+    timeout; any other failure (a read-only, corrupt or unopenable file) is raised at once.
+    """
+    deadline = time.monotonic() + busy_timeout
+    pause = 0.001
+    while True:
+        try:
+            _switch_and_create(conn, db_path)
+            return
+        except sqlite3.OperationalError as e:
+            if not _is_contention(e) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)  # real time: another process holds the file, not our clock
+        pause = min(pause * 2, 0.05)
+
+
+def _is_contention(e: sqlite3.OperationalError) -> bool:
+    """Whether ``e`` is another connection holding the file (worth waiting for)."""
+    text = str(e)
+    return "locked" in text or "busy" in text
+
+
+def _switch_and_create(conn: sqlite3.Connection, db_path: str) -> None:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("BEGIN IMMEDIATE")
@@ -213,10 +251,15 @@ class LocalStateProvider(StateProvider):
         if not path:
             raise StateConfigError('LocalStateProvider needs topology.state.provider.config = '
                                    '{"path": <directory>}; no "path" was given')
+        check_namespace(namespace, context)
         path = os.path.abspath(os.path.expanduser(os.fspath(path)))
+        db = os.path.join(path, DB_FILE)
         try:
-            os.makedirs(path, exist_ok=True)
+            os.makedirs(path, exist_ok=True, mode=0o700)
+            os.close(os.open(db, os.O_RDWR | os.O_CREAT, 0o600))  # SQLite's -wal/-shm take its mode
+            shared = os.stat(db).st_mode & 0o022  # others can write it: they could plant pickles
         except OSError as e:
             raise StateConfigError(f"LocalStateProvider: cannot create the state directory "
                                    f"{path} (topology.state.provider.config path): {e}") from e
-        return LocalKeyValueState(namespace, os.path.join(path, DB_FILE))
+        codec = Codec(state_key(conf), trusted=not shared, where=f"the state file {db}")
+        return LocalKeyValueState(namespace, db, codec=codec)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from squall import BasicBolt, Bolt, Fields, Spout, StatefulBolt
+from squall.runtime import clock
 
 RECORD: dict[str, list] = defaultdict(list)
 _lock = threading.Lock()
@@ -63,7 +64,7 @@ class ListSpout(Spout):
 
     def fail(self, msg_id):
         self.in_flight -= 1
-        record(f"{self.tag}.failed", (self.task, msg_id, time.monotonic()))
+        record(f"{self.tag}.failed", (self.task, msg_id, clock.monotonic()))
         if self.replay:
             self.queue.append(msg_id)
 
@@ -194,11 +195,11 @@ class TickBolt(Bolt):
 
     def prepare(self, conf, context, collector):
         self.collector = collector
-        record("tick.prepared", time.monotonic())
+        record("tick.prepared", clock.monotonic())
 
     def execute(self, tup):
         if tup.is_tick():
-            record("tick.at", time.monotonic())
+            record("tick.at", clock.monotonic())
             self.collector.ack(tup)  # a no-op for ticks
         else:
             self.collector.ack(tup)

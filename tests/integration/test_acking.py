@@ -1,8 +1,14 @@
-"""Acks, fails, timeouts and max pending reaching the spout task that emitted."""
+"""Acks, fails, timeouts and max pending reaching the spout task that emitted.
+
+Time runs simulated where a test is about time (timeouts, reset_timeout); the rest waits on
+``tracked_topology(...).wait_idle()``, which knows exactly when every tree is decided.
+"""
 
 import time
 
 from squall import Bolt, Config, Fields, LocalCluster, TopologyBuilder
+from squall.runtime import clock
+from squall.testing import simulated_time, tracked_topology
 from tests.integration.components import (
     RECORD,
     FailBolt,
@@ -14,13 +20,11 @@ from tests.integration.components import (
 )
 
 
-def wait_for(predicate, timeout=10.0, step=0.01):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
+def run_until_idle(cluster, topology, c, name="t", timeout=30):
+    """Submit, then return once every tuple was processed and every tree decided."""
+    tracked = tracked_topology(cluster, name, c, topology)
+    tracked.wait_idle(timeout=timeout)
+    return tracked
 
 
 def conf(workers=2, **extra):
@@ -37,9 +41,7 @@ def test_ack_reaches_the_emitting_spout_task_once_per_message():
     b.set_bolt("a", ForwardBolt(), 2).shuffle_grouping("spout")
     b.set_bolt("b", ForwardBolt(), 2).shuffle_grouping("a")
     with LocalCluster() as cluster:
-        cluster.submit_topology("t", conf(), b.create_topology())
-        assert wait_for(lambda: len(RECORD["spout.acked"]) >= 100)
-        time.sleep(0.1)
+        run_until_idle(cluster, b.create_topology(), conf())
     acked = RECORD["spout.acked"]
     assert sorted(m for _, m in acked) == list(range(100))
     # ids by sorted component: a=1,2 b=3,4 spout=5,6; task 5 emitted the even msg ids
@@ -51,12 +53,9 @@ def test_fail_from_a_bolt_reaches_the_spout_well_before_the_timeout():
     b = TopologyBuilder()
     b.set_spout("spout", ListSpout([[1], [2]], replay=False), 1)
     b.set_bolt("fail", FailBolt(), 1).shuffle_grouping("spout")
-    with LocalCluster() as cluster:
-        start = time.monotonic()
-        cluster.submit_topology("t", conf(**{"topology.message.timeout.secs": 30}), b.create_topology())
-        assert wait_for(lambda: len(RECORD["spout.failed"]) == 2, timeout=5)
-        assert time.monotonic() - start < 5
-        info = cluster.get_topology_info("t")
+    with simulated_time(), LocalCluster() as cluster:  # the clock stands still: no timeout
+        tracked = run_until_idle(cluster, b.create_topology(), conf(**{"topology.message.timeout.secs": 30}))
+        info = tracked.info()
     assert sorted(m for _, m, _ in RECORD["spout.failed"]) == [0, 1]
     assert info["components"]["spout"]["failed"] == 2
     assert info["components"]["fail"]["failed"] == 2
@@ -66,14 +65,16 @@ def test_unacked_tuples_time_out_after_about_the_message_timeout():
     b = TopologyBuilder()
     b.set_spout("spout", ListSpout([[1]], replay=False), 1)
     b.set_bolt("hold", NeverAckBolt(), 1).shuffle_grouping("spout")
-    with LocalCluster() as cluster:
-        start = time.monotonic()
-        cluster.submit_topology("t", conf(1, **{"topology.message.timeout.secs": 1}), b.create_topology())
-        assert wait_for(lambda: RECORD["never.got"], timeout=5)
-        assert wait_for(lambda: RECORD["spout.failed"], timeout=5)
-    failed_at = RECORD["spout.failed"][0][2] - start
-    # rotating buckets: expiry between T and 1.5 T (3 buckets), plus scheduling slack
-    assert 1.0 <= failed_at < 2.5
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(1, **{"topology.message.timeout.secs": 10}), b.create_topology())
+        cluster.wait_quiet()
+        assert RECORD["never.got"]
+        cluster.advance_time(9.5)
+        assert RECORD["spout.failed"] == []
+        cluster.advance_time(6, increment=0.5)
+    failed_at = RECORD["spout.failed"][0][2]
+    # rotating buckets: expiry between T and 1.5 T (3 buckets)
+    assert 10.0 <= failed_at <= 15.0
 
 
 def test_timeouts_disabled_never_fail():
@@ -81,10 +82,11 @@ def test_timeouts_disabled_never_fail():
     b.set_spout("spout", ListSpout([[1]], replay=False), 1)
     b.set_bolt("hold", NeverAckBolt(), 1).shuffle_grouping("spout")
     c = conf(1, **{"topology.message.timeout.secs": 0.2, "topology.enable.message.timeouts": False})
-    with LocalCluster() as cluster:
+    with simulated_time(), LocalCluster() as cluster:
         cluster.submit_topology("t", c, b.create_topology())
-        assert wait_for(lambda: RECORD["never.got"], timeout=5)
-        time.sleep(1.0)
+        cluster.wait_quiet()
+        assert RECORD["never.got"]
+        cluster.advance_time(100)
     assert RECORD["spout.failed"] == []
 
 
@@ -96,8 +98,8 @@ def test_max_spout_pending_is_never_exceeded():
     c = conf(2)
     c.set_max_spout_pending(3)
     with LocalCluster() as cluster:
-        cluster.submit_topology("t", c, b.create_topology())
-        assert wait_for(lambda: len(RECORD["spout.acked"]) == 60, timeout=20)
+        run_until_idle(cluster, b.create_topology(), c)
+    assert len(RECORD["spout.acked"]) == 60
     assert max(RECORD["spout.max_in_flight"]) == 3
 
 
@@ -106,9 +108,8 @@ def test_no_ackers_acks_at_emit_and_tracks_nothing():
     b.set_spout("spout", ListSpout([[i] for i in range(10)]), 1)
     b.set_bolt("hold", NeverAckBolt(), 1).shuffle_grouping("spout")
     with LocalCluster() as cluster:
-        cluster.submit_topology("t", conf(1, **{"topology.acker.executors": 0}), b.create_topology())
-        assert wait_for(lambda: len(RECORD["spout.acked"]) == 10, timeout=5)
-        info = cluster.get_topology_info("t")
+        info = run_until_idle(cluster, b.create_topology(), conf(1, **{"topology.acker.executors": 0})).info()
+    assert len(RECORD["spout.acked"]) == 10
     assert "__acker" not in info["components"]
     assert RECORD["spout.failed"] == []
 
@@ -125,7 +126,7 @@ class HoldThenAck(Bolt):
 
     def execute(self, tup):
         if tup.is_tick():
-            now = time.monotonic()
+            now = clock.monotonic()
             for t, since in list(self.held):
                 if now - since >= self.hold:
                     self.collector.ack(t)
@@ -133,7 +134,7 @@ class HoldThenAck(Bolt):
                 else:
                     self.collector.reset_timeout(t)
         else:
-            self.held.append((tup, time.monotonic()))
+            self.held.append((tup, clock.monotonic()))
 
     def get_component_configuration(self):
         return {"topology.tick.tuple.freq.secs": 0.1}
@@ -143,9 +144,12 @@ def test_reset_timeout_keeps_a_held_tuple_alive_beyond_twice_the_timeout():
     b = TopologyBuilder()
     b.set_spout("spout", ListSpout([[1]], replay=False), 1)
     b.set_bolt("hold", HoldThenAck(hold=2.5), 1).shuffle_grouping("spout")
-    with LocalCluster() as cluster:
+    with simulated_time(), LocalCluster() as cluster:
         cluster.submit_topology("t", conf(2, **{"topology.message.timeout.secs": 1}), b.create_topology())
-        assert wait_for(lambda: RECORD["spout.acked"], timeout=6)
+        cluster.advance_time(2.4, increment=0.1)
+        assert RECORD["spout.acked"] == []  # held for 2.5 s, over twice the timeout
+        cluster.advance_time(0.5, increment=0.1)
+    assert len(RECORD["spout.acked"]) == 1
     assert RECORD["spout.failed"] == []
 
 
@@ -173,9 +177,9 @@ def test_failure_downstream_of_a_multi_anchored_tuple_fails_every_root():
     b.set_spout("spout", ListSpout([[1], [2]], replay=False), 1)
     b.set_bolt("join", JoinBolt(), 1).global_grouping("spout")
     b.set_bolt("fail", FailBolt(), 1).shuffle_grouping("join")
-    with LocalCluster() as cluster:
-        cluster.submit_topology("t", conf(2), b.create_topology())
-        assert wait_for(lambda: len(RECORD["spout.failed"]) == 2, timeout=5)
+    with simulated_time(), LocalCluster() as cluster:  # no timeout can be the cause
+        run_until_idle(cluster, b.create_topology(), conf(2))
+    assert len(RECORD["spout.failed"]) == 2
     assert RECORD["spout.acked"] == []
 
 
@@ -197,9 +201,8 @@ def test_failure_downstream_of_an_unanchored_emit_does_not_fail_the_root():
     b.set_bolt("fwd", UnanchoredForward(), 1).shuffle_grouping("spout")
     b.set_bolt("fail", FailBolt(), 1).shuffle_grouping("fwd")
     with LocalCluster() as cluster:
-        cluster.submit_topology("t", conf(2), b.create_topology())
-        assert wait_for(lambda: len(RECORD["spout.acked"]) == 2, timeout=5)
-        time.sleep(0.2)
+        run_until_idle(cluster, b.create_topology(), conf(2))
+    assert len(RECORD["spout.acked"]) == 2
     assert RECORD["spout.failed"] == []
 
 
@@ -217,11 +220,13 @@ def test_spout_replays_failed_tuples_until_all_are_acked():
     b = TopologyBuilder()
     b.set_spout("spout", ListSpout([[i] for i in range(6)]), 1)
     b.set_bolt("b", AckEveryOther(), 1).shuffle_grouping("spout")
-    with LocalCluster() as cluster:
-        cluster.submit_topology("t", conf(1, **{"topology.message.timeout.secs": 0.4}), b.create_topology())
-        assert wait_for(lambda: len(RECORD["spout.failed"]) >= 6, timeout=5)
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(1, **{"topology.message.timeout.secs": 10}), b.create_topology())
+        cluster.advance_time(15)
+        assert sorted(m for _, m, _ in RECORD["spout.failed"]) == [0, 2, 4]  # one timeout each
+        cluster.advance_time(15)
     assert sorted(m for _, m in RECORD["spout.acked"]) == [1, 3, 5]
-    assert {m for _, m, _ in RECORD["spout.failed"]} == {0, 2, 4}
+    assert sorted(m for _, m, _ in RECORD["spout.failed"]) == [0, 0, 2, 2, 4, 4]  # replayed
 
 
 class BlockingSpout(ListSpout):
@@ -244,8 +249,8 @@ def test_a_spout_blocking_in_next_tuple_does_not_deadlock_and_acks_catch_up():
     b.set_spout("spout", BlockingSpout(items, block=1.5), 1)
     b.set_bolt("fwd", ForwardBolt(), 1).shuffle_grouping("spout")
     with LocalCluster() as cluster:
-        cluster.submit_topology("t", conf(1, **{"topology.message.timeout.secs": 1}), b.create_topology())
-        assert wait_for(lambda: len({m for _, m in RECORD["spout.acked"]}) == 20, timeout=15)
+        run_until_idle(cluster, b.create_topology(), conf(1, **{"topology.message.timeout.secs": 1}))
+    assert len({m for _, m in RECORD["spout.acked"]}) == 20
 
 
 
@@ -257,10 +262,8 @@ def test_a_poison_message_is_given_up_after_max_retries_and_the_rest_flows():
     b.set_spout("spout", ListSpout(items), 2)
     b.set_bolt("bolt", RaiseOnBolt(13), 2).shuffle_grouping("spout")
     with LocalCluster() as cluster:
-        cluster.submit_topology("t", conf(**{"squall.spout.max.retries": 2}), b.create_topology())
-        assert wait_for(lambda: len(RECORD["spout.acked"]) >= 40)
-        time.sleep(0.2)  # nothing more may arrive: the poison message is not replayed again
-        info = cluster.get_topology_info("t")
+        # idle means nothing more will arrive: the poison message is not replayed again
+        info = run_until_idle(cluster, b.create_topology(), conf(**{"squall.spout.max.retries": 2})).info()
     assert sorted(m for _, m in RECORD["spout.acked"]) == list(range(40))
     assert [m for _, m, _ in RECORD["spout.failed"]] == [13, 13]
     assert sorted(RECORD["raise.ok"]) == [i for i in range(40) if i != 13]

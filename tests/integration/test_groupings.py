@@ -4,9 +4,19 @@ from collections import Counter
 
 import pytest
 
-from squall import Config, CustomStreamGrouping, Fields, Spout, TopologyBuilder
+from squall import (
+    BasicBolt,
+    Config,
+    CustomStreamGrouping,
+    Fields,
+    GlobalStreamId,
+    PartialKeyGrouping,
+    Spout,
+    TopologyBuilder,
+)
+from squall.runtime.routing import PartialKeyRouter
 from squall.testing import MockedSources, complete_topology
-from tests.integration.components import WhoGotIt
+from tests.integration.components import RECORD, WhoGotIt, record, reset
 
 
 class Source(Spout):
@@ -109,3 +119,138 @@ def test_custom_grouping_choose_tasks_is_honoured():
     for task, (_key, n) in emitted:
         assert task == (2 if n % 2 == 0 else 3)
     assert len(emitted) == 200
+
+
+# ---- partial key, custom grouping by field name, load-aware shuffle (issue 10 item 5) ----
+
+
+def test_partial_key_grouping_sends_each_key_to_at_most_two_tasks():
+    emitted, _ = run(lambda d: d.partial_key_grouping("src", Fields("key")), workers=2, n_items=340)
+    tasks_by_key = {}
+    for task, (key, _n) in emitted:
+        tasks_by_key.setdefault(key, Counter())[task] += 1
+    assert len(emitted) == 340 and len(tasks_by_key) == 17
+    candidates = PartialKeyRouter([2, 3, 4, 5], Fields("key", "n"), Fields("key")).candidates
+    for key, per_task in tasks_by_key.items():
+        assert set(per_task) <= set(candidates([key, 0])), (key, per_task)
+    assert any(len(per_task) == 2 for per_task in tasks_by_key.values())  # keys do split
+    totals = Counter(task for task, _ in emitted)
+    assert len(totals) == 4 and max(totals.values()) - min(totals.values()) <= 2
+
+
+def test_partial_key_grouping_object_as_a_custom_grouping_routes_as_the_declarers():
+    by_object, _ = run(lambda d: d.custom_grouping("src", PartialKeyGrouping(Fields("key"))),
+                       workers=2, n_items=340)
+    by_declarer, _ = run(lambda d: d.partial_key_grouping("src", Fields("key")), workers=2,
+                         n_items=340)
+    assert sorted(by_object) == sorted(by_declarer)  # one emitter: the same choices in order
+
+
+class ByFieldName(CustomStreamGrouping):
+    """Routes on the field named ``field``, found through the GlobalStreamId, as Storm's do."""
+
+    def __init__(self, field):
+        self.field = field
+
+    def prepare(self, context, stream, target_tasks):
+        fields = context.get_component_output_fields(stream.component_id, stream.stream_id)
+        record("custom.prepared", (stream, tuple(fields), tuple(target_tasks)))
+        self.index = fields.index(self.field)
+        self.targets = target_tasks
+
+    def choose_tasks(self, task_id, values):
+        return [self.targets[values[self.index] % len(self.targets)]]
+
+
+def test_custom_grouping_is_prepared_with_the_global_stream_id():
+    reset()
+    emitted, _ = run(lambda d: d.custom_grouping("src", ByFieldName("n")), workers=2)
+    assert RECORD["custom.prepared"] == [(GlobalStreamId("src", "default"), ("key", "n"),
+                                          (2, 3, 4, 5))]
+    stream = RECORD["custom.prepared"][0][0]
+    assert (stream.component_id, stream.stream_id) == ("src", "default")
+    for task, (_key, n) in emitted:
+        assert task == 2 + n % 4
+
+
+class Sentences(Spout):
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("sentence"))
+
+
+class Where(BasicBolt):
+    """Records, per input, whether it came from a task of this worker; splits sentences."""
+
+    def prepare(self, conf, context):
+        self.local = set(context.worker_tasks)
+        self.task = context.task_id
+        self.component = context.component_id
+
+    def execute(self, tup, collector):
+        record(f"{self.component}.in", (tup.task, self.task, tup.task in self.local))
+        if self.component == "split":
+            for word in tup[0].split():
+                collector.emit([word])
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("word"))
+
+
+SENTENCES = ["the cow jumped over the moon", "an apple a day keeps the doctor away",
+             "four score and seven years ago", "snow white and the seven dwarfs",
+             "i am at two with nature"]
+
+
+def word_count(disable_load_aware, parallelism=2, sentences=400):
+    """storm-starter's word count on 2 workers: sentence -> split (shuffle) -> count (fields)."""
+    reset()
+    b = TopologyBuilder()
+    b.set_spout("sentence", Sentences(), parallelism)
+    b.set_bolt("split", Where(), parallelism).shuffle_grouping("sentence")
+    b.set_bolt("count", Where(), parallelism).fields_grouping("split", Fields("word"))
+    conf = Config()
+    conf.set_num_workers(2)
+    conf["topology.disable.loadaware.messaging"] = disable_load_aware
+    items = [[SENTENCES[i % 5]] for i in range(sentences)]
+    result = complete_topology(b.create_topology(), MockedSources({"sentence": items}), conf)
+    assert len(result.acked("sentence")) == sentences
+    return RECORD["split.in"], RECORD["count.in"]
+
+
+def remote(edge):
+    return sum(1 for _src, _dst, local in edge if not local)
+
+
+@pytest.mark.parametrize("parallelism", [2, 4])
+def test_load_aware_shuffle_keeps_a_word_count_in_its_worker(parallelism):
+    split_in, count_in = word_count(disable_load_aware=False, parallelism=parallelism)
+    assert len(split_in) == 400 and remote(split_in) == 0  # every sentence split where emitted
+    # each worker's split tasks are used, and each emitter balances over its local ones
+    per_emitter = {}
+    for src, dst, _ in split_in:
+        per_emitter.setdefault(src, Counter())[dst] += 1
+    assert len({dst for _src, dst, _ in split_in}) == parallelism
+    for counts in per_emitter.values():
+        assert max(counts.values()) - min(counts.values()) <= 1
+    assert 0.3 < remote(count_in) / len(count_in) < 0.7  # fields grouping: not affected
+
+
+def test_disabled_load_awareness_is_the_balanced_shuffle_across_workers():
+    split_in, _ = word_count(disable_load_aware=True, parallelism=4)
+    per_emitter = {}
+    for src, dst, _ in split_in:
+        per_emitter.setdefault(src, Counter())[dst] += 1
+    for counts in per_emitter.values():
+        assert len(counts) == 4 and max(counts.values()) - min(counts.values()) <= 1
+    assert 0.3 < remote(split_in) / len(split_in) < 0.7
+
+
+def test_cross_worker_traffic_saved_on_a_two_worker_word_count():
+    """The figure in docs/groupings.md: tuples crossing workers per sentence, on and off."""
+    crossing = {}
+    for disabled in (True, False):
+        split_in, count_in = word_count(disable_load_aware=disabled, sentences=1000)
+        crossing[disabled] = (remote(split_in) + remote(count_in)) / 1000
+    print(f"\ncross-worker tuples per sentence: balanced {crossing[True]:.2f}, "
+          f"load-aware {crossing[False]:.2f}")
+    assert crossing[False] < crossing[True] - 0.3

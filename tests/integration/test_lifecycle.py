@@ -14,6 +14,8 @@ from squall import (
     TopologyBuilder,
     TopologyStartError,
 )
+from squall.runtime import clock
+from squall.testing import simulated_time
 from tests.integration.components import (
     RECORD,
     CountBolt,
@@ -25,7 +27,7 @@ from tests.integration.components import (
     TypeRecorder,
     record,
 )
-from tests.integration.test_acking import conf, wait_for
+from tests.integration.test_acking import conf, run_until_idle
 
 
 class CountingSpout(Spout):
@@ -35,14 +37,13 @@ class CountingSpout(Spout):
         pass
 
     def next_tuple(self):
-        record("calls", time.monotonic())
-        time.sleep(0.001)
+        record("calls", clock.monotonic())
 
     def activate(self):
-        record("activate", time.monotonic())
+        record("activate", clock.monotonic())
 
     def deactivate(self):
-        record("deactivate", time.monotonic())
+        record("deactivate", clock.monotonic())
 
     def declare_output_fields(self, declarer):
         declarer.declare(Fields("x"))
@@ -57,16 +58,17 @@ def counting_topology():
 def test_deactivate_stops_next_tuple_and_activate_resumes_it():
     with LocalCluster() as cluster:
         cluster.submit_topology("t", conf(1), counting_topology())
-        assert wait_for(lambda: len(RECORD["calls"]) > 5)
+        cluster.wait_quiet()  # quiet includes: the spout was asked and emitted nothing
+        assert RECORD["calls"]
         cluster.deactivate("t")
-        assert wait_for(lambda: RECORD["deactivate"])
-        time.sleep(0.05)
+        assert RECORD["deactivate"]  # told before deactivate returned
         frozen = len(RECORD["calls"])
-        time.sleep(0.2)
+        cluster.wait_quiet()  # whole rounds of the worker ran
         assert len(RECORD["calls"]) == frozen
         assert cluster.get_topology_info("t")["status"] == "INACTIVE"
         cluster.activate("t")
-        assert wait_for(lambda: len(RECORD["calls"]) > frozen + 5)
+        cluster.wait_quiet()
+        assert len(RECORD["calls"]) > frozen
         assert cluster.get_topology_info("t")["status"] == "ACTIVE"
     assert len(RECORD["activate"]) == 2
 
@@ -75,10 +77,11 @@ def test_submitted_inactive_calls_no_next_tuple_until_activated():
     with LocalCluster() as cluster:
         cluster.submit_topology("t", conf(1, **{"squall.topology.start.inactive": True}),
                                 counting_topology())
-        time.sleep(0.2)
+        cluster.wait_quiet()
         assert RECORD["calls"] == [] and RECORD["activate"] == []
         cluster.activate("t")
-        assert wait_for(lambda: RECORD["calls"])
+        cluster.wait_quiet()
+        assert RECORD["calls"]
 
 
 def test_kill_deactivates_then_closes_spouts_and_cleans_up_bolts():
@@ -87,9 +90,9 @@ def test_kill_deactivates_then_closes_spouts_and_cleans_up_bolts():
     b.set_bolt("split", SplitBolt(), 1).shuffle_grouping("spout")
     b.set_bolt("count", CountBolt(), 2).fields_grouping("split", Fields("word"))
     with LocalCluster() as cluster:
-        cluster.submit_topology("t", conf(2), b.create_topology())
-        assert wait_for(lambda: len(RECORD["spout.acked"]) == 2)
-        cluster.kill_topology("t", wait_secs=0.1)
+        run_until_idle(cluster, b.create_topology(), conf(2))
+        assert len(RECORD["spout.acked"]) == 2
+        cluster.kill_topology("t")
         assert cluster.list_topologies() == []
         with pytest.raises(NotAliveError):
             cluster.get_topology_info("t")
@@ -112,23 +115,23 @@ def test_ticks_arrive_at_the_configured_rate():
     b = TopologyBuilder()
     b.set_spout("spout", ListSpout([]), 1)
     b.set_bolt("tick", TickBolt(freq=0.1), 1).shuffle_grouping("spout")
-    with LocalCluster() as cluster:
+    with simulated_time(), LocalCluster() as cluster:
         cluster.submit_topology("t", conf(1), b.create_topology())
-        assert wait_for(lambda: len(RECORD["tick.at"]) >= 10, timeout=5)
+        cluster.advance_time(1.05, increment=0.05)
     ticks = RECORD["tick.at"]
-    first = ticks[0] - RECORD["tick.prepared"][0]
-    assert first >= 0.1  # the first tick comes one period after prepare
-    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
-    assert 0.08 <= sum(gaps) / len(gaps) <= 0.2
+    assert RECORD["tick.prepared"] == [0.0]
+    # the first tick comes one period after prepare, then one per period
+    assert ticks == pytest.approx([0.1 * i for i in range(1, 11)])
 
 
 def test_topology_tick_frequency_applies_to_every_bolt():
     b = TopologyBuilder()
     b.set_spout("spout", ListSpout([]), 1)
     b.set_bolt("tick", TickBolt(), 1).shuffle_grouping("spout")
-    with LocalCluster() as cluster:
-        cluster.submit_topology("t", conf(1, **{"topology.tick.tuple.freq.secs": 0.05}), b.create_topology())
-        assert wait_for(lambda: len(RECORD["tick.at"]) >= 5, timeout=5)
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(1, **{"topology.tick.tuple.freq.secs": 5}), b.create_topology())
+        cluster.advance_time(26)
+    assert RECORD["tick.at"] == [5.0, 10.0, 15.0, 20.0, 25.0]
 
 
 def test_a_raising_bolt_is_reported_its_tuple_failed_and_the_task_carries_on():
@@ -136,9 +139,8 @@ def test_a_raising_bolt_is_reported_its_tuple_failed_and_the_task_carries_on():
     b.set_spout("spout", ListSpout([[1], [2], [3]], replay=False), 1)
     b.set_bolt("picky", RaiseOnBolt(bad=2), 1).shuffle_grouping("spout")
     with LocalCluster() as cluster:
-        cluster.submit_topology("t", conf(2), b.create_topology())
-        assert wait_for(lambda: len(RECORD["spout.acked"]) == 2 and RECORD["spout.failed"])
-        info = cluster.get_topology_info("t")
+        info = run_until_idle(cluster, b.create_topology(), conf(2)).info()
+    assert len(RECORD["spout.acked"]) == 2
     assert sorted(RECORD["raise.ok"]) == [1, 3]
     assert [m for _, m, _ in RECORD["spout.failed"]] == [1]
     (error,) = info["errors"]
@@ -191,9 +193,8 @@ def test_a_raising_spout_is_reported_and_keeps_emitting():
     b.set_spout("spout", RaisingSpout(), 1)
     b.set_bolt("sink", TypeRecorder(), 1).shuffle_grouping("spout")
     with LocalCluster() as cluster:
-        cluster.submit_topology("t", conf(1), b.create_topology())
-        assert wait_for(lambda: sorted(RECORD["raising.acked"]) == [2, 3])
-        errors = cluster.get_topology_info("t")["errors"]
+        errors = run_until_idle(cluster, b.create_topology(), conf(1)).info()["errors"]
+    assert sorted(RECORD["raising.acked"]) == [2, 3]
     assert len(errors) == 1
     assert errors[0]["component"] == "spout"
     assert errors[0]["message"] == "ValueError: bad record"
@@ -211,7 +212,8 @@ def test_rebalance_changes_workers_and_parallelism_and_keeps_running():
         assert info["num_workers"] == 2
         assert len(info["components"]["tick"]["tasks"]) == 3
         before = len(RECORD["calls"])
-        assert wait_for(lambda: len(RECORD["calls"]) > before + 5)
+        cluster.wait_quiet()
+        assert len(RECORD["calls"]) > before
         with pytest.raises(Exception, match="unknown component 'nope'"):
             cluster.rebalance("t", parallelism={"nope": 2})
 
@@ -222,10 +224,11 @@ def test_leaving_the_with_block_kills_everything():
         cluster.submit_topology("a", conf(1), counting_topology())
         cluster.submit_topology("b", conf(2), counting_topology())
         assert {t["name"] for t in cluster.list_topologies()} == {"a", "b"}
+        workers = cluster.workers("a") + cluster.workers("b")
     assert cluster.list_topologies() == []
-    calls = len(RECORD["calls"])
-    time.sleep(0.1)
-    assert len(RECORD["calls"]) == calls
+    # every loop thread has ended: no next_tuple can come any more
+    assert all(w.stopped.is_set() and not w._thread.is_alive() for w in workers)
+    assert len(RECORD["deactivate"]) == 2  # one spout task per topology
 
 
 def test_capacity_shows_a_bolt_that_is_busy_all_the_time():
@@ -249,9 +252,7 @@ def test_info_reports_components_workers_and_metrics():
     b.set_bolt("count", CountBolt(), 2).fields_grouping("split", Fields("word"))
     c = conf(2, **{"topology.stats.sample.rate": 1.0})
     with LocalCluster() as cluster:
-        cluster.submit_topology("t", c, b.create_topology())
-        assert wait_for(lambda: len(RECORD["spout.acked"]) == 50)
-        info = cluster.get_topology_info("t")
+        info = run_until_idle(cluster, b.create_topology(), c).info()
     comps = info["components"]
     assert comps["spout"]["emitted"] == 50 and comps["spout"]["acked"] == 50
     assert comps["spout"]["complete_latency_ms"] > 0

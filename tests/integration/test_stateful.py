@@ -8,8 +8,8 @@ from squall import Config, Fields, LocalCluster, TopologyBuilder
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT
 from squall.runtime.stateful import state_namespace
 from squall.state import load_provider
+from squall.testing import tracked_topology
 from tests.integration.components import FAULTS, RECORD, ListSpout, SplitBolt, StatefulCount
-from tests.integration.test_acking import wait_for
 from tests.redis_server import RedisServer
 
 SENTENCES = [["the cow jumped over the moon"], ["an apple a day keeps the doctor away"],
@@ -55,8 +55,8 @@ def committed_counts(c, name, component="count"):
 
 
 def run_until_acked(cluster, name, c, sentences, n_acked):
-    cluster.submit_topology(name, c, topology(sentences))
-    assert wait_for(lambda: len(RECORD["spout.acked"]) >= n_acked, timeout=30), (
+    tracked_topology(cluster, name, c, topology(sentences)).wait_idle(timeout=60)
+    assert len(RECORD["spout.acked"]) >= n_acked, (
         f"acked {len(RECORD['spout.acked'])} of {n_acked}; errors: "
         f"{[e['message'] for e in cluster.get_topology_info(name)['errors']]}"
     )
@@ -147,7 +147,8 @@ def test_rebalancing_a_stateful_component_from_2_to_4_tasks_keeps_every_key(prov
         cluster.rebalance("grow", parallelism={"count": 4})
         assert len(cluster.get_topology_info("grow")["components"]["count"]["tasks"]) == 4
         # the restarted spouts emit their lists again: the counts double
-        assert wait_for(lambda: len(RECORD["spout.acked"]) >= 2 * len(first), timeout=30)
+        cluster.wait_quiet(timeout=60, names=["grow"], trees=True)
+        assert len(RECORD["spout.acked"]) >= 2 * len(first)
         cluster.kill_topology("grow")
     counts = committed_counts(c, "grow")
     assert counts == expected(first * 2)

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from squall import Config, Fields, LocalCluster, Spout, TopologyBuilder
 from tests.integration.components import RECORD, ListSpout, SlowBolt, TypeRecorder, record
-from tests.integration.test_acking import conf, wait_for
+from tests.integration.test_acking import conf, run_until_idle
 
 VALUES = [
     None, True, False, 0, -1, 2**63 - 1, -(2**63), 2**64 - 1, 2**80, 1.5, float("inf"),
@@ -26,11 +26,10 @@ def crossing_topology(spout):
 def test_values_of_every_supported_type_cross_workers_intact():
     topology = crossing_topology(ListSpout([[v] for v in VALUES], replay=False))
     with LocalCluster() as cluster:
-        cluster.submit_topology("t", conf(2), topology)
-        info = cluster.get_topology_info("t")
+        info = run_until_idle(cluster, topology, conf(2)).info()
         worker_of = {t: w["worker"] for w in info["workers"] for t in w["tasks"]}
         assert worker_of[1] != worker_of[2]  # sink (task 1) and spout (task 2) apart
-        assert wait_for(lambda: len(RECORD["spout.acked"]) == len(VALUES))
+        assert len(RECORD["spout.acked"]) == len(VALUES)
     got = RECORD["types"]
     assert len(got) == len(VALUES)
     for sent in VALUES:
@@ -58,9 +57,8 @@ class UnserializableSpout(Spout):
 
 def test_an_unserializable_value_fails_at_emit_naming_component_and_stream():
     with LocalCluster() as cluster:
-        cluster.submit_topology("t", conf(2), crossing_topology(UnserializableSpout()))
-        assert wait_for(lambda: sorted(RECORD["unser.acked"]) == [1, 3])
-        errors = cluster.get_topology_info("t")["errors"]
+        errors = run_until_idle(cluster, crossing_topology(UnserializableSpout()), conf(2)).info()["errors"]
+        assert sorted(RECORD["unser.acked"]) == [1, 3]
     assert len(errors) == 1
     message = errors[0]["message"]
     assert errors[0]["component"] == "spout"
@@ -105,7 +103,7 @@ def test_a_slow_bolt_holds_back_a_fast_spout_with_bounded_queues_and_no_loss():
                 for task in w.tasks.values():
                     peak[task.task_id] = max(peak[task.task_id], len(task.inbox))
                 throttled = throttled or w.throttled
-            time.sleep(0.002)
+            time.sleep(0.002)  # sampling the queues while they fill, not waiting for an outcome
     assert sorted(RECORD["slow.done"]) == list(range(3000))
     # a remote frame may land on a queue just under the mark: bound = capacity + one frame
     assert max(peak.values()) <= capacity + 50
@@ -126,8 +124,8 @@ def test_a_four_worker_word_count_is_exact():
     c = Config()
     c.set_num_workers(4)
     with LocalCluster() as cluster:
-        cluster.submit_topology("wc", c, b.create_topology())
-        assert wait_for(lambda: len(RECORD["spout.acked"]) == len(sentences), timeout=30)
+        run_until_idle(cluster, b.create_topology(), c, name="wc", timeout=60)
+        assert len(RECORD["spout.acked"]) == len(sentences)
     counts = Counter()
     owners = {}
     for task, partial in RECORD["count.cleanup"]:

@@ -43,3 +43,11 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_until(predicate, timeout: float, what: str = "the condition") -> None:
+    """Poll ``predicate`` on real time: the workers are real processes."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"{what} did not hold within {timeout}s"
+        time.sleep(0.05)

@@ -133,3 +133,49 @@ def test_hung_worker_is_declared_dead_and_relaunched(local_cluster, tmp_path):
         local_cluster.kill_topology("wc-hung", wait_secs=0)
     assert acked == set(range(n))
     assert tm.read_results(str(tmp_path))[1] == tm.expected_counts(n)
+
+
+@pytest.mark.timeout(180)
+def test_deactivate_is_a_contract_on_spark_and_submit_inactive_is_public(local_cluster, tmp_path):
+    """Issue 10: after deactivate returns, every spout was told and no next_tuple starts;
+    submitted inactive, no next_tuple until activate. Checked inside the spouts."""
+    import time
+
+    conf, topology = tm.sleepy_spouts(str(tmp_path), spouts=3, workers=2)
+    local_cluster.submit_topology("sleepy", conf, topology, inactive=True)
+    try:
+        assert local_cluster.get_topology_info("sleepy")["status"] == "INACTIVE"
+        time.sleep(0.5)  # real worker processes: give them time to misbehave
+        assert all(e == [] for e in tm.read_events(str(tmp_path)).values())
+        local_cluster.activate("sleepy")
+        helpers.wait_until(lambda: sum(len(e) for e in tm.read_events(str(tmp_path)).values()) > 12, 30)
+        local_cluster.deactivate("sleepy")
+        returned = time.time()
+        events = tm.read_events(str(tmp_path))
+        assert sorted(events) == [2, 3, 4]
+        assert all(any(w == "deactivate" for w, _ in e) for e in events.values()), events
+        time.sleep(0.5)
+        events = tm.read_events(str(tmp_path))
+        late = [(task, w, t - returned) for task, e in events.items() for w, t in e
+                if w in ("call", "violation") and t > returned]
+        assert late == []
+        assert not any(w == "violation" for e in events.values() for w, _ in e)
+    finally:
+        local_cluster.kill_topology("sleepy", wait_secs=0)
+
+
+@pytest.mark.timeout(180)
+def test_async_and_threaded_bolts_on_spark_are_exact(local_cluster, tmp_path):
+    """Issue 22 on the Spark runtime: an AsyncBolt split and threaded count tasks in the
+    executors' worker processes; every sentence acked, every word counted."""
+    n = 400
+    conf, topology = tm.wordcount(n, str(tmp_path), waiting=True)
+    local_cluster.submit_topology("wc-waiting", conf, topology)
+    try:
+        acked = helpers.wait_all_acked(str(tmp_path), n, timeout=90)
+        info = local_cluster.get_topology_info("wc-waiting")
+    finally:
+        local_cluster.kill_topology("wc-waiting", wait_secs=0)
+    assert acked == set(range(n))
+    assert tm.read_results(str(tmp_path))[1] == tm.expected_counts(n)
+    assert info["errors"] == [] and info["stuck"] == []

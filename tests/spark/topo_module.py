@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from squall import Bolt, Config, Fields, Spout, StatefulBolt, TopologyBuilder
+from squall import AsyncBolt, Bolt, Config, Fields, Spout, StatefulBolt, TopologyBuilder
 
 WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape"]
 
@@ -163,12 +163,18 @@ class UnpicklableBolt(Bolt):
         pass
 
 
-def wordcount(n: int, out_dir: str, workers: int = 2, rate: float = 0.0, timeout: float = 5.0):
-    """(conf, topology) of the word count."""
+def wordcount(n: int, out_dir: str, workers: int = 2, rate: float = 0.0, timeout: float = 5.0,
+              waiting: bool = False):
+    """(conf, topology) of the word count; ``waiting``: split is an AsyncBolt and count
+    runs each task on a thread of its own (set_threaded)."""
     builder = TopologyBuilder()
     builder.set_spout("sentences", SentenceSpout(n, out_dir, rate), parallelism=1)
-    builder.set_bolt("split", SplitBolt(), parallelism=2).shuffle_grouping("sentences")
-    builder.set_bolt("count", CountBolt(out_dir), parallelism=2).fields_grouping("split", Fields("word"))
+    split = AsyncSplitBolt() if waiting else SplitBolt()
+    builder.set_bolt("split", split, parallelism=2).shuffle_grouping("sentences")
+    count = builder.set_bolt("count", CountBolt(out_dir), parallelism=2)
+    count.fields_grouping("split", Fields("word"))
+    if waiting:
+        count.set_threaded()
     conf = Config()
     conf.set_num_workers(workers)
     conf.set_message_timeout_secs(timeout)
@@ -194,3 +200,135 @@ def read_results(out_dir: str) -> tuple[set[int], dict[str, int], int]:
     for word in seen.values():
         counts[word] = counts.get(word, 0) + 1
     return acked, counts, records - len(seen)
+
+
+class SleepyEventSpout(Spout):
+    """Sleeps 100 ms per next_tuple (Storm's TestWordSpout) and logs its calls and
+    activate/deactivate to ``events-<task>.txt`` with wall-clock times, flagging any
+    next_tuple that starts after its deactivate() was called."""
+
+    def __init__(self, out_dir: str) -> None:
+        self.out_dir = out_dir
+
+    def open(self, conf, context, collector) -> None:
+        self.collector = collector
+        self.deactivated = False
+        self.log = open(os.path.join(self.out_dir, f"events-{context.task_id}.txt"), "a")  # noqa: SIM115
+
+    def _event(self, what: str) -> None:
+        self.log.write(f"{what} {time.time():.6f}\n")
+        self.log.flush()
+
+    def next_tuple(self) -> None:
+        self._event("violation" if self.deactivated else "call")
+        time.sleep(0.1)
+        self.collector.emit(["nathan"])
+
+    def activate(self) -> None:
+        self.deactivated = False
+        self._event("activate")
+
+    def deactivate(self) -> None:
+        self.deactivated = True
+        self._event("deactivate")
+
+    def declare_output_fields(self, declarer) -> None:
+        declarer.declare(Fields("word"))
+
+
+def sleepy_spouts(out_dir: str, spouts: int = 3, workers: int = 2) -> tuple[Config, object]:
+    """``spouts`` sleepy spouts into one sink bolt."""
+    b = TopologyBuilder()
+    for i in range(spouts):
+        b.set_spout(f"words{i}", SleepyEventSpout(out_dir), 1)
+    sink = b.set_bolt("sink", NullBolt(), 1)
+    for i in range(spouts):
+        sink.shuffle_grouping(f"words{i}")
+    conf = Config()
+    conf.set_num_workers(workers)
+    return conf, b.create_topology()
+
+
+def read_events(out_dir: str) -> dict[int, list[tuple[str, float]]]:
+    """Task id -> [(event, wall time)] from the sleepy spouts."""
+    events = {}
+    for f in Path(out_dir).glob("events-*.txt"):
+        task = int(f.stem.split("-")[1])
+        events[task] = [(w, float(t)) for w, t in (line.split() for line in f.read_text().splitlines())]
+    return events
+
+
+class NullBolt(Bolt):
+    """Acks everything."""
+
+    def prepare(self, conf, context, collector) -> None:
+        self.collector = collector
+
+    def execute(self, tup) -> None:
+        self.collector.ack(tup)
+
+
+class AsyncSplitBolt(AsyncBolt):
+    """SplitBolt as an AsyncBolt: waits a moment per sentence on the worker's event loop."""
+
+    capacity = 20
+
+    def prepare(self, conf, context, collector) -> None:
+        self.collector = collector
+
+    async def execute(self, tup) -> None:
+        import asyncio
+
+        await asyncio.sleep(0.001)
+        i, text = tup[0], tup[1]
+        for pos, word in enumerate(text.split()):
+            self.collector.emit([word, i, pos], anchors=tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer) -> None:
+        declarer.declare(Fields("word", "id", "pos"))
+
+
+class CrashOnce(Bolt):
+    """Relays ``[key, seq]``; the first time it sees seq ``at`` it crashes its worker
+    process the way ``mode`` says (``exit``: os._exit, ``segfault``: a real SIGSEGV)."""
+
+    def __init__(self, out_dir: str, mode: str, at: int) -> None:
+        self.out_dir, self.mode, self.at = out_dir, mode, at
+
+    def prepare(self, conf, context, collector) -> None:
+        self.collector = collector
+
+    def execute(self, tup) -> None:
+        marker = os.path.join(self.out_dir, f"crashed-{self.mode}")
+        if tup[1] == self.at and not os.path.exists(marker):
+            open(marker, "w").close()
+            if self.mode == "segfault":
+                import ctypes
+
+                ctypes.string_at(0)  # a segfault in user code (C extensions do this)
+            os._exit(7)
+        self.collector.emit(tup.values, anchors=tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer) -> None:
+        declarer.declare(Fields("key", "seq"))
+
+
+def sequence(out_dir: str, keys: int, count: int, *, crash: str | None = None, ackers: int | None = None,
+             workers: int = 2, timeout: float = 4.0) -> tuple[Config, object]:
+    """SequenceSpout -> relay (or CrashOnce) -> SequenceChecker, fields-grouped on the key."""
+    from squall.testing.invariants import SequenceChecker, SequenceSpout
+
+    b = TopologyBuilder()
+    b.set_spout("seq", SequenceSpout(out_dir, keys=keys, count=count), 1)
+    relay = CrashOnce(out_dir, crash, count // 3) if crash else CrashOnce(out_dir, "never", -1)
+    b.set_bolt("relay", relay, 2).shuffle_grouping("seq")
+    b.set_bolt("check", SequenceChecker(out_dir), 2).fields_grouping("relay", Fields("key"))
+    conf = Config()
+    conf.set_num_workers(workers)
+    conf.set_message_timeout_secs(timeout)
+    conf.set_max_spout_pending(50)
+    if ackers is not None:
+        conf.set_num_ackers(ackers)
+    return conf, b.create_topology()

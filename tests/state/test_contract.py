@@ -48,6 +48,26 @@ def test_get_put_delete_iterate(backend, namespace):
     assert sorted(k for k, _ in s) == ["c"]
 
 
+def test_delete_returns_the_removed_value_as_storm(backend, namespace):
+    # Storm's KeyValueState.delete returns the value removed from this task's view
+    s = backend.state(namespace)
+    s.put("a", {"n": 1})
+    s.put("p", Point(1, 2))
+    s.commit(1)
+    assert s.delete("a") == {"n": 1}  # committed, no pending change: read from the store
+    assert s.delete("a") is None  # already deleted (pending)
+    assert s.delete("never-there") is None
+    s.put("b", [1, 2])
+    assert s.delete("b") == [1, 2]  # pending put, never committed
+    assert s.delete("p") == Point(1, 2)  # a pickled value comes back decoded
+    s.commit(2)
+    again = backend.state(namespace)
+    assert again.get("a") is None and again.delete("a") is None and items(again) == {}
+    s.put(7, 0)
+    s.put(False, "")
+    assert s.delete(7) == 0 and s.delete(False) == ""  # falsy values are not None
+
+
 def test_read_your_writes_before_commit_and_no_one_else_sees_them(backend, namespace):
     s = backend.state(namespace)
     s.put("k", "v1")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -163,3 +164,66 @@ def test_a_database_from_a_newer_squall_is_refused(tmp_path):
         db.execute("PRAGMA user_version = 99")
     with pytest.raises(StateConfigError, match="schema version 99, newer than"):
         LocalStateProvider().new_state("ns", conf_for(tmp_path), None)
+
+
+OPENER = textwrap.dedent("""
+    import os, sys, time
+    from squall.state.local import LocalStateProvider
+    path, namespace, ready, go = sys.argv[1:5]
+    open(ready, "w").close()
+    while not os.path.exists(go):   # a barrier: every child opens at the same instant
+        time.sleep(0)
+    s = LocalStateProvider().new_state(namespace, {"topology.state.provider.config": {"path": path}}, None)
+    s.put("k", namespace)
+    s.prepare_commit(1)
+    s.commit(1)
+    s.close()
+""")
+
+
+@pytest.mark.parametrize("attempt", range(4))
+def test_many_processes_create_one_new_database_at_the_same_instant(tmp_path, subprocess_env, attempt):
+    """Issue 19: opening a new file races on the journal-mode switch, which SQLite answers
+    with "locked" at once rather than after the busy timeout; every opener must succeed."""
+    path, n = tmp_path / "shared", 12
+    go = tmp_path / "go"
+    ready = [tmp_path / f"ready-{i}" for i in range(n)]
+    children = [subprocess.Popen([sys.executable, "-c", OPENER, str(path), f"ns-{i}", str(ready[i]), str(go)],
+                                 env=subprocess_env, stderr=subprocess.PIPE, text=True)
+                for i in range(n)]
+    try:
+        deadline = time.monotonic() + 120  # children are real processes that need to start
+        while not all(r.exists() for r in ready) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        go.touch()
+        errors = []
+        for child in children:
+            _, err = child.communicate(timeout=120)
+            if child.returncode != 0:
+                errors.append(err.strip().splitlines()[-1])
+    finally:
+        for child in children:
+            child.kill()
+    assert errors == []
+    for i in range(n):
+        s = LocalStateProvider().new_state(f"ns-{i}", conf_for(path), None)
+        assert s.get("k") == f"ns-{i}" and s.committed_txid() == 1
+        s.close()
+
+
+def test_an_unopenable_database_is_a_clear_error_at_once(tmp_path):
+    (tmp_path / DB_FILE).mkdir()  # not a contention: must not be retried for the busy timeout
+    started = time.monotonic()
+    with pytest.raises(StateUnavailableError) as err:
+        LocalKeyValueState("ns", str(tmp_path / DB_FILE), busy_timeout=5.0)
+    assert time.monotonic() - started < 2.5
+    assert "\n" not in str(err.value) and "unable to open database file" in str(err.value)
+
+
+def test_a_corrupt_file_is_a_clear_error_at_once(tmp_path):
+    (tmp_path / DB_FILE).write_bytes(b"this is not a database" * 100)
+    started = time.monotonic()
+    with pytest.raises((StateUnavailableError, StateConfigError)) as err:
+        LocalKeyValueState("ns", str(tmp_path / DB_FILE), busy_timeout=5.0)
+    assert time.monotonic() - started < 2.5
+    assert "not a database" in str(err.value) and "\n" not in str(err.value)

@@ -167,9 +167,6 @@ CASES = [
      ["'b'", "parallelism", "'2'"]),
     ("spout-parallelism-zero", lambda b: b.set_spout("s2", WordSpout(), parallelism=0),
      ["'s2'", "parallelism"]),
-    ("num-tasks-below-parallelism",
-     lambda b: bolt(b, parallelism=3).set_num_tasks(2).shuffle_grouping("words"),
-     ["'b'", "num_tasks 2", "parallelism 3"]),
     ("num-tasks-negative", lambda b: bolt(b).set_num_tasks(-1).shuffle_grouping("words"),
      ["'b'", "num_tasks", "-1"]),
     ("num-tasks-float", lambda b: bolt(b).set_num_tasks(2.5).shuffle_grouping("words"),
@@ -266,7 +263,7 @@ def test_fields_grouping_with_a_list_becomes_fields():
 def test_declarer_conf_overrides_component_conf():
     topo = build_valid()
     assert topo.components["count"].conf == {"k": 2, "topology.tick.tuple.freq.secs": 1}
-    assert topo.components["split"].conf == {"topology.tick.tuple.freq.secs": 5}
+    assert topo.components["split"].conf == {"topology.tick.tuple.freq.secs": 5, "topology.tasks": 4}
 
 
 def test_payload_unpickles_to_an_equivalent_component():

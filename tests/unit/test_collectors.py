@@ -56,7 +56,8 @@ class FakeWorker(Worker):
     def pump(self) -> list[Tuple]:
         """Apply acker messages to the ledger; return the data tuples, as their receivers see them."""
         data, self.sent = self.sent, []
-        apply = {ACK_INIT: self.ledger.init, ACK_ACK: self.ledger.ack, ACK_FAIL: lambda root, *detail: self.ledger.fail(root, list(detail)),
+        apply = {ACK_INIT: self.ledger.init, ACK_ACK: self.ledger.ack,
+                 ACK_FAIL: lambda root, *detail: self.ledger.fail(root, list(detail)),
                  ACK_RESET: self.ledger.reset_timeout}
         tuples = []
         for target, component, stream, values, ids in data:
@@ -71,7 +72,9 @@ class _FakeTask:
     def __init__(self, worker, component, task_id, acking=True):
         self.worker, self.component, self.task_id = worker, component, task_id
         self.metrics = TaskMetrics(component, task_id)
+        self.hooks = None
         self.acking = acking
+        self.owner = 0  # driven by hand from the test's thread
         self.tracked: dict[int, object] = {}
         self.soon: list[object] = []
 

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from squall.api.builder import TopologyBuilder
-from squall.api.components import Bolt, Spout
+from squall.api.components import Bolt, GlobalStreamId, Spout
 from squall.api.context import TopologyContext, WorkerTopologyContext
 from squall.api.errors import InvalidTopologyError
 from squall.api.fields import Fields
@@ -154,6 +154,9 @@ def test_worker_context():
     assert ctx.get_component_ids() == sorted(["count", "split", "spout", ACKER, SYSTEM])
     assert ctx.get_component_streams("spout") == ["default", "errors"]
     assert ctx.get_component_output_fields("spout", "errors") == Fields("error")
+    # Storm's overload: a GlobalStreamId names both
+    assert ctx.get_component_output_fields(GlobalStreamId("spout", "errors")) == Fields("error")
+    assert ctx.get_component_output_fields(GlobalStreamId("split", "default")) == Fields("word", "count")
 
 
 def test_get_component_tasks_returns_a_copy():

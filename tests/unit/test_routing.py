@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from squall.api.components import CustomStreamGrouping
+from squall.api.components import CustomStreamGrouping, GlobalStreamId
 from squall.api.fields import Fields
 from squall.api.topology import Grouping
 from squall.runtime.hashing import hash_values, stable_hash
@@ -44,7 +44,7 @@ def router(kind, *, task=1, targets=TARGETS, local=frozenset(), fields=None, cus
     return make_router(
         Grouping(kind, fields=fields, custom=custom), task=task, targets=list(targets),
         local_tasks=set(local), stream="default", stream_fields=STREAM_FIELDS,
-        context=CONTEXT, component="counter",
+        context=CONTEXT, component="counter", source="words",
     )
 
 
@@ -164,7 +164,8 @@ def test_direct_grouping_marks_the_targets():
 def test_custom_grouping_is_prepared_and_honoured():
     grouping = EvenOnly()
     route = router("custom", custom=grouping)
-    assert grouping.prepared == (CONTEXT, "default", sorted(TARGETS))
+    assert grouping.prepared == (CONTEXT, GlobalStreamId("words", "default"), sorted(TARGETS))
+    assert grouping.prepared[1].component_id == "words" and grouping.prepared[1].stream_id == "default"
     assert route(["w", 1]) == [10, 12]
 
 

@@ -12,35 +12,41 @@ import base64
 import json
 import sys
 import time
-from pathlib import Path
 
 from squall.api.errors import InvalidTopologyError
 from squall.cli.commands._shared import LONG_TIMEOUT, client, key_values, print_summary
 from squall.cli.exits import CliError, ExitCode
-from squall.cli.loader import load_topology, package_code, pickle_topology
+from squall.cli.loader import package_code, pickle_topology
 from squall.cli.output import print_json, progress
+from squall.cli.topology_file import add_yaml_options, describe, load_any
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register the command."""
-    p = sub.add_parser("submit", parents=[common], help="submit a topology from a Python file")
-    p.add_argument("file", metavar="FILE", help="a .py file with build_topology() or a StormTopology")
+    p = sub.add_parser("submit", parents=[common], help="submit a topology from a Python or YAML file")
+    p.add_argument("file", metavar="FILE", help="a .py file with build_topology() or a StormTopology, "
+                                                "or a .yaml topology (Flux)")
     p.add_argument("--name", help="the topology's name (default: the file's name)")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="override a config key")
     p.add_argument("--inactive", action="store_true", help="submit with the spouts deactivated")
     p.add_argument("--local", type=float, metavar="SECS",
                    help="run on a LocalCluster in this process for SECS seconds, without Nimbus")
+    add_yaml_options(p)
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the topology and print its plan (components, tasks, workers, "
+                        "streams) without submitting")
     p.set_defaults(run=run)
 
 
-def prepare(file: str, name: str | None, conf_items: list[str] | None) -> tuple[str, dict, object]:
+def prepare(file: str, name: str | None, conf_items: list[str] | None, filter_file: str | None = None,
+            env_filter: bool = False) -> tuple[str, dict, object]:
     """(name, conf, topology) from FILE and the options, checked as far as the client can."""
     from squall.runtime.submission import check_name, prepare_conf
 
     overrides = key_values(conf_items, "--conf")
-    conf, topology = load_topology(file)
+    default_name, conf, topology = load_any(file, filter_file, env_filter)
     conf.update(overrides)
-    name = name or Path(file).stem
+    name = name or default_name
     try:
         check_name(name)
     except InvalidTopologyError as e:
@@ -65,7 +71,12 @@ def upload_body(conf: dict, topology: object) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Submit (or run locally)."""
-    name, conf, topology = prepare(args.file, args.name, args.conf)
+    name, conf, topology = prepare(args.file, args.name, args.conf, args.filter, args.env_filter)
+    if args.dry_run:
+        from squall.runtime.submission import prepare_conf
+
+        print(describe(name, prepare_conf(conf, topology), topology))
+        return 0
     if args.inactive:
         conf["squall.topology.start.inactive"] = True
     if args.local is not None:
@@ -86,10 +97,29 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cluster_defaults() -> dict:
+    """The cluster file's topology defaults (``$SQUALL_CONF`` or ``~/.squall/squall.yaml``), if any."""
+    from squall.nimbus import clusterconf
+    from squall.nimbus.config import CONF_KEYS, squall_home
+
+    path = clusterconf.default_path(squall_home())
+    if path is None:
+        return {}
+    try:
+        return dict(clusterconf.read(path, set(CONF_KEYS)).topology)
+    except clusterconf.ClusterConfError as e:
+        raise CliError(ExitCode.USAGE, str(e)) from None
+
+
 def run_local(name: str, conf: dict, topology: object, secs: float, as_json: bool) -> int:
-    """Run on a LocalCluster for ``secs`` seconds, then print its info and kill it."""
+    """Run on a LocalCluster for ``secs`` seconds, then print its info and kill it.
+
+    The cluster file's topology defaults apply under the topology's own configuration, as
+    Nimbus applies its own.
+    """
     from squall.local.cluster import LocalCluster
 
+    conf = {**cluster_defaults(), **conf}
     with LocalCluster() as cluster:
         try:
             cluster.submit_topology(name, conf, topology)  # type: ignore[arg-type]

@@ -1,0 +1,44 @@
+"""windowed_wordcount: the word count beside a sliding-window word count (squall only).
+
+Two variants on the same topology and settings: ``plain`` (the dict-counting bolt) and
+``sliding`` (``SlidingWordCount``, a ``WindowedBolt`` counting the last ``WINDOW`` words of
+each count task, sliding every ``SLIDE`` words, incrementally from each window's new and
+expired tuples). A windowed bolt acks a tuple when it leaves the window, so a sentence
+completes only once its words have been pushed out by ``WINDOW`` later words: the spouts
+need more in flight than the plain count does (``MAX_SPOUT_PENDING`` for both variants; it
+is also Storm's submit check, window + slide <= max spout pending). The difference in
+throughput is the cost of keeping the window, anchoring every emit to it and acking on
+expiry; latencies include the time a tuple spends in its window.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from squall import Config, Count
+
+NAME = "windowed_wordcount"
+SYSTEMS = ("squall-local", "squall-spark")
+VARIANTS = ("plain", "sliding")
+WINDOW, SLIDE = 500, 50
+MAX_SPOUT_PENDING = 2000
+
+
+def cases(profile: Any, system: str) -> list[dict]:
+    from benchmarks.workloads import make_case
+
+    return [make_case(NAME, v, system, profile, acking=True, max_spout_pending=MAX_SPOUT_PENDING,
+                      window=WINDOW, slide=SLIDE)
+            for v in VARIANTS]
+
+
+def build(case: dict, probe_dir: str) -> tuple[Any, Config]:
+    from benchmarks.workloads.components import SlidingWordCount
+    from benchmarks.workloads.wordcount import squall_conf, topology
+
+    conf = squall_conf(case, max_spout_pending=MAX_SPOUT_PENDING)
+    if case["variant"] == "plain":
+        return topology(probe_dir, case["workers"]), conf
+    params = case["params"]
+    counter = SlidingWordCount(probe_dir).with_window(Count(params["window"]), Count(params["slide"]))
+    return topology(probe_dir, case["workers"], count_bolt=counter), conf

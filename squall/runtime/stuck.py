@@ -1,0 +1,240 @@
+"""Stuck tasks and backpressure cycles: a pure detector, and the watchdog thread around it.
+
+A task is stuck when one call of its user code (``execute``, ``next_tuple``, ``ack``,
+``fail``) has lasted longer than ``squall.task.stuck.secs`` (default 30). The watchdog looks
+at the Python stack of each thread that runs tasks (the worker's loop, the tasks' own
+threads) every so often; the same frame of a user method seen for longer than the limit is a
+stuck call. It is reported once as an error of its component, with the stack where it
+waits, kept in the worker's ``stuck`` map while it lasts, and cleared when the task moves on.
+
+A worker throttled (backpressure) without a break for ``squall.backpressure.cycle.secs``
+(default 30) while the topology's graph has a cycle is reported as a backpressure cycle,
+naming the components in it: upstream waits for downstream, which waits for upstream.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+log = logging.getLogger("squall.stuck")
+USER_METHODS = ("execute", "next_tuple", "ack", "fail", "execute_batch")
+
+
+class StuckTaskError(RuntimeError):
+    """A task has been inside one call of its user code for longer than the limit."""
+
+
+class BackpressureCycleError(RuntimeError):
+    """A worker stayed throttled while the topology's graph has a cycle."""
+
+
+@dataclass
+class _Watch:
+    frame: Any
+    since: float
+    reported: bool = False
+
+
+@dataclass
+class StuckDetector:
+    """Pure: feed it what each thread is doing now; it says who became stuck or moved on."""
+
+    limit: float
+    watches: dict[Any, _Watch] = field(default_factory=dict)
+    stuck: dict[int, dict] = field(default_factory=dict)  # task id -> what it is stuck in
+
+    def observe(self, now: float, thread: Any, frame: Any, task_id: int | None,
+                describe: Callable[[], dict]) -> list[tuple[str, int, dict]]:
+        """``thread`` is inside ``frame`` of task ``task_id`` (None: in no user call).
+
+        Returns events: ``("stuck", task_id, info)`` the first time a call passes the
+        limit (``info`` from ``describe()`` plus ``secs``), ``("moved", task_id, info)``
+        when a reported task is seen out of that call.
+        """
+        events: list[tuple[str, int, dict]] = []
+        watch = self.watches.get(thread)
+        if watch is not None and (frame is None or watch.frame is not frame):
+            if watch.reported:
+                for tid, info in list(self.stuck.items()):
+                    if info.get("thread") == thread:
+                        events.append(("moved", tid, self.stuck.pop(tid)))
+            del self.watches[thread]
+            watch = None
+        if frame is None or task_id is None:
+            return events
+        if watch is None:
+            self.watches[thread] = _Watch(frame, now)
+            return events
+        if not watch.reported and now - watch.since >= self.limit:
+            watch.reported = True
+            info = {**describe(), "secs": now - watch.since, "thread": thread}
+            self.stuck[task_id] = info
+            events.append(("stuck", task_id, info))
+        elif watch.reported and task_id in self.stuck:
+            self.stuck[task_id]["secs"] = now - watch.since
+        return events
+
+
+def cycles(edges: Iterable[tuple[str, str]]) -> list[list[str]]:
+    """The cycles of a directed graph: each strongly connected part with a loop, sorted."""
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm; topologies are small
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1 or v in graph[v]:
+                found.append(sorted(part))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+class Watchdog:
+    """The thread that samples a worker's task threads (a thin shell around the detector)."""
+
+    def __init__(self, worker: Any, limit: float, cycle_limit: float) -> None:
+        self.worker = worker
+        self.detector = StuckDetector(limit)
+        self.interval = max(0.05, min(1.0, limit / 4))
+        self.cycle_limit = cycle_limit
+        self._codes: dict[Any, str] = {}  # code object of a user method -> its name
+        self._owners: dict[int, Any] = {}  # id(user component) -> its task
+        for task in worker.tasks.values():
+            obj = getattr(task, "spout", None) or getattr(task, "bolt", None)
+            if obj is None:
+                continue
+            self._owners[id(obj)] = task
+            for name in USER_METHODS:
+                code = getattr(getattr(type(obj), name, None), "__code__", None)
+                if code is not None:
+                    self._codes[code] = name
+        topology = worker.topology
+        self._cycles = cycles((inp.component, cid) for cid, spec in topology.components.items()
+                              for inp in spec.inputs if not inp.component.startswith(("$", "__")))
+        self._throttled_since: float | None = None
+        self._cycle_reported = False
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._main, daemon=True,
+                                       name=f"squall-watchdog-{worker.index}")
+
+    def start(self) -> None:
+        """Start sampling."""
+        self.thread.start()
+
+    def stop(self) -> None:
+        """Stop sampling (does not wait)."""
+        self._stop.set()
+
+    def _main(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.check(time.monotonic())
+            except Exception:  # noqa: BLE001 - the watchdog must never take the worker down
+                log.exception("watchdog of worker %d", self.worker.index)
+
+    def _threads(self) -> list[threading.Thread]:
+        worker = self.worker
+        threads = [worker._thread] + [th.thread for th in worker.threads]
+        return [t for t in threads if t is not None and t.ident is not None]
+
+    def check(self, now: float) -> None:
+        """One sample of every task thread, and of the backpressure state."""
+        frames = sys._current_frames()
+        for thread in self._threads():
+            frame = frames.get(thread.ident)  # type: ignore[arg-type]
+            user, name, task = self._user_call(frame)
+            events = self.detector.observe(
+                now, thread.name, user, None if task is None else task.task_id,
+                functools.partial(self._describe, task, name, user, frame))
+            for kind, task_id, info in events:
+                self._on_event(kind, task_id, info)
+        self._check_cycle(now)
+
+    def _user_call(self, frame: FrameType | None) -> tuple[Any, str, Any]:
+        """The outermost frame of a user method on this stack, its method name and task."""
+        found: tuple[Any, str, Any] = (None, "", None)
+        while frame is not None:
+            name = self._codes.get(frame.f_code)
+            if name is not None:
+                task = self._owners.get(id(frame.f_locals.get("self")))
+                if task is not None:
+                    found = (frame, name, task)
+            frame = frame.f_back
+        return found
+
+    @staticmethod
+    def _describe(task: Any, method: str, user: FrameType, inner: FrameType | None) -> dict:
+        stack = "".join(traceback.format_stack(inner)) if inner is not None else ""
+        where = inner if inner is not None else user
+        return {"component": task.component, "task": task.task_id, "method": method,
+                "waits_in": f"{where.f_code.co_name} ({where.f_code.co_filename}:{where.f_lineno})",
+                "stack": stack}
+
+    def _on_event(self, kind: str, task_id: int, info: dict) -> None:
+        worker = self.worker
+        if kind == "stuck":
+            public = {k: v for k, v in info.items() if k != "thread"}
+            worker.stuck[task_id] = public
+            error = StuckTaskError(
+                f"task {task_id} of {info['component']!r} has been inside {info['method']} for "
+                f"{info['secs']:.1f}s (squall.task.stuck.secs={self.detector.limit:g}); it waits "
+                f"in {info['waits_in']}")
+            worker.errors.report(info["component"], task_id, error, stack=info["stack"])
+        else:
+            worker.stuck.pop(task_id, None)
+            log.warning("task %d of %r moved on after being stuck in %s", task_id,
+                        info["component"], info["method"])
+
+    def _check_cycle(self, now: float) -> None:
+        if not self._cycles:
+            return
+        if not self.worker.throttled:
+            self._throttled_since = None
+            self._cycle_reported = False
+            return
+        if self._throttled_since is None:
+            self._throttled_since = now
+        if not self._cycle_reported and now - self._throttled_since >= self.cycle_limit:
+            self._cycle_reported = True
+            names = "; ".join(" -> ".join([*c, c[0]]) for c in self._cycles)
+            error = BackpressureCycleError(
+                f"worker {self.worker.index} has been throttled for {now - self._throttled_since:.0f}s "
+                f"and the topology's graph has a cycle ({names}): components in a cycle can wait "
+                f"for each other forever once their queues fill (squall.backpressure.cycle.secs)")
+            from squall.runtime.plan import SYSTEM
+            self.worker.errors.report(SYSTEM, self.worker.plan.component_tasks[SYSTEM][self.worker.index],
+                                      error)

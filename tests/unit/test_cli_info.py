@@ -1,0 +1,55 @@
+"""``squall info`` prints the components' user metrics (squall/cli/commands/info.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+from squall.cli.commands import info as info_cmd
+
+
+class FakeClient:
+    def __init__(self, body):
+        self.body = body
+
+    def get(self, path):
+        assert path == "/topologies/wc"
+        return self.body
+
+
+def component(metrics):
+    return {"tasks": [1, 2], "emitted": 10, "acked": 10, "failed": 0, "execute_latency_ms": 0.5,
+            "complete_latency_ms": 3.0, "capacity": 0.1, "errors": 0, "metrics": metrics}
+
+
+def test_info_prints_a_metrics_table(monkeypatch, capsys):
+    body = {
+        "name": "wc", "status": "ACTIVE", "version": 1, "uptime_secs": 10.0, "master": {"state": "RUNNING"},
+        "workers": [], "errors": [],
+        "components": {
+            "split": component({
+                "parsed": {"type": "counter", "count": 42},
+                "depth": {"type": "gauge", "values": {"1": 3, "2": 4}, "sum": 7, "min": 3, "max": 4,
+                          "mean": 3.5},
+                "lookups": {"type": "timer", "count": 9, "mean_ms": 1.25, "p50_ms": 1.0, "p99_ms": 4.0,
+                            "max_ms": 4.0, "rate": 0.9},
+            }),
+            "count": component({}),
+        },
+    }
+    monkeypatch.setattr(info_cmd, "client", lambda args: FakeClient(body))
+    assert info_cmd.run(argparse.Namespace(name="wc", json=False)) == 0
+    out = capsys.readouterr().out
+    lines = out[out.index("COMPONENT  METRIC"):].splitlines()
+    assert lines[0].split() == ["COMPONENT", "METRIC", "TYPE", "VALUE"]
+    assert lines[1].split() == ["split", "depth", "gauge", "sum=7", "min=3", "max=4"]
+    assert lines[2].split() == ["split", "lookups", "timer", "count=9", "mean_ms=1.25", "p50_ms=1",
+                                "p99_ms=4", "max_ms=4", "rate=0.9/s"]
+    assert lines[3].split() == ["split", "parsed", "counter", "42"]
+
+
+def test_info_without_user_metrics_prints_no_metrics_table(monkeypatch, capsys):
+    body = {"name": "wc", "status": "ACTIVE", "version": 1, "uptime_secs": 1.0, "master": {},
+            "workers": [], "errors": [], "components": {"count": component({})}}
+    monkeypatch.setattr(info_cmd, "client", lambda args: FakeClient(body))
+    info_cmd.run(argparse.Namespace(name="wc", json=False))
+    assert "METRIC" not in capsys.readouterr().out
