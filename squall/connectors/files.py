@@ -91,9 +91,10 @@ class FileSpout(ReliableSpout):
         self._next_poll = 0.0
         self._next_commit = clock.monotonic() + self.commit_interval_secs
         self._collector_for_errors = collector
+        self.last_lag: int | None = None  # lag() as last measured, for the gauge
         register = getattr(context, "register_gauge", None)
-        if callable(register):
-            register("lag", self.lag)
+        if callable(register):  # a cheap read: measured on the task's thread at each poll
+            register("lag", lambda: self.last_lag)
 
     # ---- reading ---------------------------------------------------------------------------
 
@@ -104,6 +105,7 @@ class FileSpout(ReliableSpout):
             self._commit()
             self._next_commit = now + self.commit_interval_secs
         if not self._lines and now >= self._next_poll:
+            self.last_lag = self.lag()
             self._poll()
             if not self._lines:
                 self._next_poll = now + self.poll_secs

@@ -36,6 +36,7 @@ log = logging.getLogger("squall.connectors.redis")
 
 _UNAVAILABLE = (redis_py.ConnectionError, redis_py.TimeoutError)
 RETRY_SECS = 0.5  # after a failed call, wait this long (runtime clock) before the next
+LAG_SECS = 1.0  # how often the lag gauge is measured (runtime clock)
 
 
 def connect(host: str, port: int, db: int, password: str | None, timeout: float,
@@ -95,9 +96,11 @@ class RedisStreamSpout(ReliableSpout):
         self._retry_at = 0.0
         self._group_ready = False
         self._down = False
+        self.last_lag: int | None = None  # lag() as last measured, for the gauge
+        self._next_lag = 0.0
         register = getattr(context, "register_gauge", None)
-        if callable(register):
-            register("lag", self.lag)
+        if callable(register):  # a cheap read: measured on the task's thread, every LAG_SECS
+            register("lag", lambda: self.last_lag)
 
     def next_message(self) -> tuple[Any, list] | None:
         """The next entry: replays of our pending list, claimed entries, then new ones."""
@@ -107,6 +110,9 @@ class RedisStreamSpout(ReliableSpout):
                 return None
             try:
                 self._flush_acks()
+                if now >= self._next_lag:
+                    self._next_lag = now + LAG_SECS
+                    self.last_lag = self.lag()
                 self._fill(now)
             except _UNAVAILABLE as e:
                 self._unavailable(e, now)

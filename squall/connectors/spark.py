@@ -132,6 +132,10 @@ class DataFrameSpout(ReliableSpout):
         self._next_poll = 0.0
         self._dirty: set[str] = set()
         self._next_commit = clock.monotonic() + self.commit_interval_secs
+        self._known: list[str] = []  # this task's segments, as last listed
+        register = getattr(context, "register_gauge", None)
+        if callable(register):
+            register("lag", self.lag)
 
     def _progress_path(self, segment: str) -> Path:
         # one file per segment, so any task (after a rebalance) finds any segment's progress
@@ -147,9 +151,12 @@ class DataFrameSpout(ReliableSpout):
 
     def _segments(self) -> list[str]:
         if self.query is not None:
-            return [QUERY_SEGMENT] if self.index == 0 else []
-        files = sorted(self._dataframe(self.spark).inputFiles())
-        return [f for f in files if stable_hash(f) % self.tasks == self.index]
+            segments = [QUERY_SEGMENT] if self.index == 0 else []
+        else:
+            files = sorted(self._dataframe(self.spark).inputFiles())
+            segments = [f for f in files if stable_hash(f) % self.tasks == self.index]
+        self._known = segments
+        return segments
 
     def next_message(self) -> tuple[Any, list] | None:
         """The next row of the current segment; segments in order, done ones skipped."""
@@ -218,8 +225,8 @@ class DataFrameSpout(ReliableSpout):
         self._commit()
 
     def lag(self) -> int:
-        """Segments of this task not yet done (files, or the query)."""
-        return len([s for s in self._segments() if s not in self.done_segments])
+        """Segments of this task not yet done (files, or the query), as last listed."""
+        return len([s for s in self._known if s not in self.done_segments])
 
 
 def _jsonable(value: Any) -> str:

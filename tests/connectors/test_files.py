@@ -61,6 +61,10 @@ def test_every_line_once_then_appended_lines_and_new_files(tmp_path):
         assert wait_for(lambda: len(RECORD["sink"]) >= 304)
         sizes = {p.name + ".offset": p.stat().st_size for p in src.glob("*.txt")}
         assert wait_for(lambda: offsets(progress) == sizes)
+        gauge = cluster.get_topology_info("files")["components"]["files"]["metrics"]["lag"]
+        assert wait_for(lambda: cluster.get_topology_info("files")["components"]["files"]["metrics"]
+                        ["lag"]["sum"] == 0)
+    assert set(gauge["values"]) == {1, 2}
     assert sunk(out) == Counter(expected + ["appended 1", "appended 2", "partial now done", "new file"])
 
 

@@ -65,6 +65,22 @@ def test_a_stream_in_comes_out_exactly_and_every_entry_is_acked_in_the_group(red
     assert texts[0] == "ENTRY 0" and texts[304] == "ENTRY 304"
 
 
+def test_lag_is_a_gauge_in_topology_info(redis_server, redis_client):
+    fill(redis_client, 200)
+
+    def lag(cluster):
+        return cluster.get_topology_info("pipe")["components"]["in"]["metrics"].get("lag", {})
+
+    with LocalCluster() as cluster:
+        cluster.submit_topology("pipe", conf(), build(redis_server.port, delay=0.01))
+        # measured while entries are waiting, then 0 once every entry is acked
+        assert wait_for(lambda: (lag(cluster).get("sum") or 0) > 0)
+        assert wait_for(lambda: pending(redis_client) == 0 and sum(outputs(redis_client).values()) >= 200)
+        assert wait_for(lambda: lag(cluster).get("sum") == 0)
+        tasks = cluster.get_topology_info("pipe")["components"]["in"]["tasks"]
+        assert set(lag(cluster)["values"]) == set(tasks)
+
+
 def test_lag_counts_unread_and_pending_entries(redis_server, redis_client):
     spout = opened(RedisStreamSpout("in", "g", ("n", "text"), port=redis_server.port, batch=4))
     fill(redis_client, 10)
