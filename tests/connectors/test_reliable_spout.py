@@ -8,7 +8,7 @@ import squall
 from squall import Config, LocalCluster, TopologyBuilder
 from squall.api.components import OutputFieldsDeclarer
 from squall.connectors.reliable import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM
-from squall.runtime import clock
+from squall.testing import simulated_time
 from tests.connectors.components import (
     RECORD,
     DeadLetterSink,
@@ -123,27 +123,37 @@ def test_no_limit_anywhere_replays_forever():
     assert RECORD["letters"] == [] and 1 not in RECORD["source.done"]
 
 
-def test_replays_wait_for_their_backoff_on_the_runtimes_clock():
-    # backoff 10 s doubling: under simulated time nothing is replayed until time moves
-    with clock.simulation() as sim, LocalCluster() as cluster:
+def test_replays_wait_for_their_backoff_on_simulated_time():
+    # backoff 10 s doubling, capped at 15: nothing is replayed until the clock gets there
+    with simulated_time(), LocalCluster() as cluster:
         spout = NumberSpout(3, max_retries=2, retry_backoff_secs=10.0, retry_backoff_max_secs=15.0)
         cluster.submit_topology("t", conf(), topology(spout, Poison(1, "fail"), DeadLetterSink(),
                                                       spout_tasks=1))
-        assert wait_for(lambda: len(RECORD["poison.seen"]) == 1 and len(RECORD["source.done"]) == 2)
-        time.sleep(0.3)
-        assert len(RECORD["poison.seen"]) == 1  # real time passes, the clock does not
-        sim.advance(9.9)
-        time.sleep(0.3)
-        assert len(RECORD["poison.seen"]) == 1
-        sim.advance(0.1)
-        assert wait_for(lambda: len(RECORD["poison.seen"]) == 2)
-        sim.advance(14.9)  # the second wait would be 20 s, capped at 15
-        time.sleep(0.3)
-        assert len(RECORD["poison.seen"]) == 2
-        sim.advance(0.1)
-        assert wait_for(lambda: len(RECORD["poison.seen"]) == 3)
-        assert wait_for(lambda: len(RECORD["letters"]) == 1)
-    assert RECORD["letters"][0]["attempts"] == 3
+        assert cluster.wait_quiet(trees=True)
+        assert RECORD["poison.seen"] == [1] and sorted(RECORD["source.done"]) == [0, 2]
+        cluster.advance_time(9, increment=3)
+        assert RECORD["poison.seen"] == [1]
+        cluster.advance_time(1)
+        assert RECORD["poison.seen"] == [1, 1]  # the first replay after 10 s
+        cluster.advance_time(14)
+        assert RECORD["poison.seen"] == [1, 1]  # the second wait: 20 s, capped at 15
+        cluster.advance_time(1)
+        assert RECORD["poison.seen"] == [1, 1, 1]
+        assert [x["attempts"] for x in RECORD["letters"]] == [3]
+    assert sorted(RECORD["source.done"]) == [0, 1, 2]
+
+
+def test_a_timeout_on_simulated_time_dead_letters_with_reason_timeout():
+    c = conf(**{"topology.message.timeout.secs": 30})
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology("t", c, topology(NumberSpout(3, max_retries=0), Poison(1, "hold"),
+                                                 DeadLetterSink(), spout_tasks=1))
+        assert cluster.wait_quiet()
+        cluster.advance_time(29)
+        assert RECORD["letters"] == []  # not yet timed out
+        cluster.advance_time(17)  # expiry comes within [T, 1.5 T] with 3 buckets (A7)
+        assert [(x["msg_id"], x["reason"]) for x in RECORD["letters"]] == [(1, "timeout")]
+    assert sorted(RECORD["source.done"]) == [0, 1, 2]
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "3", True])
