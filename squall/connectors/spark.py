@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import os
+import queue
 import shutil
 import threading
 import uuid
@@ -394,3 +395,101 @@ def dead_letter_writer(path: str | os.PathLike, **kwargs: Any) -> DataFrameWrite
     kwargs.setdefault("flush_secs", 1.0)
     return DataFrameWriterBolt(path, schema=DEAD_LETTER_SCHEMA, json_columns=("msg_id", "values"),
                                fields=list(DEAD_LETTER_FIELDS), **kwargs)
+
+
+class _Stop(Exception):
+    """The spout closed while a micro-batch waited for its rows: the batch is not committed."""
+
+
+class StreamingDataFrameSpout(ReliableSpout):
+    """Rows of a streaming DataFrame as tuples, committed by Spark only once all are done.
+
+    ``stream``: a picklable ``spark -> streaming DataFrame`` (``spark.readStream``: files,
+    the rate source, Kafka through Spark's connector where installed). The spout's first task
+    runs it as a query whose ``foreachBatch`` hands each micro-batch's rows to the spout and
+    returns only once every one of them is acked or dead-lettered, so Spark commits the batch
+    (in ``checkpoint``, its own progress) only then. After a crash Spark runs the uncommitted
+    batch again: all its rows are replayed, the ones acked before the crash too
+    (at-least-once). ``fields``: the columns, read from the stream's schema at build time
+    when not given; ``trigger_secs``: the micro-batch interval.
+    """
+
+    def __init__(self, stream: Callable[[Any], Any], *, checkpoint: str | os.PathLike,
+                 fields: Fields | Iterable[str] | None = None, trigger_secs: float = 0.5) -> None:
+        self.stream = stream
+        self.checkpoint = str(checkpoint)
+        self.trigger_secs = trigger_secs
+        self.fields: Fields | None = (None if fields is None else
+                                      fields if isinstance(fields, Fields) else Fields(*fields))
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """The streaming DataFrame's columns (its schema, read without starting a query)."""
+        if self.fields is None:
+            self.fields = Fields(*self.stream(session()).columns)
+        declarer.declare(self.fields)
+
+    def open(self, conf: dict, context: Any, collector: Any) -> None:
+        """On the first task: start the query (its batches wait for their rows' acks)."""
+        self.rows: queue.Queue[tuple[Any, list]] = queue.Queue()
+        self._cond = threading.Condition()
+        self._open_rows: dict[int, int] = {}  # batch id -> rows not yet done
+        self._stopping = False
+        self.batches_committed = 0
+        self.query: Any = None
+        if context.get_this_task_index() != 0:
+            return
+        spark = session(conf)
+        self.query = (self.stream(spark).writeStream.foreachBatch(self._batch)
+                      .option("checkpointLocation", self.checkpoint)
+                      .trigger(processingTime=f"{int(self.trigger_secs * 1000)} milliseconds")
+                      .queryName(f"squall-{context.component_id}").start())
+
+    def _batch(self, df: Any, batch_id: int) -> None:
+        # on a Spark thread: hand the rows over, then wait until all of them are done
+        rows = [list(r) for r in df.collect()]
+        with self._cond:
+            self._open_rows[batch_id] = len(rows)
+        for i, values in enumerate(rows):
+            self.rows.put(((batch_id, i), values))
+        with self._cond:
+            while self._open_rows[batch_id] > 0:
+                if self._stopping:
+                    raise _Stop(f"batch {batch_id}: spout closed with rows not done")
+                self._cond.wait(0.5)
+            del self._open_rows[batch_id]
+            self.batches_committed += 1
+
+    def next_message(self) -> tuple[Any, list] | None:
+        """The next row handed over by the query, or None."""
+        if self.query is not None and not self.query.isActive and self.rows.empty():
+            error = self.query.exception()
+            if error is not None and not self._stopping:
+                raise RuntimeError(f"StreamingDataFrameSpout: the query stopped: {error}")
+        try:
+            return self.rows.get_nowait()
+        except queue.Empty:
+            return None
+
+    def on_done(self, msg_id: Any) -> None:
+        """Acked or dead-lettered: one row fewer for its micro-batch to wait for."""
+        batch_id, _ = msg_id
+        with self._cond:
+            if batch_id in self._open_rows:
+                self._open_rows[batch_id] -= 1
+                self._cond.notify_all()
+
+    def lag(self) -> int:
+        """Rows handed over and not yet done."""
+        with self._cond:
+            return sum(self._open_rows.values())
+
+    def close(self) -> None:
+        """Stop the query; a batch still waiting is not committed (Spark runs it again)."""
+        self._stopping = True
+        with self._cond:
+            self._cond.notify_all()
+        if self.query is not None:
+            try:
+                self.query.stop()
+            except Exception as e:  # noqa: BLE001 - stopping anyway
+                log.warning("StreamingDataFrameSpout: stopping the query: %s", e)

@@ -187,3 +187,49 @@ def test_exactly_one_source_is_required(tmp_path):
         DataFrameSpout(progress=str(tmp_path))
     with pytest.raises(ValueError, match="needs exactly one of path="):
         DataFrameSpout(str(tmp_path), progress=str(tmp_path), query=lambda s: s.range(1))
+
+
+def test_a_streaming_source_commits_a_micro_batch_only_once_every_row_is_acked(spark, tmp_path):
+    from squall.connectors.spark import StreamingDataFrameSpout
+
+    src, checkpoint, out = tmp_path / "in", tmp_path / "checkpoint", tmp_path / "out"
+    rows = sentences(60)
+    write_input(spark, src, rows, files=2)
+    path = str(src)
+
+    def stream(s):
+        return s.readStream.schema("id long, sentence string").parquet(path)
+
+    def topology(hold=frozenset()):
+        b = TopologyBuilder()
+        b.set_spout("rows", StreamingDataFrameSpout(stream, checkpoint=str(checkpoint), trigger_secs=0.2))
+        b.set_bolt("split", SplitWords(hold=hold), 2).shuffle_grouping("rows")
+        b.set_bolt("write", DataFrameWriterBolt(str(out), flush_secs=0.2)).shuffle_grouping("split")
+        return b.create_topology()
+
+    committed = checkpoint / "commits" / "0"
+    # run 1: one row is never acked, so the first micro-batch is never committed
+    with LocalCluster() as cluster:
+        cluster.submit_topology("s", conf(), topology(hold=frozenset({17})))
+        assert wait_for(lambda: len(set(RECORD["split.seen"])) >= 60)
+        time.sleep(1.0)
+        assert not committed.exists()
+        cluster.kill_topology("s")
+    assert not committed.exists()
+    # run 2: Spark runs the batch again; every row is replayed and the batch commits
+    RECORD.clear()
+    with LocalCluster() as cluster:
+        cluster.submit_topology("s", conf(), topology())
+        assert wait_for(lambda: committed.exists())
+        assert sorted(RECORD["split.seen"]) == list(range(60))
+        # run 2 goes on with new files only
+        write_input_more = [(i, "late fig") for i in range(100, 105)]
+        spark.createDataFrame(write_input_more, "id long, sentence string").coalesce(1) \
+            .write.mode("append").parquet(path)
+        assert wait_for(lambda: len(RECORD["split.seen"]) >= 65)
+        assert wait_for(lambda: (checkpoint / "commits" / "1").exists())
+        time.sleep(0.5)
+    assert sorted(RECORD["split.seen"]) == list(range(60)) + list(range(100, 105))
+    written, counts = read_words(spark, out)
+    assert counts == expected_counts(rows + write_input_more)
+    assert len(written) - sum(counts.values()) == sum(len(s.split()) for i, s in rows if i != 17)
