@@ -8,6 +8,7 @@ is written) on each source, so the figures compare:
 - ``files``: ``FileSpout`` over N lines in 4 files, a counting sink;
 - ``redis``: ``RedisStreamSpout`` -> ``RedisStreamBolt`` on a redis-server this script starts;
 - ``parquet``: ``DataFrameSpout`` over N rows of Parquet -> ``DataFrameWriterBolt`` (Parquet);
+- ``parquet stream``: ``StreamingDataFrameSpout`` reading the same Parquet as a stream;
 - ``spark-ss parquet`` / ``spark-ss files``: Spark Structured Streaming reading the same
   Parquet and text files (``trigger(availableNow=True)``), upper-casing, writing Parquet.
 
@@ -83,19 +84,21 @@ class Sink(Bolt):
         self.collector.ack(tup)
 
 
-def run_squall(name: str, n: int, spout: Any, field: str, sink: Any, pending: int = PENDING) -> dict:
+def run_squall(name: str, n: int, spout: Any, field: str, sink: Any, pending: int = PENDING,
+               spouts: int = 2) -> dict:
     b = TopologyBuilder()
-    b.set_spout("source", spout, 2)
+    b.set_spout("source", spout, spouts)
     b.set_bolt("upper", Upper(field), 2).shuffle_grouping("source")
     b.set_bolt("sink", sink, 2).shuffle_grouping("upper")
     conf = Config()
     conf.set_num_workers(2)
     conf.set_max_spout_pending(pending)
     topology = b.create_topology()
+    topology_name = name.replace(" ", "-")
     with LocalCluster() as cluster:
         t0 = time.perf_counter()
-        cluster.submit_topology(name, conf, topology)
-        while cluster.get_topology_info(name)["components"]["source"]["acked"] < n:
+        cluster.submit_topology(topology_name, conf, topology)
+        while cluster.get_topology_info(topology_name)["components"]["source"]["acked"] < n:
             time.sleep(0.01)
         secs = time.perf_counter() - t0
     return row(name, n, secs)
@@ -158,7 +161,7 @@ def redis_case(n: int, work: Path) -> dict:
 def spark_cases(n: int, work: Path, lines: Path) -> list[dict]:
     from pyspark.sql import SparkSession
 
-    from squall.connectors.spark import DataFrameSpout, DataFrameWriterBolt
+    from squall.connectors.spark import DataFrameSpout, DataFrameWriterBolt, StreamingDataFrameSpout
 
     spark = (SparkSession.builder.master("local[2]").appName("squall-connector-bench")
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
@@ -174,6 +177,13 @@ def spark_cases(n: int, work: Path, lines: Path) -> list[dict]:
                                                           flush_secs=0.5),
                               # a batch is acked once written: keep several batches in flight
                               pending=4 * 5000)]
+        def stream(s: Any) -> Any:
+            return s.readStream.schema("line string").parquet(parquet)
+
+        results.append(run_squall("parquet stream", n, StreamingDataFrameSpout(
+            stream, checkpoint=str(work / "stream-checkpoint"), fields=("line",), trigger_secs=0.1),
+            "line", DataFrameWriterBolt(str(work / "stream-out"), batch_rows=5000, flush_secs=0.5),
+            pending=4 * 5000, spouts=1))
         results.append(structured_streaming(spark, "spark-ss parquet", n, work,
                                             lambda: spark.readStream.schema("line string").parquet(parquet)))
         results.append(structured_streaming(spark, "spark-ss files", n, work,
