@@ -164,8 +164,8 @@ def _cores_taken(taken: Sequence[Assignment]) -> dict[str, int]:
 
 def pins(sc: SparkContext, plan: TaskPlan) -> list[str | None]:
     """The host each worker's job prefers (none in ``local`` mode, or for an unscheduled plan)."""
-    if local_slots(str(sc.master)) is not None or not plan.worker_hosts:
-        return [None] * plan.num_workers
+    if sc is None or local_slots(str(sc.master)) is not None or not plan.worker_hosts:
+        return [None] * plan.num_workers  # no SparkContext: a master driven by hand in tests
     return list(plan.worker_hosts)
 
 
@@ -175,7 +175,7 @@ def worker_cpus(sc: SparkContext, plan: TaskPlan, conf: dict) -> list[int | None
     Only with ``squall.spark.worker.resource.profiles`` and outside ``local`` mode (where
     Spark has no stage-level scheduling): the worker's CPU slots, in whole cores.
     """
-    local = local_slots(str(sc.master)) is not None
+    local = sc is None or local_slots(str(sc.master)) is not None
     if not conf.get(RESOURCE_PROFILES) or local or not plan.worker_resources:
         return [None] * plan.num_workers
     task_cpus = _task_cpus(sc)
