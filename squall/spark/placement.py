@@ -24,6 +24,7 @@ import re
 import socket
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -120,8 +121,13 @@ def spark_offers(sc: SparkContext, conf: dict, expected_slots: int, wait_secs: f
     task_cpus = _task_cpus(sc)
     memory = size_mb(sc.getConf().get("spark.executor.pyspark.memory"))
     found = executors(sc, expected_slots * task_cpus, wait_secs)
-    return offers_from_executors(found, conf, task_cpus=task_cpus,
-                                 memory_mb_per_executor=memory, taken=taken)
+    offers = offers_from_executors(found, conf, task_cpus=task_cpus,
+                                   memory_mb_per_executor=memory, taken=taken)
+    if local_slots(str(sc.master)) is not None:
+        # local[N]: one machine whose Python workers reserve no cores; as on LocalCluster,
+        # only the task slots (ports) bound it, so topologies that fit side by side run
+        offers = [replace(o, cpu=None) for o in offers]  # None: no CPU bound
+    return offers
 
 
 def schedule_on_spark(sc: SparkContext, name: str, topology: StormTopology, conf: dict, plan: TaskPlan,
