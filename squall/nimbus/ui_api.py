@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
@@ -113,9 +114,20 @@ class UiApi:
         rec = self.observer.find(unquote(key))
         info = self.nimbus.info(rec["name"])
         for w in info.get("workers") or []:  # only the workers on this host can be measured here
-            if w.get("pid") and w.get("host") == self.nimbus.host and w.get("memory_mb") is None:
+            if w.get("pid") and self._here(w.get("host")) and w.get("memory_mb") is None:
                 w["memory_mb"] = rss_mb(w["pid"])
         return info
+
+    def _here(self, host: Any) -> bool:
+        """Whether a worker's host is this machine (its name, or a loopback address)."""
+        if not isinstance(host, str):
+            return False
+        if host in (self.nimbus.host, "localhost"):
+            return True
+        try:
+            return socket.gethostbyname(host).startswith("127.")
+        except OSError:
+            return False
 
     def view(self, key: str) -> TopologyView:
         """Everything about the topology whose id or name is ``key``, for the Storm shapes."""

@@ -77,7 +77,8 @@ def test_c4_a_burst_of_kills_leaves_the_topology_healthy_and_loses_nothing(local
 @pytest.mark.timeout(240)
 def test_a10_an_acker_killed_with_live_roots_times_them_out_and_they_replay(local_cluster, tmp_path):
     out = str(tmp_path)
-    conf, topology = tm.sequence(out, KEYS, COUNT, ackers=1)
+    # paced, so that messages are in flight (their roots in the acker) when it is killed
+    conf, topology = tm.sequence(out, KEYS, COUNT, ackers=1, rate=100)
     local_cluster.submit_topology("acker", conf, topology)
     try:
         info = local_cluster.get_topology_info("acker")

@@ -316,12 +316,12 @@ class CrashOnce(Bolt):
 
 
 def sequence(out_dir: str, keys: int, count: int, *, crash: str | None = None, ackers: int | None = None,
-             workers: int = 2, timeout: float = 4.0) -> tuple[Config, object]:
+             workers: int = 2, timeout: float = 4.0, rate: float = 0.0) -> tuple[Config, object]:
     """SequenceSpout -> relay (or CrashOnce) -> SequenceChecker, fields-grouped on the key."""
     from squall.testing.invariants import SequenceChecker, SequenceSpout
 
     b = TopologyBuilder()
-    b.set_spout("seq", SequenceSpout(out_dir, keys=keys, count=count), 1)
+    b.set_spout("seq", SequenceSpout(out_dir, keys=keys, count=count, rate=rate), 1)
     relay = CrashOnce(out_dir, crash, count // 3) if crash else CrashOnce(out_dir, "never", -1)
     b.set_bolt("relay", relay, 2).shuffle_grouping("seq")
     b.set_bolt("check", SequenceChecker(out_dir), 2).fields_grouping("relay", Fields("key"))

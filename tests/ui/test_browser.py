@@ -8,6 +8,8 @@ JavaScript error. Screenshots go to the artifacts folder (see conftest).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.nimbus.harness import wait_for
@@ -63,6 +65,8 @@ def test_topology_page_figures_graph_and_errors(world, browser):
     browser.goto(f"{world.url}/#/topology/{NAME}")
     browser.wait_selector("#topology-graph")
     before = world.info()
+    # errors and tracebacks are shown only with the token (they can hold tuple values)
+    browser.evaluate(f"sessionStorage.setItem('squall.token', {json.dumps(world.token)})")
     browser.evaluate("render(false)")  # a fresh render between two infos: figures in between
     browser.wait_selector("#bolts")
     after = world.info()

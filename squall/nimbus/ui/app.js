@@ -64,7 +64,11 @@ function flash(text, error) {
 // ---- the API ----------------------------------------------------------------------------
 
 async function get(path) {
-  const resp = await fetch(API + path, { headers: { Accept: "application/json" } });
+  // with the token (entered in this tab) reads include what is hidden from everyone else:
+  // error texts and tracebacks, which can hold tuple values
+  const headers = { Accept: "application/json" };
+  if (token()) headers.Authorization = `Bearer ${token()}`;
+  const resp = await fetch(API + path, { headers });
   const body = await resp.json().catch(() => ({}));
   if (!resp.ok) throw new Error(body.error || `${resp.status} ${resp.statusText}`);
   return body;
@@ -344,7 +348,10 @@ function charts(history, only) {
 }
 
 function errorList(errors) {
-  if (!errors.length) return h("p", { class: "muted", id: "no-errors" }, "No errors.");
+  if (!errors.length) {
+    return h("p", { class: "muted", id: "no-errors" },
+      token() ? "No errors." : "No errors shown: errors and their tracebacks need the token.");
+  }
   return h("div", { id: "errors" }, errors.map((e) => h("details", { class: "error" },
     h("summary", {}, `${new Date((e.errorTime || 0) * (e.errorTime > 1e11 ? 1 : 1000)).toLocaleString()} · ${e.component || ""} task ${e.task ?? ""} · ${(e.message || e.error || "").split("\n")[0]}`),
     h("pre", {}, e.error || e.traceback || ""))));
