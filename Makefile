@@ -8,9 +8,10 @@ COMPILED := squall/_compiled.json
 HOT := $(wildcard squall/api/tuple.py squall/api/tuple.pxd squall/runtime/*.pxd) \
 	$(patsubst %.pxd,%.py,$(wildcard squall/runtime/*.pxd)) squall/_speedups.py scripts/compile.py
 
-.PHONY: setup compile demo test test-fast lint bench bench-full bench-clean clean
+.PHONY: setup compile demo test test-fast lint bench bench-full bench-clean soak clean
 
-$(STAMP): pyproject.toml scripts/setup.sh scripts/setup-java.sh scripts/setup-redis.sh scripts/setup-zookeeper.sh scripts/setup-node.sh
+$(STAMP): pyproject.toml scripts/setup.sh scripts/setup-java.sh scripts/setup-redis.sh scripts/setup-zookeeper.sh \
+	scripts/setup-node.sh scripts/setup-chromium.sh
 	bash scripts/setup.sh "$(PYTHON)" "$(VENV)"
 	touch $(STAMP)
 
@@ -42,6 +43,10 @@ bench: $(STAMP) $(COMPILED)
 
 bench-full: $(STAMP) $(COMPILED)
 	$(PY) -m benchmarks --full
+
+# the chaos soak (not part of make test): SOAK_MINUTES=10 by default
+soak: $(STAMP) $(COMPILED)
+	$(PY) -m benchmarks.chaos --minutes $(or $(SOAK_MINUTES),10)
 
 bench-clean:
 	rm -rf .bench benchmarks/results/*.json benchmarks/results/*.png

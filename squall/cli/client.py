@@ -4,7 +4,7 @@ Where Nimbus is: ``--nimbus URL``, else ``$SQUALL_NIMBUS``, else http://127.0.0.
 several comma-separated URLs are tried in turn (for Nimbus HA), and a standby's 503 sends
 the request on to the leader it names. The token: ``$SQUALL_TOKEN``, else the file
 ``--token-file``, ``$SQUALL_TOKEN_FILE`` or ``$SQUALL_HOME/nimbus.token`` (``~/.squall``);
-it is sent only with requests that change something.
+it is sent only with requests that change something or read logs.
 """
 
 from __future__ import annotations
@@ -48,25 +48,26 @@ class NimbusClient:
         self.token = token
         self.timeout = timeout
 
-    def get(self, path: str, timeout: float | None = None) -> Any:
-        """GET ``/api/v1`` + ``path``."""
-        return self._request("GET", path, None, timeout)
+    def get(self, path: str, timeout: float | None = None, *, auth: bool = False) -> Any:
+        """GET ``/api/v1`` + ``path`` (with the token if ``auth``: logs need it)."""
+        return self._request("GET", path, None, timeout, auth)
 
     def post(self, path: str, body: dict | None = None, timeout: float | None = None) -> Any:
         """POST ``body`` to ``/api/v1`` + ``path`` with the token."""
         return self._request("POST", path, body or {}, timeout)
 
-    def _request(self, method: str, path: str, body: dict | None, timeout: float | None) -> Any:
+    def _request(self, method: str, path: str, body: dict | None, timeout: float | None,
+                 auth: bool = False) -> Any:
         reasons = []
         for url in self.urls:
             try:
-                return self._once(url, method, path, body, timeout)
+                return self._once(url, method, path, body, timeout, auth)
             except _Unreachable as e:
                 reasons.append(f"{url}: {e}")
             except _Standby as e:
                 if e.leader and e.leader.rstrip("/") != url:
                     try:
-                        return self._once(e.leader.rstrip("/"), method, path, body, timeout)
+                        return self._once(e.leader.rstrip("/"), method, path, body, timeout, auth)
                     except _Unreachable as e2:
                         reasons.append(f"leader {e.leader}: {e2}")
                         continue
@@ -75,14 +76,15 @@ class NimbusClient:
                 reasons.append(f"{url}: {e}")
         raise CliError(ExitCode.UNREACHABLE, f"cannot reach a Nimbus leader ({'; '.join(reasons)})")
 
-    def _once(self, url: str, method: str, path: str, body: dict | None, timeout: float | None) -> Any:
+    def _once(self, url: str, method: str, path: str, body: dict | None, timeout: float | None,
+              auth: bool = False) -> Any:
         headers = {"Accept": "application/json"}
         data = None
         if method == "POST":
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
-            if self.token:
-                headers["Authorization"] = f"Bearer {self.token}"
+        if (method == "POST" or auth) and self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
         req = urllib.request.Request(f"{url}/api/v1{path}", data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:  # noqa: S310

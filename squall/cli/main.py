@@ -16,7 +16,8 @@ from typing import NoReturn
 from squall.cli.exits import CliError, ExitCode
 
 COMMANDS = ("nimbus", "submit", "local", "list", "info", "kill", "activate", "deactivate", "rebalance",
-            "upgrade", "complete_upgrade", "rollback", "errors", "drpc", "drpc_call", "version")
+            "upgrade", "complete_upgrade", "rollback", "errors", "logs", "debug", "samples", "ui", "drpc",
+            "drpc_call", "version")
 
 
 class Parser(argparse.ArgumentParser):

@@ -38,6 +38,7 @@ class NimbusConfig:
     kill_timeout_secs: float = 60.0
     max_task_parallelism: int | None = None
     zk_session_timeout_secs: float = 6.0
+    history_interval_secs: float = 10.0  # how often the UI's metric history samples topologies
 
     def resolved(self) -> NimbusConfig:
         """A copy with every default path and URL filled in."""
@@ -67,6 +68,8 @@ CONF_KEYS: dict[str, tuple[str, str]] = {
     "nimbus.token.file": ("token_file", "the token file"),
     "nimbus.log.dir": ("log_dir", "where topology masters' logs go"),
     "nimbus.url": ("url", "how clients reach this Nimbus (told by a standby)"),
+    "nimbus.history.interval.secs": ("history_interval_secs", "how often the metric history of the "
+                                                              "UI samples each topology"),
 }
 
 

@@ -26,6 +26,12 @@ from squall.store import BlobStore, Election, Store
 from squall.store import keys as K
 
 log = logging.getLogger("squall.nimbus")
+HISTORY = "history"  # history/<name>: the metric history the UI charts (squall.nimbus.observer)
+
+
+def history_key(name: str) -> str:
+    """The store key of topology ``name``'s metric history."""
+    return f"{HISTORY}/{name}"
 
 
 class NimbusCore:

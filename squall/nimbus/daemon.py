@@ -20,6 +20,7 @@ from squall.nimbus.auth import load_or_create_token
 from squall.nimbus.config import NimbusConfig
 from squall.nimbus.launcher import Launcher
 from squall.nimbus.monitor import Monitor
+from squall.nimbus.observer import Observer
 from squall.nimbus.server import NimbusServer
 from squall.nimbus.upgrades import Nimbus
 from squall.store import BlobStore, open_store
@@ -44,7 +45,8 @@ def run_nimbus(config: NimbusConfig) -> int:
     launcher = Launcher(store_uri=config.store, blob_dir=config.blob_dir, log_dir=config.log_dir,
                         spark_submit=config.spark_submit, bind_host=config.host)
     nimbus = Nimbus(config, store, election, launcher, BlobStore(config.blob_dir))
-    server.attach(nimbus)
+    observer = Observer(nimbus, config.history_interval_secs)
+    server.attach(nimbus, observer)
     monitor = Monitor(nimbus)
     stopping = threading.Event()
 
@@ -58,12 +60,14 @@ def run_nimbus(config: NimbusConfig) -> int:
     signal.signal(signal.SIGINT, stop)
     election.start()
     monitor.start()
+    observer.start()
     log.info("squall nimbus %s serving (store %s, blobs %s)", config.url, config.store, config.blob_dir)
     print(f"squall nimbus listening on {config.url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     finally:
         monitor.stop()
+        observer.stop()
         election.stop()
         store.close()
     return 0

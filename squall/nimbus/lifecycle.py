@@ -12,7 +12,7 @@ import secrets
 import time
 from typing import Any
 
-from squall.nimbus.core import NimbusCore, log
+from squall.nimbus.core import NimbusCore, history_key, log
 from squall.nimbus.errors import Conflict, InvalidRequest, NimbusError
 from squall.nimbus.validation import check_topology_name, decode_upload, json_conf
 from squall.store import keys as K
@@ -176,5 +176,6 @@ class Lifecycle(NimbusCore):
         self.stop_master(rec, wait_secs)
         self.store.delete(K.topology_key(name))
         self.store.delete(K.master_key(name))
+        self.store.delete(history_key(name))
         self.blobs.remove(rec["id"])
         log.info("topology %r (%s) killed", name, rec["id"])

@@ -38,6 +38,7 @@ class Monitor:
     def __init__(self, nimbus: Nimbus) -> None:
         self.nimbus = nimbus
         self._seen: dict[str, tuple[int, int, float]] = {}  # name -> (epoch, beat, when it moved)
+        self._first: dict[tuple, tuple[float, float]] = {}  # stamp -> (monotonic, elapsed) when seen
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="squall-nimbus-monitor", daemon=True)
 
@@ -87,7 +88,7 @@ class Monitor:
         reason = self.dead_reason(name, rec)
         if reason is None:
             return
-        since = time.time() - float(rec.get("relaunched_at") or 0)
+        since = self.elapsed(("relaunched", name), float(rec.get("relaunched_at") or 0))
         if since < backoff(int(rec.get("restarts") or 0)):
             return
         self.relaunch(name, rec, reason)
@@ -100,7 +101,7 @@ class Monitor:
         if m is not None and m.get("epoch") == rec["epoch"]:
             if m.get("state") in (K.FAILED, K.STOPPED):
                 return f"its master {m['state'].lower()}: {m.get('error') or 'no reason given'}"
-            starting = time.time() - float(launcher.get("started") or time.time())
+            starting = self.elapsed(("started", name), float(launcher.get("started") or time.time()))
             if m.get("state") == K.STARTING and starting > self.nimbus.config.submit_timeout_secs:
                 return f"its master did not start within {starting:.0f}s"
             seen = self._seen.get(name)
@@ -111,7 +112,8 @@ class Monitor:
                 return None
             if now - seen[2] > self.nimbus.config.master_timeout_secs:
                 return f"no heartbeat from its master for {now - seen[2]:.0f}s"
-        elif time.time() - float(launcher.get("started") or 0) > self.nimbus.config.submit_timeout_secs:
+        elif self.elapsed(("started", name), float(launcher.get("started") or 0)) > \
+                self.nimbus.config.submit_timeout_secs:
             return "its master never registered"
         pid = launcher.get("pid")
         if pid and launcher.get("host") == self.nimbus.host:
@@ -121,6 +123,23 @@ class Monitor:
             if exited is not None:
                 return f"its master process exited (status {exited})"
         return None
+
+    def elapsed(self, key: tuple, wall_start: float) -> float:
+        """Seconds since ``wall_start`` (a wall-clock stamp from the store, RELIABILITY C12).
+
+        Stamps come from other processes, so only the wall clock relates them; but once this
+        Nimbus has seen a stamp, time since then is measured on its monotonic clock, so a
+        wall-clock jump forward cannot make a master look late (nor back, early).
+        """
+        wall = time.time() - wall_start
+        first = self._first.get((key, wall_start))
+        if first is None:
+            if len(self._first) > 10_000:
+                self._first.clear()  # stamps of topologies long gone
+            self._first[(key, wall_start)] = (time.monotonic(), max(0.0, wall))
+            return max(0.0, wall)
+        mono0, wall0 = first
+        return wall0 + (time.monotonic() - mono0)
 
     def relaunch(self, name: str, rec: dict, reason: str) -> None:
         """Start a new master for ``name`` under a new epoch (not waiting for it)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import squall
+from squall.nimbus.openapi_ui import ui_paths, ui_schemas
 
 _ERROR = {"description": "refused or failed", "content": {"application/json": {
     "schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -114,7 +115,7 @@ def openapi() -> dict:
         "info": {"title": "squall Nimbus", "version": squall.__version__,
                  "description": "Submit and manage squall topologies. POST needs the Nimbus token."},
         "servers": [{"url": "/api/v1"}],
-        "paths": _paths(),
-        "components": {"schemas": _schemas(), "securitySchemes": {
+        "paths": {**_paths(), **ui_paths()},
+        "components": {"schemas": {**_schemas(), **ui_schemas()}, "securitySchemes": {
             "token": {"type": "http", "scheme": "bearer"}}},
     }

@@ -19,8 +19,11 @@ from urllib.parse import parse_qs, urlsplit
 import squall
 from squall.nimbus.auth import check_token
 from squall.nimbus.errors import InvalidRequest, NimbusError, NotFound
+from squall.nimbus.observer import Observer
 from squall.nimbus.openapi import openapi
+from squall.nimbus.ui_api import UiApi
 from squall.nimbus.upgrades import Nimbus
+from squall.nimbus.webui import Raw, asset, page
 from squall.store import StoreError
 
 log = logging.getLogger("squall.nimbus.http")
@@ -41,9 +44,11 @@ class NimbusServer:
         self.token = token
         self.routes: list[Route] = []
 
-    def attach(self, nimbus: Nimbus) -> None:
-        """Serve ``nimbus`` (call before ``serve_forever``)."""
+    def attach(self, nimbus: Nimbus, observer: Observer | None = None) -> None:
+        """Serve ``nimbus`` (call before ``serve_forever``), and its UI with ``observer``."""
         self.nimbus = nimbus
+        self.observer = observer or Observer(nimbus)
+        self.ui = UiApi(nimbus, self.observer)
         self.routes = self._routes()
 
     def _routes(self) -> list[Route]:
@@ -66,7 +71,14 @@ class NimbusServer:
             ("POST", f"/topologies/{NAME}/kill", True,
              lambda q, b, name: n.kill(name, _wait(b.get("wait_secs")))),
         ]
-        return [(m, re.compile(f"^{PREFIX}{p}$"), auth, fn) for m, p, auth, fn in table]
+        table += self.ui.routes()
+        routes = [(m, re.compile(f"^{PREFIX}{p}$"), auth, fn) for m, p, auth, fn in table]
+        # outside the API: the web UI and Prometheus's scrape target
+        routes += [("GET", re.compile(r"^/(index\.html)?$"), False, lambda q, b: page()),
+                   ("GET", re.compile(r"^/ui/(?P<name>[A-Za-z0-9_.-]+)$"), False,
+                    lambda q, b, name: asset(name)),
+                   ("GET", re.compile(r"^/metrics$"), False, lambda q, b: self.ui.metrics_page())]
+        return routes
 
     def health(self) -> dict:
         """Who this Nimbus is and who leads."""
@@ -111,7 +123,7 @@ class NimbusServer:
         """Route one request and answer it."""
         url = urlsplit(req.path)
         peer = req.client_address[0]
-        status, body = 200, {}
+        status, body = 200, {}  # type: tuple[int, Any]
         read = False
         try:
             route, params = self._match(method, url.path)
@@ -130,10 +142,16 @@ class NimbusServer:
             status, body = 500, {"error": f"{type(e).__name__}: {e}", "code": "failed"}
         if method == "POST" or status >= 400:
             log.info("%s %s from %s -> %d%s", method, url.path, peer, status,
-                     f" ({body.get('error')})" if status >= 400 else "")
-        payload = json.dumps(body, default=str).encode()
+                     f" ({body.get('error')})" if status >= 400 and isinstance(body, dict) else "")
+        headers: dict[str, str] = {}
+        if isinstance(body, Raw):
+            payload, kind, headers = body.body, body.content_type, body.headers
+        else:
+            payload, kind = json.dumps(body, default=str).encode(), "application/json"
         req.send_response(status)
-        req.send_header("Content-Type", "application/json")
+        req.send_header("Content-Type", kind)
+        for key, value in headers.items():
+            req.send_header(key, value)
         req.send_header("Content-Length", str(len(payload)))
         if not read and int(req.headers.get("Content-Length") or 0):
             req.send_header("Connection", "close")  # the unread body must not pose as a request

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Tuple
-from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action
+from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Action
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.hashing import stable_hash
 from squall.runtime.tasks import BoltTask
@@ -65,6 +65,41 @@ def open_task_state(provider: Any, conf: dict, context: TopologyContext) -> Any:
                     state.put(key, value)
         state.commit(0)
     return state
+
+
+class MissingStateError(RuntimeError):
+    """A task's state is gone although the topology committed checkpoints (RELIABILITY D11)."""
+
+
+class InconsistentStateError(RuntimeError):
+    """The checkpoint record and a task's state disagree (RELIABILITY D11)."""
+
+
+def check_recovered(state: Any, conf: dict, context: TopologyContext) -> None:
+    """Refuse to start a task on a state that was lost or does not match the checkpoints.
+
+    Every task commits at every checkpoint, so once the checkpoint spout's record exists
+    each task's state has a committed txid; none means its namespace (partition) was lost.
+    A task state with commits while the record is gone means the record was lost. Either
+    way the task must not silently start empty: its checkpoints fail with this error.
+    """
+    from squall.runtime.checkpoint_spout import RECORD_KEY
+    from squall.state import load_provider
+
+    meta: Any = load_provider(conf).new_state(f"{context.topology_name}/{CHECKPOINT_SPOUT}",
+                                              conf, context)
+    record = meta.get(RECORD_KEY)
+    committed = state.committed_txid()
+    where = f"task {context.task_id} of {context.component_id!r} ({state.namespace})"
+    if record is not None and committed is None and state.prepared_txid() is None:
+        raise MissingStateError(
+            f"{where}: its state is missing, but the topology committed checkpoint "
+            f"{record[0]}; restore the state store, or kill the topology and clear its state "
+            f"to start over")
+    if record is None and committed:
+        raise InconsistentStateError(
+            f"{where}: its state was committed at txid {committed}, but the checkpoint "
+            f"spout's record is missing; restore it, or clear the topology's state to start over")
 
 
 class StatefulOutputCollector(OutputCollector):
@@ -136,6 +171,7 @@ class StatefulBoltTask(BoltTask):
                 self.state = open_task_state(load_provider(self.conf), self.conf, self.context)
             if action is Action.INITSTATE:
                 if not self.initialized:
+                    check_recovered(self.state, self.conf, self.context)
                     bolt.init_state(self.state)
                     self.initialized = True
                     buffered, self.buffered = self.buffered, []

@@ -204,7 +204,7 @@ class SpoutTask(Task):
         self.calls += 1
         try:
             self.spout.next_tuple()
-        except Exception as e:  # noqa: BLE001 - user code: report, carry on
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - user code (sys.exit too): report, carry on
             self.worker.report_error(self, e)
         if self._ack_soon:
             self._run_acks_soon()
@@ -319,7 +319,7 @@ class SpoutTask(Task):
     def _call(self, fn: Any, *args: Any) -> None:
         try:
             fn(*args)
-        except Exception as e:  # noqa: BLE001 - user code: report, carry on
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - user code (sys.exit too): report, carry on
             self.worker.report_error(self, e)
 
 
@@ -447,7 +447,7 @@ class BoltTask(Task):
         else:
             try:
                 self.bolt.execute(tup)  # type: ignore[call-arg]
-            except Exception as e:  # noqa: BLE001 - user code: report, fail the input
+            except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, fail the input
                 self.worker.report_error(self, e)
                 self.collector.fail(tup)
         m = self.metrics
@@ -491,7 +491,7 @@ class BoltTask(Task):
             if isinstance(e, ReportedFailedException):
                 self.worker.report_error(self, e)
             self.collector.fail(tup)
-        except Exception as e:  # noqa: BLE001 - user code: report, fail the input
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, fail the input
             self.worker.report_error(self, e)
             self.collector.fail(tup)
         else:

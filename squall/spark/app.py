@@ -169,6 +169,9 @@ class TopologyApp:
                 master.worker_code[index] = new
         self.master = master
         master.start()
+        debug = rec.get("debug") or {}
+        if debug.get("rate"):  # tuple sampling outlives a relaunch of the master
+            master.set_debug(float(debug["rate"]), debug.get("components"))
 
     def _heartbeat_until_exit(self) -> None:
         """The heartbeat thread: beat every second; end the run if this epoch is fenced."""
@@ -241,6 +244,8 @@ class TopologyApp:
             ("POST", "/rebalance"): self.rebalance,
             ("POST", "/upgrade"): self.upgrade,
             ("POST", "/kill"): self.kill,
+            ("POST", "/debug"): self.debug,
+            ("POST", "/samples"): self.samples,
         }
 
     def _running(self) -> TopologyMaster:
@@ -254,6 +259,19 @@ class TopologyApp:
         info.update(epoch=self.epoch, pid=os.getpid(), spark_master=self.record.get("spark_master"),
                     app_id=self.sc.applicationId if self.sc is not None else None)
         return info
+
+    def debug(self, body: dict) -> dict:
+        """Sample emitted tuples at ``rate`` (0: off), of ``components`` only when given."""
+        rate = float(body.get("rate") or 0.0)
+        components = body.get("components") or None
+        with self._lock:
+            self._running().set_debug(rate, components)
+        return {"rate": rate, "components": components}
+
+    def samples(self, body: dict) -> dict:
+        """The sampled tuples kept, numbered above ``since``."""
+        master = self._running()
+        return {"debug": master.debug, "samples": master.recent_samples(int(body.get("since") or 0))}
 
     def _set_active(self, active: bool) -> dict:
         with self._lock:
@@ -283,6 +301,8 @@ class TopologyApp:
                                  code_path=old.base.code_path, version=old.base.version, secret=old.secret)
             self.master = new
             new.start()
+            if old.debug["rate"]:
+                new.set_debug(old.debug["rate"], old.debug["components"])
             parallelism = {**(self.record.get("parallelism") or {}), **(body.get("parallelism") or {})}
             self.record = {**self.record, "workers": plan.num_workers, "parallelism": parallelism}
             return {"workers": plan.num_workers,

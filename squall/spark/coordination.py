@@ -8,16 +8,19 @@ worker -> master
                   up and its receive socket is bound at ``address``; ``proof`` is the tag
                   of its identity under the topology's secret (see ``transport``).
     ``started``   {worker, launch, error}: its tasks are open (error None) or failed to open.
-    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames, stuck}: alive; task
-                  metrics (with ``user``: the task's user metrics as plain data, when it has
-                  some); new errors; frames dropped for lacking the topology's secret;
-                  its tasks stuck in one call now.
+    ``heartbeat`` {worker, launch, metrics, errors, rejected_frames, stuck, samples}: alive;
+                  task metrics (with ``user``: the task's user metrics as plain data, when it
+                  has some); new errors; frames dropped for lacking the topology's secret;
+                  its tasks stuck in one call now; tuples sampled while debugging is on
+                  (``squall.runtime.sampling``).
     ``applied``   {seq}: the activate/deactivate ``seq`` took effect (spouts told; no
                   ``next_tuple`` starts after a deactivate).
 master -> worker
     ``welcome``   {addresses, active}: registration accepted; the peers' addresses.
     ``addresses`` {addresses}: the address map changed (a worker came back elsewhere).
     ``activate`` / ``deactivate`` {seq}: spouts on or off; answered with ``applied``.
+    ``debug``     {rate, components}: sample emitted tuples at ``rate`` (0 turns it off),
+                  of ``components`` only when given.
     ``stop``      {graceful}: stop the tasks and end the Spark task.
     ``reject``    {reason}: registration refused (a newer launch of that worker exists).
     ``ack``       : the master is alive (answers each heartbeat).
@@ -41,6 +44,7 @@ WELCOME = "welcome"
 ADDRESSES = "addresses"
 ACTIVATE = "activate"
 DEACTIVATE = "deactivate"
+DEBUG = "debug"
 STOP = "stop"
 REJECT = "reject"
 ACK = "ack"

@@ -55,6 +55,7 @@ log = logging.getLogger("squall.spark.master")
 LOOP_POLL_MS = 20
 START_FAILURES = 3  # job failures of one worker during submit before giving up
 STOP_TIMEOUT = 30.0
+SAMPLES_KEPT = 2000  # sampled tuples kept for the UI and squall samples
 
 
 class TopologyMaster:
@@ -76,6 +77,9 @@ class TopologyMaster:
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.status = "ACTIVE" if active else "INACTIVE"
         self.errors: deque[dict] = deque(maxlen=1000)
+        self.debug: dict = {"rate": 0.0, "components": None}  # tuple sampling, sent to every worker
+        self.samples: deque[dict] = deque(maxlen=SAMPLES_KEPT)
+        self._sample_seq = 0
         self.started_at = time.monotonic()
         self.registry = WorkerRegistry(
             plan.num_workers,
@@ -147,6 +151,25 @@ class TopologyMaster:
                           waiting, "activate" if active else "deactivate", timeout)
                 return
             time.sleep(0.005)  # confirmations arrive on the master's loop thread
+
+    def set_debug(self, rate: float, components: list[str] | None) -> None:
+        """Sample emitted tuples at ``rate`` (0: off) in every worker (and later relaunches)."""
+        def apply() -> None:
+            self.debug = {"rate": rate, "components": components}
+            self._broadcast(co.DEBUG, **self.debug)
+        self._call(apply)
+
+    def recent_samples(self, since: int = 0) -> list[dict]:
+        """The kept samples numbered above ``since``, oldest first (any thread)."""
+        for _ in range(5):  # the loop thread may append meanwhile: copying then fails, try again
+            try:
+                kept = list(self.samples)
+                break
+            except RuntimeError:
+                continue
+        else:
+            kept = []
+        return [s for s in kept if s["seq"] > since]
 
     def stop(self, wait_secs: float = 0) -> None:
         """Deactivate, wait ``wait_secs``, stop every worker and end their Spark jobs."""
@@ -360,6 +383,9 @@ class TopologyMaster:
             inc.corrupt_frames = int(msg.get("corrupt_frames") or 0)
             inc.rejected_frames = int(msg.get("rejected_frames") or 0)
             self.errors.extend(msg["errors"])
+            for sample in msg.get("samples") or ():
+                self._sample_seq += 1
+                self.samples.append({**sample, "seq": self._sample_seq})
             self._send(ident, co.ACK)
         elif t == co.STARTED:
             self.errors.extend(msg.get("errors", []))
@@ -391,6 +417,8 @@ class TopologyMaster:
         log.info("topology %r worker %d registered: pid %d at %s (launch %d, attempt %d)", self.name,
                  msg["worker"], msg["pid"], msg["address"], msg["launch"], msg["attempt"])
         self._send(ident, co.WELCOME, addresses=self.registry.addresses(), active=self.active)
+        if self.debug["rate"]:
+            self._send(ident, co.DEBUG, **self.debug)
         self._broadcast_addresses(skip=ident)
 
     def _broadcast_addresses(self, skip: bytes | None = None) -> None:

@@ -28,6 +28,7 @@ from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
 from squall.runtime.errors import ErrorLog
 from squall.runtime.plan import TaskPlan
+from squall.runtime.sampling import TupleSampler
 from squall.runtime.worker import Worker
 from squall.spark import coordination as co
 from squall.spark.transport import ZmqTransport, frame_tag
@@ -157,6 +158,14 @@ def run_worker(spec: WorkerSpec) -> dict:
         ctx.destroy(linger=0)
 
 
+def set_tap(worker: Worker, tap: TupleSampler | None) -> None:
+    """Install (or remove) the sampling tap, also where a task off the loop thread emits."""
+    worker.tap = tap
+    for task in list(worker.tasks.values()):
+        if task.worker is not worker:  # a threaded or async task emits through a host of its own
+            task.worker.tap = tap
+
+
 class _MasterLink:
     """The worker's DEALER socket to the topology master."""
 
@@ -212,10 +221,12 @@ class _MasterLink:
                 new = errors.total - sent_errors
                 sent_errors = errors.total
                 metrics = [co.metrics_to_dict(t.metrics) for t in list(worker.tasks.values())]
+                tap = worker.tap
+                samples = tap.drain() if isinstance(tap, TupleSampler) else []
                 self.send(co.HEARTBEAT, metrics=metrics, errors=errors.list()[-new:] if new else [],
                           rejected_frames=transport.rejected_frames,
                           stuck=[dict(s) for s in list(worker.stuck.values())],
-                          corrupt_frames=worker.corrupt_frames)
+                          corrupt_frames=worker.corrupt_frames, samples=samples)
                 next_beat = now + spec.heartbeat_secs
             msg = self.recv(max(0.0, next_beat - time.monotonic()))
             if msg is not None:
@@ -227,6 +238,10 @@ class _MasterLink:
                     # no next_tuple starts after it (at most one spout call away)
                     if worker.set_active(t == co.ACTIVATE).wait(STOP_TIMEOUT):
                         self.send(co.APPLIED, seq=int(msg.get("seq") or 0))
+                elif t == co.DEBUG:  # the tap is read on every emit: off, it is None and costs nothing
+                    rate = float(msg.get("rate") or 0.0)
+                    components = msg.get("components")
+                    set_tap(worker, TupleSampler(rate, components, spec.index) if rate > 0 else None)
                 elif t in (co.STOP, co.REJECT):
                     worker.stop(graceful=bool(msg.get("graceful", True)))
                     if not worker.join(STOP_TIMEOUT):

@@ -11,6 +11,7 @@ lost, duplicated or out of order, per key.
 from __future__ import annotations
 
 import os
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,10 +28,11 @@ class SequenceSpout(Spout):
     emitted again after a restart: the spout resumes where acking left off.
     """
 
-    def __init__(self, out_dir: str, keys: int = 4, count: int = 500) -> None:
+    def __init__(self, out_dir: str, keys: int = 4, count: int = 500, rate: float = 0.0) -> None:
         self.out_dir = out_dir
         self.keys = keys
         self.count = count
+        self.rate = rate  # new messages per second per task (0: as fast as allowed)
 
     def open(self, conf: dict, context: Any, collector: Any) -> None:
         """Pick this task's keys; skip what earlier processes saw acked."""
@@ -40,12 +42,18 @@ class SequenceSpout(Spout):
         self.todo = [(k, s) for s in range(self.count) for k in range(self.keys)
                      if k % tasks == index and (k, s) not in done]
         self.todo.reverse()
+        self._due = time.monotonic()
         self._acked = _writer(self.out_dir, "acked", context.task_id)
         self._failed = _writer(self.out_dir, "failed", context.task_id)
 
     def next_tuple(self) -> None:
-        """Emit the next message, replays first."""
+        """Emit the next message, replays first (new ones at most ``rate`` per second)."""
         if self.todo:
+            if self.rate:
+                now = time.monotonic()
+                if now < self._due:
+                    return
+                self._due = max(self._due + 1.0 / self.rate, now - 1.0)
             key, seq = self.todo.pop()
             self.collector.emit([key, seq], msg_id=(key, seq))
 

@@ -287,3 +287,48 @@ class AsyncSplitBolt(AsyncBolt):
 
     def declare_output_fields(self, declarer) -> None:
         declarer.declare(Fields("word", "id", "pos"))
+
+
+class CrashOnce(Bolt):
+    """Relays ``[key, seq]``; the first time it sees seq ``at`` it crashes its worker
+    process the way ``mode`` says (``exit``: os._exit, ``segfault``: a real SIGSEGV)."""
+
+    def __init__(self, out_dir: str, mode: str, at: int) -> None:
+        self.out_dir, self.mode, self.at = out_dir, mode, at
+
+    def prepare(self, conf, context, collector) -> None:
+        self.collector = collector
+
+    def execute(self, tup) -> None:
+        marker = os.path.join(self.out_dir, f"crashed-{self.mode}")
+        if tup[1] == self.at and not os.path.exists(marker):
+            open(marker, "w").close()
+            if self.mode == "segfault":
+                import ctypes
+
+                ctypes.string_at(0)  # a segfault in user code (C extensions do this)
+            os._exit(7)
+        self.collector.emit(tup.values, anchors=tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer) -> None:
+        declarer.declare(Fields("key", "seq"))
+
+
+def sequence(out_dir: str, keys: int, count: int, *, crash: str | None = None, ackers: int | None = None,
+             workers: int = 2, timeout: float = 4.0) -> tuple[Config, object]:
+    """SequenceSpout -> relay (or CrashOnce) -> SequenceChecker, fields-grouped on the key."""
+    from squall.testing.invariants import SequenceChecker, SequenceSpout
+
+    b = TopologyBuilder()
+    b.set_spout("seq", SequenceSpout(out_dir, keys=keys, count=count), 1)
+    relay = CrashOnce(out_dir, crash, count // 3) if crash else CrashOnce(out_dir, "never", -1)
+    b.set_bolt("relay", relay, 2).shuffle_grouping("seq")
+    b.set_bolt("check", SequenceChecker(out_dir), 2).fields_grouping("relay", Fields("key"))
+    conf = Config()
+    conf.set_num_workers(workers)
+    conf.set_message_timeout_secs(timeout)
+    conf.set_max_spout_pending(50)
+    if ackers is not None:
+        conf.set_num_ackers(ackers)
+    return conf, b.create_topology()
