@@ -2,7 +2,7 @@
 cimport cython
 
 from squall.api.tuple cimport Tuple, new_tuple
-from squall.runtime.serialization cimport Encoder
+from squall.runtime.serialization cimport Encoder, messages_of
 from squall.runtime.tasks cimport AckerTask, SpoutTask, Task
 
 cdef class Timer:

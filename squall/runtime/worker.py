@@ -35,7 +35,7 @@ from squall.runtime.serialization import (
     SerializationError,
     TupleTooLargeError,
     frame,
-    unframe,
+    messages_of,
 )
 from squall.runtime.tasks import PENDING_BUCKETS, AckerTask, BoltTask, SpoutTask, Task
 from squall.runtime.transport import Transport
@@ -279,7 +279,7 @@ class Worker:
                 break
             data = polled[0]
             try:
-                messages = list(unframe(data))
+                messages = messages_of(data)
             except CorruptFrameError as e:
                 self.corrupt_frames += 1
                 log.warning("worker %d dropped a frame: %s (its tuples will be replayed)",
