@@ -87,6 +87,10 @@ def workers(n: int, sentences: int, acking: bool) -> list[Worker]:
     conf.set_num_workers(n)
     conf.set_max_spout_pending(500)
     conf.set_num_ackers(n if acking else 0)
+    # rounds bounded by counts, not by real time: under valgrind a 5 ms spout budget would
+    # cut rounds (and so frames) wherever the machine's load put the clock, and the
+    # instruction count would move with it
+    conf["squall.spout.round.budget.ms"] = 1e9
     topology = builder.create_topology()
     merged = prepare_conf(conf, topology)
     topology = prepare_topology(topology)
