@@ -3,19 +3,21 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# the hot path, compiled with Cython from these sources (scripts/compile.py)
+# the hot path, compiled with Cython from these sources by setup.py's build_ext: once by
+# `pip install -e` in scripts/setup.sh, again by scripts/compile.py when a source changes
 COMPILED := squall/_compiled.json
 HOT := $(wildcard squall/api/tuple.py squall/api/tuple.pxd squall/runtime/*.pxd) \
-	$(patsubst %.pxd,%.py,$(wildcard squall/runtime/*.pxd)) squall/_speedups.py scripts/compile.py
+	$(patsubst %.pxd,%.py,$(wildcard squall/runtime/*.pxd)) squall/_speedups.py scripts/compile.py setup.py
 
 .PHONY: setup compile demo test test-fast lint bench bench-full bench-clean soak clean
 
-$(STAMP): pyproject.toml scripts/setup.sh scripts/setup-java.sh scripts/setup-redis.sh scripts/setup-zookeeper.sh \
+$(STAMP): pyproject.toml setup.py scripts/setup.sh scripts/setup-java.sh scripts/setup-redis.sh scripts/setup-zookeeper.sh \
 	scripts/setup-node.sh scripts/setup-chromium.sh
 	bash scripts/setup.sh "$(PYTHON)" "$(VENV)"
 	touch $(STAMP)
 
-$(COMPILED): $(STAMP) $(HOT)
+# order-only on the install: the install itself compiles, so a fresh setup compiles once
+$(COMPILED): $(HOT) | $(STAMP)
 	$(PY) scripts/compile.py
 
 setup: $(STAMP) $(COMPILED)
@@ -53,4 +55,4 @@ bench-clean:
 
 clean:
 	-$(PY) scripts/compile.py --clean
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info build dist

@@ -119,9 +119,13 @@ class Soak:
         return proc
 
     def env(self) -> dict:
+        import squall
+
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SQUALL_TOKEN")}
+        # every process of the soak runs this checkout's squall, whatever the venv has installed
         env.update(SQUALL_HOME=str(self.home), SPARK_LOCAL_IP="127.0.0.1", SQUALL_NIMBUS=self.nimbus_url,
-                   PYSPARK_PYTHON=sys.executable)
+                   PYSPARK_PYTHON=sys.executable, SQUALL_PURE_PYTHON=os.environ.get("SQUALL_PURE_PYTHON", ""),
+                   PYTHONPATH=str(Path(squall.__file__).resolve().parents[1]))
         return env
 
     def start_redis(self) -> None:

@@ -17,6 +17,7 @@ fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 echo "squall: installing squall with its dev and Spark extras"
 "$venv/bin/python" -m pip install --quiet -e ".[dev,spark]"
+"$venv/bin/squall" --version
 
 bash "$(dirname "$0")/setup-java.sh"
 bash "$(dirname "$0")/setup-redis.sh"

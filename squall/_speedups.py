@@ -87,6 +87,18 @@ class _PureFinder:
 
 STATE = _state()
 
+_DESCRIPTIONS = {
+    "compiled": "compiled",
+    "pure": "plain Python (no compiled build installed)",
+    "forced": "plain Python (SQUALL_PURE_PYTHON is set)",
+    "stale": "plain Python (the compiled build is older than its sources)",
+}
+
+
+def describe() -> str:
+    """Which hot path runs, in words: ``compiled`` or ``plain Python (why)``."""
+    return _DESCRIPTIONS[STATE]
+
 
 def install() -> None:
     """Make the hot-path modules load from source unless their compiled build is current."""

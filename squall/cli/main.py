@@ -43,6 +43,26 @@ def common_options() -> argparse.ArgumentParser:
     return common
 
 
+class _Version(argparse.Action):
+    """``--version``: one unwrapped line (argparse's own action wraps it to the terminal)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        """Print the version line and exit 0."""
+        print(version_line())
+        parser.exit(0)
+
+
+def version_line() -> str:
+    """``squall X.Y.Z (hot path: compiled|plain Python (why); Python X.Y.Z)``."""
+    import platform
+
+    import squall
+    from squall import _speedups
+
+    python = platform.python_version()
+    return f"squall {squall.__version__} (hot path: {_speedups.describe()}; Python {python})"
+
+
 def build_parser() -> Parser:
     """The parser of every command."""
     common = common_options()
@@ -50,6 +70,8 @@ def build_parser() -> Parser:
                     description="squall: JStorm's real-time computation model on Apache Spark.",
                     epilog="exit codes: 0 ok, 1 error, 2 usage, 3 Nimbus unreachable, 4 not found, "
                            "5 conflict, 6 token missing or wrong")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print squall's version and which hot path runs, and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for name in COMMANDS:

@@ -23,6 +23,7 @@ from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import check_name, prepare_conf, prepare_topology
 from squall.runtime.transport import InProcessHub
 from squall.runtime.worker import Worker
+from squall.scheduler import build_request
 
 log = logging.getLogger("squall.local")
 START_INACTIVE = "squall.topology.start.inactive"
@@ -80,6 +81,8 @@ class LocalCluster(ClusterBase[_Running]):
             if name in self._topologies:
                 raise AlreadyAliveError(f"topology {name!r} is already running; kill it first")
             plan = make_plan(topology, merged)
+            # one process on one host: nothing to place, but the placement keys are checked as on Spark
+            build_request(name, plan, topology, merged, ())
             running = _Running(name, topology, merged, plan, [], ErrorLog())
             self._start_workers(running, active=not merged.get(START_INACTIVE))
             self._topologies[name] = running

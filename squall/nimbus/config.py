@@ -1,7 +1,8 @@
 """Nimbus's settings: each with its default and meaning, in one place.
 
 ``squall nimbus`` takes the common ones as options (``--host``, ``--port``, ``--data-dir``,
-``--store``) and any key below as ``--conf key=value``.
+``--store``) and any key below as ``--conf key=value`` or from the cluster configuration
+file (``squall.nimbus.clusterconf``; options win over the file).
 """
 
 from __future__ import annotations
@@ -38,6 +39,14 @@ class NimbusConfig:
     kill_timeout_secs: float = 60.0
     max_task_parallelism: int | None = None
     zk_session_timeout_secs: float = 6.0
+    zk_auth: str | None = field(default=None, repr=False)  # user:password (digest); never shown
+    http_timeout_secs: float = 30.0  # an idle or slow HTTP connection is cut after this
+    max_wait_secs: float = 600.0  # the longest wait_secs a request may ask for
+    tls_cert: Path | None = None  # serve HTTPS with this certificate chain (PEM)...
+    tls_key: Path | None = None  # ...and this private key
+    notifier_class: str | None = None  # import path of a TopologyActionNotifier
+    conf_file: str | None = None  # the cluster configuration file read (squall.yaml)
+    topology_defaults: dict[str, Any] = field(default_factory=dict)  # its topology.* defaults
     history_interval_secs: float = 10.0  # how often the UI's metric history samples topologies
 
     def resolved(self) -> NimbusConfig:
@@ -49,7 +58,7 @@ class NimbusConfig:
             blob_dir=Path(self.blob_dir or data / "blobs").resolve(),
             token_file=Path(self.token_file or data / "nimbus.token"),
             log_dir=Path(self.log_dir or data / "logs").resolve(),
-            url=self.url or f"http://{self.host}:{self.port}",
+            url=self.url or f"{'https' if self.tls_cert else 'http'}://{self.host}:{self.port}",
         )
 
 
@@ -68,6 +77,13 @@ CONF_KEYS: dict[str, tuple[str, str]] = {
     "nimbus.token.file": ("token_file", "the token file"),
     "nimbus.log.dir": ("log_dir", "where topology masters' logs go"),
     "nimbus.url": ("url", "how clients reach this Nimbus (told by a standby)"),
+    "nimbus.http.timeout.secs": ("http_timeout_secs", "idle or slow HTTP connections are cut after this"),
+    "nimbus.max.wait.secs": ("max_wait_secs", "the longest wait_secs a request may ask for"),
+    "nimbus.tls.cert": ("tls_cert", "serve HTTPS with this certificate chain (PEM; also --tls-cert)"),
+    "nimbus.tls.key": ("tls_key", "the private key of nimbus.tls.cert (PEM; also --tls-key)"),
+    "nimbus.topology.action.notifier.plugin.class": (
+        "notifier_class", "import path of a class told of every topology action (Storm's "
+                          "ITopologyActionNotifierPlugin: prepare(conf), notify(name, action), cleanup())"),
     "nimbus.history.interval.secs": ("history_interval_secs", "how often the metric history of the "
                                                               "UI samples each topology"),
 }

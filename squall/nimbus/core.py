@@ -10,6 +10,7 @@ and is rebuilt after a restart.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import socket
 import threading
@@ -18,14 +19,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from squall.nimbus import clusterconf
 from squall.nimbus.config import NimbusConfig
 from squall.nimbus.errors import Conflict, NimbusError, NotFound, NotLeader
 from squall.nimbus.launcher import Launch, Launcher, pid_alive, stop_group
 from squall.nimbus.masters import call_master
+from squall.nimbus.notifier import ActionNotifier
+from squall.runtime import clock
 from squall.store import BlobStore, Election, Store
 from squall.store import keys as K
 
 log = logging.getLogger("squall.nimbus")
+# who made the request being served (``user@address``); the HTTP server sets it per request
+CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("squall_nimbus_caller", default=None)
+
 HISTORY = "history"  # history/<name>: the metric history the UI charts (squall.nimbus.observer)
 
 
@@ -49,6 +56,35 @@ class NimbusCore:
         self.launches: dict[str, Launch] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self.notifier: ActionNotifier | None = None
+
+    # ---- time, notifications, cluster defaults ------------------------------------------
+
+    @staticmethod
+    def now() -> float:
+        """Seconds since the epoch, from the runtime's clock (simulated in tests)."""
+        return clock.time_ms() / 1000.0
+
+    def notify(self, name: str, action: str) -> None:
+        """Tell the operator's notifier plugin (if any) of ``action`` on ``name``; never blocks."""
+        if self.notifier is not None:
+            self.notifier.notify(name, action, CALLER.get())
+
+    def with_cluster_conf(self, body: dict) -> dict:
+        """The upload ``body`` with the cluster file's topology defaults under its ``conf``.
+
+        The keys the defaults gave are listed in ``squall.conf.cluster.keys`` of the stored
+        configuration, so ``info --conf`` can say where each value came from.
+        """
+        conf = body.get("conf") or {}
+        defaults = self.config.topology_defaults
+        if not defaults or not isinstance(conf, dict):
+            return body
+        merged, taken = clusterconf.layered(defaults, conf)
+        if taken:
+            merged[clusterconf.CLUSTER_KEYS] = taken
+            merged[clusterconf.CLUSTER_FILE] = self.config.conf_file
+        return {**body, "conf": merged}
 
     # ---- leadership and locks ----------------------------------------------------------
 
@@ -87,7 +123,11 @@ class NimbusCore:
         rec = self.store.get(K.topology_key(name))
         if rec is None:
             raise NotFound(f"no topology named {name!r} is running")
-        return rec
+        try:
+            return K.check_record(name, rec)  # ids become paths, secrets keys: never trusted raw
+        except K.RecordError as e:
+            log.error("%s", e)
+            raise NimbusError(str(e)) from None
 
     def update(self, name: str, **changes: Any) -> dict:
         """Apply ``changes`` to the record of ``name`` (which must exist)."""
@@ -100,8 +140,15 @@ class NimbusCore:
         return new
 
     def master(self, name: str) -> dict | None:
-        """The registration of ``name``'s topology master, if any."""
-        return self.store.get(K.master_key(name))
+        """The registration of ``name``'s topology master, if any (a malformed one is none)."""
+        reg = self.store.get(K.master_key(name))
+        if reg is None:
+            return None
+        try:
+            return K.check_master(name, reg)
+        except K.RecordError as e:
+            log.error("%s; ignored", e)
+            return None
 
     def live_master(self, rec: dict) -> dict | None:
         """The master registration of the record's epoch, if it is running."""

@@ -16,10 +16,11 @@ import threading
 import time
 from types import FrameType
 
-from squall.nimbus.auth import load_or_create_token
+from squall.nimbus.auth import load_or_create_token, private_dir
 from squall.nimbus.config import NimbusConfig
 from squall.nimbus.launcher import Launcher
 from squall.nimbus.monitor import Monitor
+from squall.nimbus.notifier import ActionNotifier, load_plugin
 from squall.nimbus.observer import Observer
 from squall.nimbus.server import NimbusServer
 from squall.nimbus.upgrades import Nimbus
@@ -31,20 +32,33 @@ log = logging.getLogger("squall.nimbus")
 def run_nimbus(config: NimbusConfig) -> int:
     """Run Nimbus until a signal stops it; returns the exit status."""
     config = config.resolved()
+    if bool(config.tls_cert) != bool(config.tls_key):
+        raise OSError("TLS needs both a certificate and its key (--tls-cert and --tls-key)")
     assert config.store and config.token_file and config.blob_dir and config.log_dir
+    for directory in (config.data_dir, config.blob_dir, config.log_dir):
+        private_dir(directory)  # tokens, uploaded code, logs: its owner's only, whatever exists
     token = load_or_create_token(config.token_file)
     options = {"session_timeout": config.zk_session_timeout_secs} if config.store.startswith("zk://") else {}
-    store = open_store(config.store, **options)
+    store = open_store(config.store, auth=config.zk_auth, **options)
     try:
-        server = NimbusServer(config.host, config.port, token)
+        tls = (str(config.tls_cert), str(config.tls_key)) if config.tls_cert else None
+        server = NimbusServer(config.host, config.port, token, timeout=config.http_timeout_secs,
+                              max_wait_secs=config.max_wait_secs, tls=tls)
     except OSError as e:
         store.close()
-        raise OSError(f"Nimbus cannot listen on {config.host}:{config.port}: {e.strerror}") from None
+        raise OSError(f"Nimbus cannot listen on {config.host}:{config.port}: {e.strerror or e}") from None
     election = store.election({"url": config.url, "pid": os.getpid(), "host": socket.gethostname(),
                                "since": time.time()})
     launcher = Launcher(store_uri=config.store, blob_dir=config.blob_dir, log_dir=config.log_dir,
-                        spark_submit=config.spark_submit, bind_host=config.host)
+                        spark_submit=config.spark_submit, bind_host=config.host, store_auth=config.zk_auth)
     nimbus = Nimbus(config, store, election, launcher, BlobStore(config.blob_dir))
+    if config.notifier_class:
+        try:
+            nimbus.notifier = ActionNotifier(load_plugin(config.notifier_class), notifier_conf(config))
+        except ValueError:
+            server.httpd.server_close()
+            store.close()
+            raise
     observer = Observer(nimbus, config.history_interval_secs)
     server.attach(nimbus, observer)
     monitor = Monitor(nimbus)
@@ -69,5 +83,16 @@ def run_nimbus(config: NimbusConfig) -> int:
         monitor.stop()
         observer.stop()
         election.stop()
+        if nimbus.notifier is not None:
+            nimbus.notifier.close()
         store.close()
     return 0
+
+
+def notifier_conf(config: NimbusConfig) -> dict:
+    """What the notifier's ``prepare`` gets: Nimbus's settings by key, and the topology defaults."""
+    from squall.nimbus.config import CONF_KEYS
+
+    out = {key: getattr(config, attr) for key, (attr, _) in CONF_KEYS.items()}
+    out = {k: str(v) if hasattr(v, "__fspath__") else v for k, v in out.items()}
+    return {**config.topology_defaults, **out}

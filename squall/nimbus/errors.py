@@ -62,3 +62,10 @@ class NotLeader(NimbusError):
 
     status = 503
     code = "not_leader"
+
+
+class TooLarge(NimbusError):
+    """The request's body is over the route's size limit (refused before it is read)."""
+
+    status = 413
+    code = "too_large"

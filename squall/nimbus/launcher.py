@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger("squall.nimbus.launcher")
+STORE_AUTH_ENV = "SQUALL_ZK_AUTH"  # the master's store credential (argv is visible to all users)
 
 ENTRY = '''\
 """Written by squall Nimbus: the driver program spark-submit runs for a topology master."""
@@ -85,8 +86,9 @@ class Launcher:
     """Runs ``spark-submit`` for topology masters (see the module docstring)."""
 
     def __init__(self, *, store_uri: str, blob_dir: Path, log_dir: Path, spark_submit: str | None,
-                 bind_host: str = "127.0.0.1") -> None:
+                 bind_host: str = "127.0.0.1", store_auth: str | None = None) -> None:
         self.store_uri = store_uri
+        self.store_auth = store_auth  # handed over in the environment, never on the command line
         self.blob_dir = blob_dir
         self.log_dir = log_dir
         self.spark_submit = spark_submit or default_spark_submit()
@@ -110,6 +112,9 @@ class Launcher:
         # executors and the driver run this interpreter, which has squall installed
         env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
         env.setdefault("SPARK_LOCAL_IP", self.bind_host)
+        env.pop(STORE_AUTH_ENV, None)
+        if self.store_auth:
+            env[STORE_AUTH_ENV] = self.store_auth
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                     env=env, cwd=self.log_dir, start_new_session=True)

@@ -12,6 +12,9 @@ import secrets
 import time
 from typing import Any
 
+import cloudpickle
+
+from squall.nimbus import clusterconf, gray
 from squall.nimbus.core import NimbusCore, history_key, log
 from squall.nimbus.errors import Conflict, InvalidRequest, NimbusError
 from squall.nimbus.validation import check_topology_name, decode_upload, json_conf
@@ -37,7 +40,7 @@ class Lifecycle(NimbusCore):
         """Validate, store and launch a new topology; returns its summary once it runs."""
         self.require_leader()
         name = check_topology_name(body.get("name"))
-        upload = decode_upload(body, self.config.max_task_parallelism)
+        upload = decode_upload(self.with_cluster_conf(body), self.config.max_task_parallelism)
         conf = json_conf(upload.conf)
         active = not conf.get(START_INACTIVE)
         with self.operation(name, "the submit"):
@@ -48,7 +51,8 @@ class Lifecycle(NimbusCore):
                 "version": 1, "versions": [1], "workers": None, "num_workers": upload.workers,
                 "parallelism": upload.parallelism, "epoch": 1, "upgrade": None,
                 "spark_master": conf.get("squall.spark.master") or self.config.spark_master,
-                "submitted": time.time(), "state": "LAUNCHING", "restarts": 0, "last_error": None,
+                "submitted": time.time(), "version_since": self.now(), "state": "LAUNCHING",
+                "restarts": 0, "last_error": None,
                 "message_timeout_secs": float(conf.get(MESSAGE_TIMEOUT) or 30),
             }
             if not self.store.create(K.topology_key(name), rec):
@@ -64,6 +68,7 @@ class Lifecycle(NimbusCore):
                 self.launches.pop(name, None)
                 raise
             log.info("topology %r submitted as %s", name, topology_id)
+            self.notify(name, "submitTopology")
             return self.summary(self.record(name))
 
     # ---- reads -------------------------------------------------------------------------
@@ -81,7 +86,8 @@ class Lifecycle(NimbusCore):
             "failed": figures.get("failed"), "num_errors": figures.get("errors"),
             "master": rec.get("state"),
             "upgrade": None if not upgrade else {
-                "from": upgrade["from"], "to": upgrade["to"], "workers": upgrade["workers"]},
+                "from": upgrade["from"], "to": upgrade["to"], "workers": upgrade["workers"],
+                "state": gray.state_of(upgrade)},
             "spark_master": rec["spark_master"],
         }
 
@@ -96,7 +102,7 @@ class Lifecycle(NimbusCore):
         out: dict[str, Any] = self.summary(rec)
         out.update(versions=rec["versions"], submitted=rec["submitted"], restarts=rec.get("restarts", 0),
                    last_error=rec.get("last_error"), epoch=rec["epoch"],
-                   components={}, workers=[], errors=[])
+                   components={}, workers=[], errors=[], tasks=[])
         m = self.master(name) or {}
         out["master"] = {"state": rec.get("state"), "pid": m.get("pid"), "host": m.get("host"),
                          "app_id": m.get("app_id"), "registered_epoch": m.get("epoch")}
@@ -107,8 +113,36 @@ class Lifecycle(NimbusCore):
                 out["master"]["error"] = str(e)
             else:
                 out.update(components=live["components"], workers=live["workers"],
-                           errors=live["errors"], uptime_secs=live["uptime_secs"])
+                           errors=live["errors"], uptime_secs=live["uptime_secs"],
+                           tasks=live.get("tasks", []))  # per task: last heartbeat and progress
+        now = self.now()
+        num = len(out["workers"]) or rec.get("num_workers") or 0
+        up = rec.get("upgrade")
+        out["upgrade"] = gray.describe(up, num, now)
+        out["last_upgrade"] = gray.describe(rec.get("last_upgrade"), num, now)
+        since = {int(k): v for k, v in (up or {}).get("since", {}).items()}
+        for w in out["workers"]:  # which code each worker runs, and since when
+            on_new = up is not None and w.get("version") == up["to"] and w["worker"] in since
+            w["version_since"] = since[w["worker"]] if on_new else rec.get("version_since", rec["submitted"])
         return out
+
+    def effective_conf(self, name: str) -> dict:
+        """The configuration ``name`` runs with, each value with where it came from.
+
+        Lowest first: squall's defaults, the cluster file, the topology's ``Config``,
+        what a rebalance changed; then each component's own configuration.
+        """
+        rec = self.record(name)
+        blobs = self.blobs.version(rec["id"], rec["version"])
+        topology = cloudpickle.loads(blobs.topology_bytes())
+        overrides = {}
+        if rec.get("workers"):
+            overrides["topology.workers"] = (rec["workers"], "rebalance")
+        out = clusterconf.sources(blobs.conf(), {c: dict(s.conf) for c, s in topology.components.items()},
+                                  overrides)
+        parallelism = {c: s.parallelism for c, s in topology.components.items()}
+        parallelism.update(rec.get("parallelism") or {})
+        return {"name": name, "version": rec["version"], **out, "parallelism": parallelism}
 
     def errors(self, name: str) -> list[dict]:
         """The errors ``name``'s components reported (newest last)."""
@@ -123,6 +157,7 @@ class Lifecycle(NimbusCore):
         with self.operation(name, verb):
             rec = self.record(name)
             self.control(rec, "POST", f"/{verb}")
+            self.notify(name, verb)
             status = rec["status"]
             if status in (K.ACTIVE, K.INACTIVE):
                 status = K.ACTIVE if active else K.INACTIVE
@@ -144,18 +179,34 @@ class Lifecycle(NimbusCore):
         wait = float(body.get("wait_secs") or 0)
         with self.operation(name, "the rebalance"):
             rec = self.record(name)
-            if rec["status"] == K.UPGRADING:
-                raise Conflict(f"topology {name!r} is being upgraded; complete-upgrade or rollback first")
+            up = rec.get("upgrade")
+            if gray.is_open(up):
+                assert up is not None
+                where = gray.versions_text(up, rec["num_workers"])
+                raise Conflict(f"topology {name!r} is being upgraded ({where}); "
+                               f"complete-upgrade or rollback first (or let it expire)")
+            if rec["status"] not in (K.ACTIVE, K.INACTIVE, K.UPGRADING):
+                raise Conflict(f"topology {name!r} is {rec['status']}; rebalance it once that is over")
+            if up:  # expired: every worker restarts on the base version
+                log.warning("topology %r: the rebalance ends the expired upgrade to version %d (%s)",
+                            name, up["to"], gray.versions_text(up, rec["num_workers"]))
             self.update(name, status=K.REBALANCING)
             try:
                 result = self.control(rec, "POST", "/rebalance",
-                                      {"workers": workers, "parallelism": parallelism, "wait_secs": wait},
+                                      {"workers": workers, "parallelism": parallelism, "wait_secs": wait,
+                                       "drop_upgrade": bool(up)},
                                       timeout=wait + self.config.submit_timeout_secs)
             finally:
                 self.update(name, status=self.status_after(rec))
             merged = {**(rec.get("parallelism") or {}), **parallelism}
+            ended = {}
+            if up:
+                ended = {"upgrade": None,
+                         "last_upgrade": {**gray.ended(up, gray.EXPIRED, self.now()), "workers": [],
+                                          "ended_by": "rebalance: every worker back on the base version"}}
             rec = self.update(name, workers=result["workers"], num_workers=result["workers"],
-                              parallelism=merged)
+                              parallelism=merged, **ended)
+            self.notify(name, "rebalance")
             return self.summary(rec)
 
     def kill(self, name: str, wait_secs: float | None) -> dict:
@@ -168,6 +219,7 @@ class Lifecycle(NimbusCore):
             wait = rec.get("message_timeout_secs", 30.0) if wait_secs is None else wait_secs
             rec = self.update(name, status=K.KILLED)
             self.finish_kill(rec, wait)
+            self.notify(name, "killTopology")
             return {"name": name, "status": K.KILLED}
 
     def finish_kill(self, rec: dict, wait_secs: float) -> None:

@@ -8,7 +8,8 @@ launch process on this host has exited, or when a launch never registered within
 submit timeout. A dead master is relaunched under a new epoch (which fences the old one,
 should it still be running somewhere), after a backoff that doubles with each restart.
 Its workers recover as after any failure: stateful bolts from their last checkpoint,
-spouts by replaying. Topologies busy with an operation are left to that operation.
+spouts by replaying. Topologies busy with an operation are left to that operation; a
+malformed record (``keys.check_record``: forged or corrupted) is reported and left alone.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import logging
 import threading
 import time
 
+from squall.nimbus import gray
 from squall.nimbus.launcher import pid_alive, stop_group
 from squall.nimbus.upgrades import Nimbus
 from squall.store import StoreError
@@ -38,6 +40,7 @@ class Monitor:
     def __init__(self, nimbus: Nimbus) -> None:
         self.nimbus = nimbus
         self._seen: dict[str, tuple[int, int, float]] = {}  # name -> (epoch, beat, when it moved)
+        self._bad: dict[str, dict] = {}  # malformed records already reported
         self._first: dict[tuple, tuple[float, float]] = {}  # stamp -> (monotonic, elapsed) when seen
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="squall-nimbus-monitor", daemon=True)
@@ -70,6 +73,13 @@ class Monitor:
             if name not in records:
                 del self._seen[name]
         for name, rec in records.items():
+            try:
+                K.check_record(name, rec)
+            except K.RecordError as e:
+                if self._bad.get(name) != rec:  # once per version of a bad record
+                    log.error("monitor: %s; left alone", e)
+                    self._bad[name] = rec
+                continue
             lock = self.nimbus.try_operation(name)
             if lock is None:
                 continue  # an operation is under way and owns the topology
@@ -85,6 +95,15 @@ class Monitor:
             log.warning("topology %r: finishing a kill that was interrupted", name)
             nimbus.finish_kill(rec, 0.0)
             return
+        up = rec.get("upgrade")
+        if up and gray.is_open(up) and gray.is_expired(
+                up, self.elapsed(("upgrade", name), float(up.get("updated") or 0))):
+            why = (f"the gray upgrade to version {up['to']} made no progress for "
+                   f"{float(up.get('expire_secs', 0)):.0f}s and expired; "
+                   f"{gray.versions_text(up, rec.get('num_workers') or 0)}")
+            log.warning("topology %r: %s", name, why)
+            status = nimbus.status_after(rec) if rec["status"] == K.UPGRADING else rec["status"]
+            rec = nimbus.update(name, upgrade=gray.expire(up, nimbus.now()), status=status, last_error=why)
         reason = self.dead_reason(name, rec)
         if reason is None:
             return

@@ -48,10 +48,15 @@ def _paths() -> dict:
                         body="Submission", errors=("400", "409", "500")),
         },
         t: {"parameters": _NAME,
-            "get": _op("topology info: components, workers, errors", _ok("TopologyInfo", "info"),
-                       errors=("404",))},
+            "get": _op("topology info: components, workers, errors (error texts only with the "
+                       "token)", _ok("TopologyInfo", "info"), errors=("404",))},
+        f"{t}/conf": {"parameters": _NAME,
+                      "get": _op("the effective configuration, each value with its source (default, "
+                                 "cluster file, topology, rebalance, component)",
+                                 {"description": "configuration"}, errors=("404",))},
         f"{t}/errors": {"parameters": _NAME,
-                        "get": _op("errors reported by components", {"description": "errors"},
+                        "get": _op("errors reported by components (their tracebacks hold "
+                                   "tuple values)", {"description": "errors"}, auth=True,
                                    errors=("404",))},
         f"{t}/activate": {"parameters": _NAME, "post": _op(
             "activate the spouts", summary, auth=True, errors=("404", "409"))},
@@ -61,7 +66,8 @@ def _paths() -> dict:
             "new worker count and/or parallelism", summary, auth=True, body="Rebalance",
             errors=("400", "404", "409"))},
         f"{t}/upgrade": {"parameters": _NAME, "post": _op(
-            "hot deploy (no 'gray') or gray upgrade of some workers", summary, auth=True,
+            "hot deploy (no 'gray', no topology.upgrade.* keys), gray upgrade of some workers, or "
+            "(no code while a gray upgrade is open) its next batch", summary, auth=True,
             body="Upgrade", errors=("400", "404", "409", "500"))},
         f"{t}/complete-upgrade": {"parameters": _NAME, "post": _op(
             "move the remaining workers to the new version", summary, auth=True, errors=("404", "409"))},
@@ -84,7 +90,8 @@ def _schemas() -> dict:
         "Health": {"type": "object", "properties": {"url": s, "leader": b, "leader_url": s, "version": s}},
         "Submission": {"type": "object", "required": ["name", "topology", "code"],
                        "properties": {"name": s, **upload}},
-        "Upgrade": {"type": "object", "required": ["topology", "code"], "properties": {
+        "Upgrade": {"type": "object", "description": "topology and code are required except for the "
+                    "next batch of an open gray upgrade", "properties": {
             **upload, "wait_secs": n,
             "gray": {"type": "object", "description": "absent for a hot deploy", "properties": {
                 "workers": {"type": "array", "items": s, "description": "indices or host:port"},
@@ -98,13 +105,19 @@ def _schemas() -> dict:
                                                   "KILLED"]},
             "master": s, "emitted": i, "acked": i, "failed": i, "num_errors": i, "spark_master": s,
             "upgrade": {"type": "object", "nullable": True, "properties": {
-                "from": i, "to": i, "workers": {"type": "array", "items": i}}}}},
+                "from": i, "to": i, "workers": {"type": "array", "items": i},
+                "state": {"type": "string", "enum": ["IN_PROGRESS", "BATCH_FINISHED", "EXPIRED"]}}}}},
         "TopologyList": {"type": "object", "properties": {
             "topologies": {"type": "array", "items": {"$ref": "#/components/schemas/TopologySummary"}}}},
         "TopologyInfo": {"allOf": [{"$ref": "#/components/schemas/TopologySummary"}, {
             "type": "object", "properties": {
                 "components": {"type": "object"}, "workers": {"type": "array", "items": {"type": "object"}},
-                "errors": {"type": "array", "items": {"type": "object"}}, "versions": {"type": "array"}}}]},
+                "errors": {"type": "array", "items": {"type": "object"}}, "versions": {"type": "array"},
+                "upgrade": {"type": "object", "nullable": True, "description": "the open gray upgrade: "
+                            "state, from, to, workers, old_workers, since, batches, expires_at"},
+                "last_upgrade": {"type": "object", "nullable": True},
+                "tasks": {"type": "array", "items": {"type": "object"}, "description": "per task: "
+                          "worker, last_heartbeat, last_progress, idle_secs and counters"}}}]},
     }
 
 

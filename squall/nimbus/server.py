@@ -1,26 +1,39 @@
 """Nimbus's REST API: JSON over HTTP (stdlib ``ThreadingHTTPServer``), under ``/api/v1``.
 
-Reads (GET) are open; every request that changes anything or uploads code (POST) needs
-the token and is refused with 401 (none) or 403 (wrong) otherwise, and logged. A standby
+Reads (GET) are open, but without the token they show no secrets, paths or error texts
+(``redact``; a component's errors need the token); every request that changes anything
+or uploads code (POST) needs the token and is refused with 401 (none) or 403 (wrong)
+otherwise, and logged. A standby
 answers reads from the store and refuses changes with 503 naming the leader. Errors are
 ``{"error": "<one line>", "code": "<kind>"}``. ``GET /api/v1/openapi.json`` describes it all.
+
+Limits, so that no client can tie the server up: each route has a body limit (uploads
+``MAX_UPLOAD``, other requests ``MAX_BODY``) checked against ``Content-Length`` before a
+byte of the body is read (a negative or non-numeric length, or a chunked body, is refused);
+a connection idle or slow for ``http_timeout_secs`` is cut; a ``wait_secs`` must lie in
+0..``max_wait_secs``. With a certificate and key the server speaks only TLS (the
+handshake runs on the request's thread, under the same timeout).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import re
+import ssl
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import squall
-from squall.nimbus.auth import check_token
-from squall.nimbus.errors import InvalidRequest, NimbusError, NotFound
+from squall.nimbus.auth import check_token, token_matches
+from squall.nimbus.core import CALLER
+from squall.nimbus.errors import InvalidRequest, NimbusError, NotFound, TooLarge
 from squall.nimbus.observer import Observer
 from squall.nimbus.openapi import openapi
+from squall.nimbus.redact import public
 from squall.nimbus.ui_api import UiApi
 from squall.nimbus.upgrades import Nimbus
 from squall.nimbus.webui import Raw, asset, page
@@ -28,7 +41,9 @@ from squall.store import StoreError
 
 log = logging.getLogger("squall.nimbus.http")
 PREFIX = "/api/v1"
-MAX_BODY = 512 << 20
+MAX_UPLOAD = 512 << 20  # submit and upgrade: code and topology, base64
+MAX_BODY = 64 << 10  # every other request
+UPLOADS = re.compile(f"^{PREFIX}/topologies(/[^/]+/upgrade)?$")
 NAME = r"(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]{0,127})"
 
 Route = tuple[str, re.Pattern, bool, Callable[..., Any]]
@@ -37,12 +52,27 @@ Route = tuple[str, re.Pattern, bool, Callable[..., Any]]
 class NimbusServer:
     """Serves ``nimbus`` on ``host:port`` (see the module docstring)."""
 
-    def __init__(self, host: str, port: int, token: str) -> None:
+    def __init__(self, host: str, port: int, token: str, *, timeout: float = 30.0,
+                 max_wait_secs: float = 600.0, tls: tuple[str, str] | None = None) -> None:
+        self.timeout = timeout
+        self.max_wait_secs = max_wait_secs
         # bound before anything else starts, so that a taken port fails fast
         self.httpd = ThreadingHTTPServer((host, port), self._handler_class())
         self.httpd.daemon_threads = True
+        if tls is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+            try:
+                ctx.load_cert_chain(*tls)
+            except (OSError, ssl.SSLError) as e:
+                self.httpd.server_close()
+                raise OSError(f"cannot use the TLS certificate {tls[0]} and key {tls[1]}: {e}") from None
+            # the handshake happens on the request's thread (under its timeout), not in accept
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True,
+                                                do_handshake_on_connect=False)
         self.token = token
         self.routes: list[Route] = []
+        self.redacted: set[int] = set()
 
     def attach(self, nimbus: Nimbus, observer: Observer | None = None) -> None:
         """Serve ``nimbus`` (call before ``serve_forever``), and its UI with ``observer``."""
@@ -60,7 +90,8 @@ class NimbusServer:
             ("GET", "/topologies", False, lambda q, b: {"topologies": n.list_topologies()}),
             ("POST", "/topologies", True, lambda q, b: n.submit(b)),
             ("GET", f"/topologies/{NAME}", False, lambda q, b, name: n.info(name)),
-            ("GET", f"/topologies/{NAME}/errors", False, lambda q, b, name: {"errors": n.errors(name)}),
+            ("GET", f"/topologies/{NAME}/errors", True, lambda q, b, name: {"errors": n.errors(name)}),
+            ("GET", f"/topologies/{NAME}/conf", True, lambda q, b, name: n.effective_conf(name)),
             ("POST", f"/topologies/{NAME}/activate", True, lambda q, b, name: n.set_active(name, True)),
             ("POST", f"/topologies/{NAME}/deactivate", True, lambda q, b, name: n.set_active(name, False)),
             ("POST", f"/topologies/{NAME}/rebalance", True, lambda q, b, name: n.rebalance(name, b)),
@@ -69,10 +100,11 @@ class NimbusServer:
              lambda q, b, name: n.complete_upgrade(name)),
             ("POST", f"/topologies/{NAME}/rollback", True, lambda q, b, name: n.rollback(name)),
             ("POST", f"/topologies/{NAME}/kill", True,
-             lambda q, b, name: n.kill(name, _wait(b.get("wait_secs")))),
+             lambda q, b, name: n.kill(name, b.get("wait_secs"))),
         ]
-        table += self.ui.routes()
-        routes = [(m, re.compile(f"^{PREFIX}{p}$"), auth, fn) for m, p, auth, fn in table]
+        core = [(m, re.compile(f"^{PREFIX}{p}$"), auth, fn) for m, p, auth, fn in table]
+        self.redacted = {id(route) for route in core}  # what ``public`` trims for callers without the token
+        routes = core + [(m, re.compile(f"^{PREFIX}{p}$"), auth, fn) for m, p, auth, fn in self.ui.routes()]
         # outside the API: the web UI and Prometheus's scrape target
         routes += [("GET", re.compile(r"^/(index\.html)?$"), False, lambda q, b: page()),
                    ("GET", re.compile(r"^/ui/(?P<name>[A-Za-z0-9_.-]+)$"), False,
@@ -107,6 +139,7 @@ class NimbusServer:
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            timeout = server.timeout  # socket timeout of every read and write: no idle hold
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
                 log.debug("http: " + format, *args)
@@ -126,20 +159,32 @@ class NimbusServer:
         status, body = 200, {}  # type: tuple[int, Any]
         read = False
         try:
+            length = _content_length(req)
             route, params = self._match(method, url.path)
             if route[2]:  # before reading the body: no upload is read without the token
                 check_token(self.token, req.headers.get("Authorization"), f"{method} {url.path}", peer)
-            data = self._read_body(req)
+            limit = MAX_UPLOAD if method == "POST" and UPLOADS.match(url.path) else MAX_BODY
+            if length > limit:
+                raise TooLarge(f"{method} {url.path}: a body of {length} bytes is over its limit of "
+                               f"{limit} bytes")
+            data = self._read_body(req, length)
             read = True
+            if "wait_secs" in data:
+                data["wait_secs"] = _wait(data["wait_secs"], self.max_wait_secs)
+            CALLER.set(f"{req.headers.get('X-Squall-User') or '?'}@{peer}"[:200])  # for the notifier
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
             body = route[3](query, data, **params)
+            if id(route) in self.redacted and not token_matches(self.token, req.headers.get("Authorization")):
+                body = public(body)
         except NimbusError as e:
             status, body = e.status, e.body()
         except StoreError as e:
-            status, body = 503, {"error": f"the store is unavailable: {e}", "code": "store_unavailable"}
+            log.warning("%s %s: the store is unavailable: %s", method, url.path, e)
+            status, body = 503, {"error": "the store is unavailable" + self._detail(req, e),
+                                 "code": "store_unavailable"}
         except Exception as e:  # noqa: BLE001 - one bad request must not take the server down
             log.exception("%s %s failed", method, url.path)
-            status, body = 500, {"error": f"{type(e).__name__}: {e}", "code": "failed"}
+            status, body = 500, {"error": f"{type(e).__name__}" + self._detail(req, e), "code": "failed"}
         if method == "POST" or status >= 400:
             log.info("%s %s from %s -> %d%s", method, url.path, peer, status,
                      f" ({body.get('error')})" if status >= 400 and isinstance(body, dict) else "")
@@ -153,11 +198,17 @@ class NimbusServer:
         for key, value in headers.items():
             req.send_header(key, value)
         req.send_header("Content-Length", str(len(payload)))
-        if not read and int(req.headers.get("Content-Length") or 0):
+        if not read and req.headers.get("Content-Length", "0").strip() != "0":
             req.send_header("Connection", "close")  # the unread body must not pose as a request
             req.close_connection = True
         req.end_headers()
         req.wfile.write(payload)
+
+    def _detail(self, req: BaseHTTPRequestHandler, e: Exception) -> str:
+        """``: <message>`` for the token's holder; others get a pointer to the log."""
+        if token_matches(self.token, req.headers.get("Authorization")):
+            return f": {e}"
+        return " (details in the Nimbus log)"
 
     def _match(self, method: str, path: str) -> tuple[Route, dict[str, str]]:
         allowed = False
@@ -171,15 +222,17 @@ class NimbusServer:
             raise InvalidRequest(f"{method} is not allowed on {path}")
         raise NotFound(f"no such API path: {path} (see {PREFIX}/openapi.json)")
 
-    @staticmethod
-    def _read_body(req: BaseHTTPRequestHandler) -> dict:
-        length = int(req.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            raise InvalidRequest(f"request body of {length} bytes is over the {MAX_BODY} limit")
+    def _read_body(self, req: BaseHTTPRequestHandler, length: int) -> dict:
         if not length:
             return {}
         try:
-            body = json.loads(req.rfile.read(length))
+            raw = req.rfile.read(length)
+        except TimeoutError:
+            raise InvalidRequest(f"the request body did not arrive within {self.timeout:.0f}s") from None
+        if len(raw) < length:
+            raise InvalidRequest(f"the request body ended after {len(raw)} of {length} bytes")
+        try:
+            body = json.loads(raw)
         except ValueError:
             raise InvalidRequest("the request body is not JSON") from None
         if not isinstance(body, dict):
@@ -187,9 +240,25 @@ class NimbusServer:
         return body
 
 
-def _wait(value: Any) -> float | None:
+def _content_length(req: BaseHTTPRequestHandler) -> int:
+    """The body's announced length: a non-negative decimal, else ``InvalidRequest``."""
+    if req.headers.get("Transfer-Encoding"):
+        raise InvalidRequest("chunked request bodies are not accepted: send a Content-Length")
+    values = req.headers.get_all("Content-Length") or []
+    if not values:
+        return 0
+    raw = values[0].strip()
+    if len(values) > 1 or not raw.isdigit() or not raw.isascii():
+        raise InvalidRequest(f"the Content-Length header must be one non-negative integer, got "
+                             f"{', '.join(values)!r}")
+    return int(raw)
+
+
+def _wait(value: Any, most: float) -> float | None:
+    """A request's ``wait_secs``: None, or seconds in 0..``most``, else ``InvalidRequest``."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidRequest(f"wait_secs must be a number of seconds, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= most:
+        raise InvalidRequest(f"wait_secs must be a number of seconds from 0 to {most:g}, got {value!r}")
     return float(value)

@@ -6,95 +6,80 @@ deactivated, bolts drain for ``wait_secs``, the old master stops and a new one s
 new version. State survives because state namespaces are per topology name; spouts
 replay what was in flight. If the new version cannot start, the old one is started again.
 
-Gray upgrade (``upgrade NAME FILE --workers ... | --component C [--worker-num N] |
---worker-num N``): only the chosen workers restart on the new version, picked as the
-seed describes (listed workers win; else a component's workers, N of them or all; else
-N workers: the lowest-numbered ones not yet upgraded, deterministic rather than random).
-The topology is UPGRADING meanwhile and both versions run side by side, so the new
-version must have the same shape (components, streams, groupings, parallelism).
-``complete-upgrade`` moves the remaining workers to the new version; ``rollback`` moves
-the upgraded ones back. Upgrading every worker completes the upgrade by itself. The
-topology master restarts the workers; Nimbus records the progress in the store.
+Gray upgrade, in batches as JStorm's routine goes: ``upgrade NAME FILE`` with a selector
+(``--workers``, ``--component [--worker-num N]``, ``--worker-num N``, or the same as
+``topology.upgrade.workers``, ``topology.upgrade.component``, ``topology.upgrade.worker.num``
+in the new version's configuration) moves only the chosen workers to the new version
+(see ``gray.select_workers``); it needs an ACTIVE topology and the running topology's shape
+(components, streams, groupings, parallelism), since both versions run side by side. The
+topology is UPGRADING meanwhile. Another ``upgrade NAME [FILE] --worker-num N`` continues
+the open upgrade with N more workers (JStorm's ``continueUpgrading``; the same FILE, or
+none); ``complete-upgrade`` moves the remaining workers; ``rollback`` moves every upgraded
+worker back. Upgrading every worker completes the upgrade by itself. An upgrade left
+alone for ``topology.upgrade.expire.secs`` expires (``gray``). The topology master
+restarts the workers; Nimbus records the progress in the store.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import cloudpickle
 
+from squall.nimbus import gray
 from squall.nimbus.core import log
 from squall.nimbus.errors import Conflict, InvalidRequest, NimbusError
+from squall.nimbus.gray import select_workers
 from squall.nimbus.lifecycle import Lifecycle
 from squall.nimbus.validation import Upload, decode_upload, json_conf, shape_difference
 from squall.store import keys as K
 
+__all__ = ["Nimbus", "select_workers"]
 
-def select_workers(workers: list[dict], component_tasks: dict[str, list[int]], selector: dict,
-                   upgraded: set[int]) -> list[int]:
-    """The workers a gray upgrade picks (see the module docstring); ``InvalidRequest`` if none.
 
-    >>> ws = [{"worker": 0, "address": "tcp://h:1", "tasks": [1, 3]},
-    ...       {"worker": 1, "address": "tcp://h:2", "tasks": [2, 4]}]
-    >>> select_workers(ws, {"count": [3, 4]}, {"worker_num": 1}, set())
-    [0]
-    >>> select_workers(ws, {"count": [3, 4]}, {"workers": ["h:2"]}, set())
-    [1]
-    """
-    by_address = {w["address"].removeprefix("tcp://"): w["worker"] for w in workers if w.get("address")}
-    indices = [w["worker"] for w in workers]
-    listed = selector.get("workers")
-    if listed:
-        chosen = []
-        for item in listed:
-            item = str(item).strip()
-            if item.isdigit() and int(item) in indices:
-                chosen.append(int(item))
-            elif item in by_address:
-                chosen.append(by_address[item])
-            else:
-                known = ", ".join(sorted(by_address)) or "none running"
-                raise InvalidRequest(f"gray upgrade: no worker {item!r}; workers are 0..{len(indices) - 1} "
-                                     f"or host:port of {known}")
-        return sorted(set(chosen))
-    candidates = [i for i in indices if i not in upgraded]
-    component = selector.get("component")
-    if component:
-        if component not in component_tasks or component.startswith("__"):
-            raise InvalidRequest(f"gray upgrade: no component {component!r}; components: "
-                                 f"{', '.join(sorted(c for c in component_tasks if not c.startswith('__')))}")
-        tasks = set(component_tasks[component])
-        candidates = [w["worker"] for w in workers if w["worker"] in candidates and tasks & set(w["tasks"])]
-    num = selector.get("worker_num")
-    if num is not None:
-        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
-            raise InvalidRequest(f"gray upgrade: the worker count must be a positive integer, got {num!r}")
-        candidates = candidates[:num]
-    elif not component:
-        raise InvalidRequest("gray upgrade needs workers, a component or a worker count")
-    if not candidates:
-        raise InvalidRequest("gray upgrade: no worker left to upgrade that matches")
-    return sorted(candidates)
+def same_code(stored_code: bytes, stored_conf: dict, upload: Upload) -> bool:
+    """Whether ``upload`` is the stored version again (its upgrade keys aside)."""
+    def strip(conf: dict) -> dict:
+        return {k: v for k, v in json.loads(json.dumps(conf)).items() if k not in gray.UPGRADE_KEYS}
+    return stored_code == upload.code and strip(stored_conf) == strip(upload.conf)
 
 
 class Nimbus(Lifecycle):
     """Every Nimbus operation: ``Lifecycle``'s plus the upgrades of the module docstring."""
 
     def upgrade(self, name: str, body: dict) -> dict:
-        """Hot deploy (no ``gray`` in ``body``) or gray upgrade of ``name``."""
+        """Hot deploy, gray upgrade, or the next batch of the open gray upgrade of ``name``."""
         self.require_leader()
-        upload = decode_upload(body, self.config.max_task_parallelism)
-        json_conf(upload.conf)
-        gray = body.get("gray")
+        selector = body.get("gray") or {}
+        if not isinstance(selector, dict):
+            raise InvalidRequest("'gray' must be an object: workers, component and/or worker_num")
+        upload = None
+        if body.get("code") is not None or body.get("topology") is not None:
+            upload = decode_upload(self.with_cluster_conf(body), self.config.max_task_parallelism)
+            json_conf(upload.conf)
+            selector = selector or gray.selector_from_conf(upload.conf)
+            gray.expire_secs(upload.conf)  # a bad value is refused before anything changes
         with self.operation(name, "the upgrade"):
             rec = self.record(name)
-            if rec["status"] == K.UPGRADING and rec.get("upgrade"):
-                up = rec["upgrade"]
-                raise Conflict(f"topology {name!r} is being upgraded ({len(up['workers'])} of "
-                               f"{rec['num_workers']} workers on version {up['to']}); "
-                               f"complete-upgrade or rollback first")
-            if rec["status"] not in (K.ACTIVE, K.INACTIVE):
-                raise Conflict(f"topology {name!r} is {rec['status']}; upgrade it once that is over")
-            if gray:
-                return self._gray_upgrade(rec, upload, gray)
+            up = rec.get("upgrade")
+            state = gray.state_of(up)
+            if state in gray.OPEN:
+                assert up is not None
+                return self._continue(rec, up, upload, selector)
+            if upload is None:
+                raise InvalidRequest(f"topology {name!r} has no gray upgrade to continue; "
+                                     f"an upgrade needs the new version's FILE")
+            status = rec["status"]
+            if state == gray.EXPIRED and status == K.UPGRADING:
+                status = self.status_after(rec)
+            if status not in (K.ACTIVE, K.INACTIVE):
+                raise Conflict(f"topology {name!r} is {status}; upgrade it once that is over")
+            if selector:
+                if status != K.ACTIVE:
+                    raise Conflict(f"a gray upgrade needs an ACTIVE topology, and {name!r} is {status}: "
+                                   f"activate it first (or hot deploy without a selector)")
+                return self._gray_upgrade(rec, upload, selector)
             return self._hot_deploy(rec, upload, float(body.get("wait_secs") or 0))
 
     def _new_version(self, rec: dict, upload: Upload) -> int:
@@ -110,8 +95,11 @@ class Nimbus(Lifecycle):
         self.update(name, status=K.UPGRADING)
         self.stop_master(rec, wait_secs)
         master = upload.conf.get("squall.spark.master") or rec["spark_master"]
+        expired = rec.get("upgrade")  # an expired gray upgrade: every worker gets the new code
+        last = gray.ended(expired, gray.EXPIRED, self.now()) if expired else rec.get("last_upgrade")
         new = self.update(name, version=version, epoch=rec["epoch"] + 1, parallelism=upload.parallelism,
                           workers=None, num_workers=upload.workers, spark_master=master, state="LAUNCHING",
+                          upgrade=None, last_upgrade=last,
                           message_timeout_secs=float(upload.conf.get("topology.message.timeout.secs") or 30))
         try:
             self.start(new)
@@ -129,12 +117,11 @@ class Nimbus(Lifecycle):
                 raise NimbusError(f"{e}; restarting version {rec['version']} failed too: {e2}") from None
             raise NimbusError(f"{e}; version {rec['version']} runs again") from None
         log.info("topology %r hot-deployed: version %d", name, version)
-        return self.summary(self.update(name, status=self.status_after(rec)))
+        self.notify(name, "upgrade")
+        return self.summary(self.update(name, status=self.status_after(rec), version_since=self.now()))
 
     def _gray_upgrade(self, rec: dict, upload: Upload, selector: dict) -> dict:
         name = rec["name"]
-        if not isinstance(selector, dict):
-            raise InvalidRequest("'gray' must be an object: workers, component and/or worker_num")
         current = cloudpickle.loads(self.blobs.version(rec["id"], rec["version"]).topology_bytes())
         difference = shape_difference(current, upload.topology)
         if difference:
@@ -143,21 +130,86 @@ class Nimbus(Lifecycle):
         live = self.control(rec, "GET", "/info", timeout=10.0)
         tasks = {c: f["tasks"] for c, f in live["components"].items()}
         chosen = select_workers(live["workers"], tasks, selector, set())
+        expired = rec.get("upgrade")
+        if expired:  # its workers go back to the base version before a new upgrade starts
+            log.warning("topology %r: the expired upgrade to version %d is rolled back first (%s)",
+                        name, expired["to"], gray.versions_text(expired, len(live["workers"])))
+            self._move(rec, expired["from"], expired["workers"], base=False)
+            rec = self.update(name, upgrade=None, last_upgrade=gray.ended(expired, gray.EXPIRED, self.now()))
         version = self._new_version(rec, upload)
-        upgrade = {"from": rec["version"], "to": version, "workers": [], "selector": selector}
-        self.update(name, status=K.UPGRADING, upgrade=upgrade)
-        everyone = len(chosen) == len(live["workers"])
+        up = gray.begin(rec["version"], version, selector, gray.expire_secs(upload.conf), self.now())
+        return self._batch(rec, up, chosen, selector, len(live["workers"]), action="grayUpgrade")
+
+    def _continue(self, rec: dict, up: dict, upload: Upload | None, selector: dict) -> dict:
+        """The next batch of the open upgrade (JStorm's ``continueUpgrading``)."""
+        name = rec["name"]
+        num = rec.get("num_workers") or 0
+        where = gray.versions_text(up, num)
+        if up.get("state") == gray.IN_PROGRESS:  # its Nimbus died during the batch: ask the master
+            running = self._running_version(rec, up["to"], fallback=up["workers"])
+            up = gray.finish_batch(up, running, self.now(), "interrupted: Nimbus stopped during the batch")
+            rec = self.update(name, upgrade=up)
+            where = gray.versions_text(up, num)
+        if upload is not None:
+            blobs = self.blobs.version(rec["id"], up["to"])
+            if not same_code(Path(blobs.code_path).read_bytes(), blobs.conf(), upload):
+                raise Conflict(f"topology {name!r} is being upgraded to version {up['to']} ({where}); "
+                               f"continue with that version's file (or none), or complete-upgrade or "
+                               f"rollback first")
+            if not selector:
+                raise Conflict(f"topology {name!r} is being upgraded to version {up['to']} ({where}); "
+                               f"continue with --worker-num N, or complete-upgrade or rollback first")
+        if not rec.get("active", True):
+            raise Conflict(f"a gray upgrade needs an ACTIVE topology, and {name!r} is deactivated "
+                           f"({where}): activate it first")
+        selector = selector or up.get("selector") or {}
+        if not selector:
+            raise InvalidRequest(f"topology {name!r}: say how many workers the next batch moves "
+                                 f"(--worker-num N or --workers); {where}")
+        live = self.control(rec, "GET", "/info", timeout=10.0)
+        tasks = {c: f["tasks"] for c, f in live["components"].items()}
+        upgraded = set(up["workers"])
+        chosen = [w for w in select_workers(live["workers"], tasks, selector, upgraded) if w not in upgraded]
+        if not chosen:
+            raise InvalidRequest(f"gray upgrade: the workers named already run version {up['to']} ({where})")
+        return self._batch(rec, up, chosen, selector, len(live["workers"]), action="grayUpgrade")
+
+    def _batch(self, rec: dict, up: dict, chosen: list[int], selector: dict, num_workers: int,
+               action: str) -> dict:
+        """Move ``chosen`` to the upgrade's version and record how far it got."""
+        name = rec["name"]
+        up = gray.ask_batch(up, chosen, selector, self.now())
+        rec = self.update(name, status=K.UPGRADING, upgrade=up)
+        everyone = set(up["workers"]) | set(chosen) >= set(range(num_workers))
         try:
-            self._move(rec, version, chosen, base=everyone)
-        except NimbusError:
-            self.update(name, status=self.status_after(rec), upgrade=None)
+            self._move(rec, up["to"], chosen, base=everyone)
+        except NimbusError as e:
+            running = self._running_version(rec, up["to"], fallback=up["workers"])
+            if not running and not up["workers"]:
+                self.update(name, status=self.status_after(rec), upgrade=None, last_error=str(e))
+            else:
+                self.update(name, upgrade=gray.finish_batch(up, running, self.now(), str(e)),
+                            last_error=str(e))
             raise
+        now = self.now()
+        up = gray.finish_batch(up, sorted(set(up["workers"]) | set(chosen)), now)
+        self.notify(name, action)
         if everyone:
-            log.info("topology %r: gray upgrade to version %d reached every worker: complete", name, version)
-            rec = self.update(name, version=version, upgrade=None, status=self.status_after(rec))
+            log.info("topology %r: gray upgrade to version %d reached every worker: complete", name, up["to"])
+            rec = self.update(name, version=up["to"], upgrade=None, status=self.status_after(rec),
+                              last_upgrade=gray.ended(up, gray.COMPLETED, now), version_since=now)
             return self.summary(rec)
-        log.info("topology %r: workers %s upgraded to version %d", name, chosen, version)
-        return self.summary(self.update(name, upgrade={**upgrade, "workers": chosen}))
+        log.info("topology %r: workers %s upgraded to version %d (%s)", name, chosen, up["to"],
+                 gray.versions_text(up, num_workers))
+        return self.summary(self.update(name, upgrade=up))
+
+    def _running_version(self, rec: dict, version: int, fallback: list[int]) -> list[int]:
+        """The workers the master runs on ``version`` (``fallback`` if it cannot say)."""
+        try:
+            live = self.control(rec, "GET", "/info", timeout=10.0)
+        except NimbusError:
+            return list(fallback)
+        return sorted(w["worker"] for w in live["workers"] if w.get("version") == version)
 
     def _move(self, rec: dict, version: int, workers: list[int], base: bool) -> None:
         """Have the master run ``workers`` on ``version`` (and make it the base version)."""
@@ -171,7 +223,7 @@ class Nimbus(Lifecycle):
 
     def _upgrading(self, name: str) -> tuple[dict, dict]:
         rec = self.record(name)
-        if rec["status"] != K.UPGRADING or not rec.get("upgrade"):
+        if not rec.get("upgrade"):
             raise Conflict(f"topology {name!r} is not being upgraded (it is {rec['status']})")
         return rec, rec["upgrade"]
 
@@ -182,16 +234,27 @@ class Nimbus(Lifecycle):
             rec, up = self._upgrading(name)
             remaining = [i for i in range(rec["num_workers"]) if i not in up["workers"]]
             self._move(rec, up["to"], remaining, base=True)
+            now = self.now()
             log.info("topology %r: upgrade to version %d completed", name, up["to"])
-            return self.summary(self.update(name, version=up["to"], upgrade=None,
-                                            status=self.status_after(rec)))
+            self.notify(name, "completeUpgrade")
+            everyone = list(range(rec["num_workers"]))
+            done = gray.ended(gray.finish_batch(up, everyone, now), gray.COMPLETED, now)
+            return self.summary(self.update(name, version=up["to"], upgrade=None, last_upgrade=done,
+                                            status=self.status_after(rec), version_since=now))
 
     def rollback(self, name: str) -> dict:
-        """Move the upgraded workers back to the version they ran; the upgrade is over."""
+        """Move every upgraded worker back to the version it ran; the upgrade is over."""
         self.require_leader()
         with self.operation(name, "the rollback"):
             rec, up = self._upgrading(name)
-            self._move(rec, up["from"], up["workers"], base=True)
-            log.info("topology %r: upgrade to version %d rolled back to %d", name, up["to"], up["from"])
-            return self.summary(self.update(name, version=up["from"], upgrade=None,
+            # the master's word on who runs what: a batch that failed half-way counts too
+            back = sorted(set(up["workers"]) | {
+                i for i in range(rec["num_workers"]) if i in self._running_version(rec, up["to"], [])})
+            self._move(rec, up["from"], back, base=True)
+            now = self.now()
+            log.info("topology %r: upgrade to version %d rolled back to %d (workers %s)", name, up["to"],
+                     up["from"], back)
+            self.notify(name, "rollback")
+            done = gray.ended({**up, "workers": back}, gray.ROLLED_BACK, now)
+            return self.summary(self.update(name, version=up["from"], upgrade=None, last_upgrade=done,
                                             status=self.status_after(rec)))

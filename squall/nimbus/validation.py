@@ -25,6 +25,7 @@ from squall.api.topology import StormTopology
 from squall.nimbus.errors import InvalidRequest
 from squall.runtime.plan import make_plan
 from squall.runtime.submission import check_name, prepare_conf, prepare_topology, with_parallelism
+from squall.scheduler import build_request
 
 MAX_PARALLELISM_KEY = "topology.max.task.parallelism"
 
@@ -75,7 +76,9 @@ def decode_upload(body: dict, max_parallelism: int | None = None) -> Upload:
             if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
                 raise InvalidTopologyError(f"{MAX_PARALLELISM_KEY} must be a positive integer, got {cap!r}")
             caps = {cid: cap for cid, c in topology.components.items() if c.parallelism > cap}
-        plan = make_plan(prepare_topology(with_parallelism(topology, caps)), merged)
+        prepared = prepare_topology(with_parallelism(topology, caps))
+        plan = make_plan(prepared, merged)
+        build_request("upload", plan, prepared, merged, ())  # the placement keys, read as the scheduler will
     except InvalidTopologyError as e:
         raise InvalidRequest(f"invalid topology: {e}") from None
     return Upload(conf, topology, raw, code, caps, plan.num_workers)

@@ -54,6 +54,10 @@ class TaskPlan:
     streams: dict[str, dict[str, StreamDef]] = field(default_factory=dict)
     # component -> the (component, stream) pairs it subscribes to
     sources: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # set by squall.scheduler (by worker index): the host each worker must run on, and the
+    # slots it holds there; empty when the plan was not scheduled onto hosts
+    worker_hosts: list[str | None] = field(default_factory=list)
+    worker_resources: list[dict] = field(default_factory=list)
 
     def worker_tasks(self, worker: int) -> list[int]:
         """Task ids hosted by ``worker``."""

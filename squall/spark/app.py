@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -28,15 +29,20 @@ from typing import Any
 import cloudpickle
 
 from squall.api.config import SQUALL_SPARK_MASTER
+from squall.api.topology import StormTopology
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import prepare_conf, prepare_topology, with_parallelism
+from squall.scheduler import OldWorker, SchedulingError, old_workers
 from squall.spark import settings as S
 from squall.spark.context import cluster_slots, start_spark_context
 from squall.spark.control import ControlError, ControlServer
 from squall.spark.errors import InsufficientSlotsError
 from squall.spark.master import TopologyMaster
+from squall.spark.placement import old_from_record, placement_record, schedule_on_spark
 from squall.spark.settings import setting
+from squall.spark.shipping import environment_settings
 from squall.spark.worker_main import WorkerCode, use_code
+from squall.state.codec import STATE_KEY
 from squall.store import BlobStore, Store, StoreError, open_store
 from squall.store import keys as K
 
@@ -49,9 +55,13 @@ class Fenced(Exception):
 
 
 def same_layout(a: TaskPlan, b: TaskPlan) -> bool:
-    """True when two plans put the same tasks of the same components on the same workers."""
+    """True when two plans have the same workers, tasks, executors and streams.
+
+    Which worker holds which executor is the scheduler's choice for the running plan;
+    a new version's workers run under that plan, so it is not compared.
+    """
     return (a.num_workers == b.num_workers and a.component_tasks == b.component_tasks
-            and a.worker_executors == b.worker_executors and a.streams == b.streams)
+            and a.executors == b.executors and a.streams == b.streams)
 
 
 class TopologyApp:
@@ -76,6 +86,8 @@ class TopologyApp:
         self.error: str | None = None
         self.control: ControlServer | None = None
         self.control_url: str | None = None
+        # where the previous launch's workers ran (its master record), for squall.use.old.assignment
+        self._previous: tuple[OldWorker, ...] = ()
 
     # ---- loading ---------------------------------------------------------------------
 
@@ -96,12 +108,26 @@ class TopologyApp:
         if rec.get("workers"):
             conf["topology.workers"] = rec["workers"]
         conf[SQUALL_SPARK_MASTER] = rec["spark_master"]
+        if not conf.get(STATE_KEY):
+            conf[STATE_KEY] = self.state_key()
         conf = prepare_conf(conf, topology)
         code = WorkerCode(version, prepare_topology(topology), conf, blobs.code_path)
         self._codes[cache_key] = code
         return code
 
-    def _check_slots(self, plan: TaskPlan, conf: dict) -> None:
+    def state_key(self) -> str:
+        """The topology name's state key, so that pickled state values carry its tag.
+
+        Made once and kept in the store across kills and resubmits (its state outlives them).
+        """
+        key = K.state_key_key(self.name)
+        self.store.create(key, {"key": secrets.token_hex(32)})
+        value = (self.store.get(key) or {}).get("key")
+        if not isinstance(value, str) or len(value) != 64:
+            raise RuntimeError(f"topology {self.name!r}: the store's state key {key} is malformed")
+        return value
+
+    def _check_slots(self, plan: TaskPlan, conf: dict) -> int:
         slots = cluster_slots(self.sc, str(self.sc.master), float(setting(conf, S.EXECUTOR_WAIT)),
                               setting(conf, S.MASTER_UI_URL))
         if plan.num_workers > slots:
@@ -109,6 +135,22 @@ class TopologyApp:
                 f"topology {self.name!r} asks for {plan.num_workers} workers but its Spark "
                 f"application ({self.sc.master}) has {slots} task slots; each worker holds one "
                 f"slot: lower the worker count or give the application more cores")
+        return slots
+
+    def _schedule(self, topology: StormTopology, conf: dict, plan: TaskPlan, slots: int,
+                  previous: TopologyMaster | None = None) -> tuple[TaskPlan, list[str]]:
+        """Place ``plan`` on the application's executors (squall.scheduler); the plan and its notes."""
+        old, traffic = self._previous, None
+        if previous is not None:  # a rebalance: where each worker actually runs, and what flowed
+            info = previous.info()
+            hosts = [w.get("host") or w.get("assigned_host") for w in info["workers"]]
+            old = old_workers(previous.plan, hosts)
+            traffic = {c: float(v.get("transferred") or 0) for c, v in info["components"].items()}
+        placed, assignment = schedule_on_spark(
+            self.sc, self.name, topology, conf, plan, expected_slots=slots,
+            wait_secs=float(setting(conf, S.EXECUTOR_WAIT)), previous=old, rebalance=previous is not None,
+            traffic=traffic)
+        return placed, list(assignment.notes)
 
     # ---- the run ---------------------------------------------------------------------
 
@@ -118,7 +160,14 @@ class TopologyApp:
         if rec is None or rec.get("epoch") != self.epoch:
             log.error("topology %r has no record for epoch %d: not starting", self.name, self.epoch)
             return 3
-        self.record = rec
+        try:
+            self.record = K.check_record(self.name, rec)
+        except K.RecordError as e:
+            log.error("%s: not starting", e)
+            return 3
+        last = self.store.get(K.master_key(self.name))
+        if last is not None and last.get("epoch") != self.epoch:
+            self._previous = old_from_record(last.get("placement"))
         host = rec.get("bind_host") or "127.0.0.1"
         self.control = ControlServer(host, rec["secret"], self._routes())
         self.control_url = self.control.start()
@@ -156,12 +205,14 @@ class TopologyApp:
         base = self.load_version(rec["version"])
         spark_conf = {k: v for k, v in base.conf.items() if k.startswith("spark.")}
         spark_conf.setdefault("spark.app.name", f"squall-{self.name}")
+        spark_conf.update(environment_settings(base.conf, rec["spark_master"], spark_conf)[0])
         self.sc = start_spark_context(rec["spark_master"], spark_conf, self.log_dir)
         plan = make_plan(base.topology, base.conf)
-        self._check_slots(plan, base.conf)
+        plan, notes = self._schedule(base.topology, base.conf, plan, self._check_slots(plan, base.conf))
         master = TopologyMaster(self.name, base.topology, base.conf, plan, self.sc,
                                 active=bool(rec.get("active", True)), code_path=base.code_path,
                                 version=base.version, secret=bytes.fromhex(rec["secret"]))
+        master.placement_notes = notes
         upgrade = rec.get("upgrade") or {}
         if upgrade.get("workers"):  # a relaunch in the middle of a gray upgrade
             new = self.load_version(upgrade["to"])
@@ -211,7 +262,9 @@ class TopologyApp:
         if self.sc is not None:
             entry["app_id"] = self.sc.applicationId
         if self.master is not None and state == K.RUNNING and not self._exit.is_set():
-            entry["summary"] = self._summary()
+            info = self.master.info()
+            entry["summary"] = self._summary(info)
+            entry["placement"] = placement_record(self.master.plan, info["workers"])
             entry["versions"] = {str(k): v for k, v in self.master.worker_versions().items()}
 
         def write(old: dict | None) -> dict:
@@ -220,9 +273,8 @@ class TopologyApp:
             return entry
         self.store.update(K.master_key(self.name), write)
 
-    def _summary(self) -> dict:
+    def _summary(self, info: dict) -> dict:
         assert self.master is not None
-        info = self.master.info()
         spouts = {c.id for c in self.master.topology.spouts}
         comps = info["components"]
         return {
@@ -282,7 +334,8 @@ class TopologyApp:
         """Restart every worker under a new worker count and/or parallelism (state kept)."""
         with self._lock:
             old = self._running()
-            if old.worker_code:
+            if old.worker_code and not body.get("drop_upgrade"):
+                # an expired upgrade is dropped: the new master runs every worker on the base
                 raise ControlError(409, "a gray upgrade is in progress: complete or roll it back first")
             topology = with_parallelism(old.topology, body.get("parallelism") or {})
             conf = dict(old.conf)
@@ -291,14 +344,16 @@ class TopologyApp:
             conf = prepare_conf(conf, topology)
             plan = make_plan(topology, conf)
             try:
-                self._check_slots(plan, conf)
-            except InsufficientSlotsError as e:
+                slots = self._check_slots(plan, conf)
+                plan, notes = self._schedule(topology, conf, plan, slots, previous=old)
+            except (InsufficientSlotsError, SchedulingError) as e:
                 raise ControlError(409, str(e)) from None
             was_active = old.active
             old.status = K.REBALANCING
             old.stop(wait_secs=float(body.get("wait_secs") or 0))
             new = TopologyMaster(self.name, topology, conf, plan, self.sc, active=was_active,
                                  code_path=old.base.code_path, version=old.base.version, secret=old.secret)
+            new.placement_notes = notes
             self.master = new
             new.start()
             if old.debug["rate"]:
@@ -357,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"%(asctime)s squall master {args.name} pid {os.getpid()} "
                                f"%(levelname)s %(name)s: %(message)s")
-    store = open_store(args.store)
+    store = open_store(args.store, auth=os.environ.get("SQUALL_ZK_AUTH") or None)
     try:
         return TopologyApp(store, BlobStore(args.blobs), args.name, args.epoch, args.log_dir).run()
     finally:

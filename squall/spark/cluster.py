@@ -16,14 +16,17 @@ from squall.api.config import SQUALL_SPARK_MASTER
 from squall.api.errors import AlreadyAliveError
 from squall.api.topology import StormTopology
 from squall.runtime.clusters import ClusterBase
-from squall.runtime.plan import make_plan
+from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import check_name, prepare_conf, prepare_topology
+from squall.scheduler import Assignment, OldWorker, old_workers
 from squall.spark import settings as S
 from squall.spark.context import DEFAULT_MASTER, cluster_slots, start_spark_context
+from squall.spark.environment import PackedEnvironment
 from squall.spark.errors import InsufficientSlotsError, SparkSetupError
 from squall.spark.master import TopologyMaster
+from squall.spark.placement import schedule_on_spark
 from squall.spark.settings import setting
-from squall.spark.shipping import forget_shipped, ship_user_modules
+from squall.spark.shipping import environment_settings, forget_shipped, ship_user_modules
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -36,17 +39,23 @@ class SparkCluster(ClusterBase[TopologyMaster]):
 
     ``master`` overrides the topologies' ``squall.spark.master``; ``spark_conf`` adds
     ``spark.*`` settings; ``log_dir`` receives Spark's own log (default ``logs/``, or
-    ``$SQUALL_LOG_DIR``). A SparkContext already running in this process for the same
-    master is joined rather than started, and then left running on exit.
+    ``$SQUALL_LOG_DIR``). ``env`` overrides ``squall.spark.env``: how squall and the
+    topology's dependencies reach the executors (``auto``, ``none`` or an archive's
+    path; see ``squall.spark.shipping``); ``environment`` is then what was packed. A
+    SparkContext already running in this process for the same master is joined rather
+    than started, and then left running on exit.
     """
 
     def __init__(self, master: str | None = None, spark_conf: dict[str, Any] | None = None,
-                 log_dir: str | None = None) -> None:
+                 log_dir: str | None = None, env: str | None = None) -> None:
         self.master = master
         self.spark_conf = dict(spark_conf or {})
         self.log_dir = log_dir
+        self.env = env
+        self.environment: PackedEnvironment | None = None
         self._sc: SparkContext | None = None
         self._owns_sc = False
+        self._assignments: dict[str, Assignment] = {}  # squall.scheduler's answer per running topology
         super().__init__()
 
     @property
@@ -68,6 +77,9 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             existed = SparkContext._active_spark_context is not None
             spark_conf = {k: v for k, v in (conf or {}).items() if k.startswith("spark.")}
             spark_conf.update(self.spark_conf)
+            squall_conf = {**(conf or {}), **({S.ENV: self.env} if self.env else {})}
+            shipped, self.environment = environment_settings(squall_conf, master, spark_conf)
+            spark_conf.update(shipped)
             self._sc = start_spark_context(master, spark_conf, self.log_dir)
             self._owns_sc = not existed
             return self._sc
@@ -106,15 +118,33 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             sc = self.start(merged)
             merged[SQUALL_SPARK_MASTER] = sc.master
             plan = make_plan(topology, merged)
-            self._check_slots(sc, name, plan.num_workers, merged)
+            slots = self._check_slots(sc, name, plan.num_workers, merged)
+            plan, assignment = self._schedule(sc, name, topology, merged, plan, slots)
             ship_user_modules(sc)
             master = TopologyMaster(name, topology, merged, plan, sc,
                                     active=not setting(merged, S.START_INACTIVE))
+            master.placement_notes = list(assignment.notes)
             master.start()
             self._topologies[name] = master
+            self._assignments[name] = assignment
+
+    def _schedule(self, sc: SparkContext, name: str, topology: StormTopology, conf: dict, plan: TaskPlan,
+                  slots: int, previous: TopologyMaster | None = None) -> tuple[TaskPlan, Assignment]:
+        """Place ``plan`` on the executors' hosts (squall.scheduler), around the other topologies."""
+        taken = [a for n, a in self._assignments.items() if n != name]
+        old: tuple[OldWorker, ...] = ()
+        traffic = None
+        if previous is not None:  # a rebalance: where each worker actually runs, and what flowed
+            info = previous.info()
+            hosts = [w.get("host") or w.get("assigned_host") for w in info["workers"]]
+            old = old_workers(previous.plan, hosts)
+            traffic = {c: float(v.get("transferred") or 0) for c, v in info["components"].items()}
+        return schedule_on_spark(sc, name, topology, conf, plan, expected_slots=slots,
+                                 wait_secs=float(setting(conf, S.EXECUTOR_WAIT)), taken=taken,
+                                 previous=old, rebalance=previous is not None, traffic=traffic)
 
     def _check_slots(self, sc: SparkContext, name: str, workers: int, conf: dict,
-                     exclude: str | None = None) -> None:
+                     exclude: str | None = None) -> int:
         slots = cluster_slots(sc, str(sc.master), float(setting(conf, S.EXECUTOR_WAIT)),
                               setting(conf, S.MASTER_UI_URL))
         used = sum(m.plan.num_workers for n, m in self._topologies.items() if n != exclude)
@@ -125,6 +155,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
                 f"has {slots} task slots{taken}; each worker holds one slot for its lifetime: "
                 f"lower topology.workers or give the cluster more cores"
             )
+        return slots
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -137,6 +168,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             master.status = "KILLED"
             master.stop(wait_secs=wait_secs)
             del self._topologies[name]
+            self._assignments.pop(name, None)
 
     def activate(self, name: str) -> None:
         """Call the spouts' ``activate`` and resume ``next_tuple``."""
@@ -159,14 +191,17 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             old = self._get(name)
             topology, conf, plan = self._rebalanced(old, num_workers, parallelism)
             assert self._sc is not None
-            self._check_slots(self._sc, name, plan.num_workers, conf, exclude=name)
+            slots = self._check_slots(self._sc, name, plan.num_workers, conf, exclude=name)
+            plan, assignment = self._schedule(self._sc, name, topology, conf, plan, slots, previous=old)
             was_active = old.status != "INACTIVE"
             old.status = "REBALANCING"
             old.stop(wait_secs=wait_secs)
             del self._topologies[name]
             master = TopologyMaster(name, topology, conf, plan, self._sc, active=was_active)
+            master.placement_notes = list(assignment.notes)
             master.start()
             self._topologies[name] = master
+            self._assignments[name] = assignment
 
     # ---- information -----------------------------------------------------------------
 

@@ -64,7 +64,6 @@ def start_spark_context(master: str, spark_conf: dict[str, Any] | None = None,
     """
     check_java()
     check_master_reachable(master, timeout=connect_timeout)
-    prepare_environment()
     from pyspark import SparkConf, SparkContext
 
     active = SparkContext._active_spark_context
@@ -76,7 +75,9 @@ def start_spark_context(master: str, spark_conf: dict[str, Any] | None = None,
             )
         return active
     log_dir = log_dir or os.environ.get("SQUALL_LOG_DIR", "logs")
-    conf = SparkConf(loadDefaults=False).setAll(list(spark_settings(master, spark_conf, log_dir).items()))
+    settings = spark_settings(master, spark_conf, log_dir)
+    prepare_environment(executor_python=settings.get("spark.pyspark.python"))
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
     started = time.monotonic()
     sc = SparkContext(conf=conf)
     log.info("SparkContext for %s started in %.1fs (Spark logs in %s)", master,

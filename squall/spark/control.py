@@ -20,6 +20,7 @@ from typing import Any
 
 log = logging.getLogger("squall.spark.control")
 MAX_BODY = 1 << 20
+SOCKET_TIMEOUT = 60.0  # an idle or slow connection is cut after this (kills wait longer: see Nimbus)
 
 Handler = Callable[[dict], dict]
 
@@ -58,6 +59,8 @@ class ControlServer:
         server = self
 
         class _Handler(BaseHTTPRequestHandler):
+            timeout = SOCKET_TIMEOUT
+
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
                 log.debug("control: " + format, *args)
 
@@ -81,8 +84,13 @@ class ControlServer:
             _reply(req, 404, {"error": f"no control route {method} {req.path}"})
             return
         try:
-            length = int(req.headers.get("Content-Length") or 0)
+            raw = (req.headers.get("Content-Length") or "0").strip()
+            if not raw.isascii() or not raw.isdigit() or req.headers.get("Transfer-Encoding"):
+                req.close_connection = True
+                raise ControlError(400, "the Content-Length header must be a non-negative integer")
+            length = int(raw)
             if length > MAX_BODY:
+                req.close_connection = True
                 raise ControlError(413, "control request too large")
             body = json.loads(req.rfile.read(length) or b"{}") if length else {}
             if not isinstance(body, dict):

@@ -1,12 +1,20 @@
 """The coordination protocol between the topology master and its workers (pure data).
 
 Workers talk to the master over one ZeroMQ DEALER socket each; the master has a ROUTER.
-Messages are msgpack maps with a ``t`` (type) key:
+Messages are msgpack maps with a ``t`` (type) key and a sequence number ``n``, sent sealed
+(``Link``): two parts, a keyed BLAKE2b tag under the topology's secret of the direction,
+the worker process's identity and the message, then the message. Each end takes a
+message only if its tag is right and its ``n`` is above the last one taken, so nobody
+without the secret can register a worker, command one (stop, deactivate, a new address
+map) or replay a captured message. The ``register`` message is the first of its link:
+its tag is the proof, bound to the identity (topology, worker index, launch, attempt,
+pid, which the master checks against the message) and to the address and nonce it
+announces.
 
 worker -> master
-    ``register``  {worker, launch, attempt, pid, host, address, proof}: a worker process is
-                  up and its receive socket is bound at ``address``; ``proof`` is the tag
-                  of its identity under the topology's secret (see ``transport``).
+    ``register``  {worker, launch, attempt, pid, host, address, nonce}: a worker process is
+                  up and its receive socket is bound at ``address``; ``nonce`` is its
+                  transport's end of every link (see ``transport``).
     ``started``   {worker, launch, error}: its tasks are open (error None) or failed to open.
     ``heartbeat`` {worker, launch, metrics, errors, rejected_frames, stuck, samples}: alive;
                   task metrics (with ``user``: the task's user metrics as plain data, when it
@@ -16,8 +24,9 @@ worker -> master
     ``applied``   {seq}: the activate/deactivate ``seq`` took effect (spouts told; no
                   ``next_tuple`` starts after a deactivate).
 master -> worker
-    ``welcome``   {addresses, active}: registration accepted; the peers' addresses.
-    ``addresses`` {addresses}: the address map changed (a worker came back elsewhere).
+    ``welcome``   {addresses, nonces, active}: registration accepted; the peers' addresses
+                  and transport nonces.
+    ``addresses`` {addresses, nonces}: the map changed (a worker came back elsewhere).
     ``activate`` / ``deactivate`` {seq}: spouts on or off; answered with ``applied``.
     ``debug``     {rate, components}: sample emitted tuples at ``rate`` (0 turns it off),
                   of ``components`` only when given.
@@ -28,6 +37,8 @@ master -> worker
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections import deque
 from typing import Any
 
@@ -50,6 +61,11 @@ REJECT = "reject"
 ACK = "ack"
 APPLIED = "applied"
 
+TO_MASTER = b"w2m"
+TO_WORKER = b"m2w"
+TAG_BYTES = 16
+MAX_MESSAGE_BYTES = 64 << 20  # zmq.MAXMSGSIZE of the coordination sockets (heartbeats' metrics)
+
 # Recent complete latencies shipped per spout task and heartbeat: enough for p50/p99.
 LATENCY_SAMPLES = 2000
 ADDITIVE = ("emitted", "transferred", "acked", "failed", "executed", "exec_sampled_ms",
@@ -68,6 +84,59 @@ def decode(data: bytes) -> dict:
     if not isinstance(msg, dict) or "t" not in msg:
         raise ValueError("not a squall coordination message")
     return msg
+
+
+def _tag(secret: bytes, direction: bytes, ident: bytes, payload: bytes) -> bytes:
+    h = hashlib.blake2b(key=secret[:64], digest_size=TAG_BYTES)
+    for part in (direction, len(ident).to_bytes(4, "little"), ident, payload):
+        h.update(part)
+    return h.digest()
+
+
+class Link:
+    """One worker process's coordination link, as one end sees it.
+
+    It seals what it sends and opens what it receives (see the module docstring).
+
+    >>> ident = b"wc/0/1/0/9"
+    >>> worker, master = Link(b"k" * 32, ident, TO_MASTER), Link(b"k" * 32, ident, TO_WORKER)
+    >>> master.open(worker.seal(REGISTER, worker=0))["t"]
+    'register'
+    >>> parts = worker.seal(HEARTBEAT)
+    >>> master.open(parts)["t"], master.open(parts)
+    ('heartbeat', None)
+    """
+
+    def __init__(self, secret: bytes, identity: bytes, sends: bytes) -> None:
+        self.secret = secret
+        self.identity = identity
+        self.sends = sends
+        self.receives = TO_WORKER if sends == TO_MASTER else TO_MASTER
+        self.sent = 0
+        self.taken = 0
+        self.refused = 0
+
+    def seal(self, t: str, **fields: Any) -> list[bytes]:
+        """The two parts of message ``t``: its tag and the message."""
+        self.sent += 1
+        fields["n"] = self.sent
+        payload = encode(t, **fields)
+        return [_tag(self.secret, self.sends, self.identity, payload), payload]
+
+    def open(self, parts: list[bytes]) -> dict | None:
+        """The message if authentic and new on this link, else None (counted in ``refused``)."""
+        if len(parts) == 2 and hmac.compare_digest(
+                parts[0], _tag(self.secret, self.receives, self.identity, parts[1])):
+            try:
+                msg = decode(parts[1])
+            except ValueError:
+                msg = None
+            n = msg.get("n") if msg else None
+            if isinstance(n, int) and not isinstance(n, bool) and n > self.taken:
+                self.taken = n
+                return msg
+        self.refused += 1
+        return None
 
 
 def identity(topology: str, worker: int, launch: int, attempt: int, pid: int) -> bytes:

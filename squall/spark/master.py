@@ -23,7 +23,6 @@ topology briefly runs two versions side by side (same plan required, checked by 
 from __future__ import annotations
 
 import functools
-import hmac
 import logging
 import queue
 import secrets
@@ -42,10 +41,12 @@ from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 from squall.spark import settings as S
 from squall.spark.errors import spark_job_error
+from squall.spark.liveness import TaskLiveness
 from squall.spark.master_info import master_info
+from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus, worker_rdd
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
-from squall.spark.transport import frame_tag
+from squall.spark.transport import bind_address
 from squall.spark.worker_main import WorkerCode, WorkerSpec, spark_task
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ class TopologyMaster:
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.status = "ACTIVE" if active else "INACTIVE"
         self.errors: deque[dict] = deque(maxlen=1000)
+        self.liveness = TaskLiveness()  # each task's last heartbeat and progress
         self.debug: dict = {"rate": 0.0, "components": None}  # tuple sampling, sent to every worker
         self.samples: deque[dict] = deque(maxlen=SAMPLES_KEPT)
         self._sample_seq = 0
@@ -90,8 +92,10 @@ class TopologyMaster:
         self._ctx = zmq.Context()
         self._router = self._ctx.socket(zmq.ROUTER)
         self._router.setsockopt(zmq.LINGER, 0)
-        host = setting(conf, S.MASTER_BIND_HOST)
-        self.address = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{host}')}"
+        self._router.setsockopt(zmq.MAXMSGSIZE, co.MAX_MESSAGE_BYTES)
+        self._links: dict[bytes, co.Link] = {}  # worker process identity -> its sealed link
+        bind, host = bind_address(str(setting(conf, S.MASTER_BIND_HOST)))
+        self.address = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{bind}')}"
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._jobs: dict[tuple[int, int], threading.Thread] = {}
         self._jobs_lock = threading.Lock()
@@ -101,6 +105,11 @@ class TopologyMaster:
         self._start_done = threading.Event()
         self._start_error: str | None = None
         self._thread = threading.Thread(target=self._loop, name=f"squall-master-{name}", daemon=True)
+        # the host each worker's job asks Spark for, and what came of it (squall.scheduler)
+        self._pins = pins(sc, plan)
+        self._cpus = worker_cpus(sc, plan, conf)
+        self.placement = PlacementCheck(self._pins)
+        self.placement_notes: list[str] = []  # the scheduler's notes on asks it could not honour
 
     # ---- API (any thread) ------------------------------------------------------------
 
@@ -268,10 +277,10 @@ class TopologyMaster:
                 if router.poll(LOOP_POLL_MS):
                     while True:
                         try:
-                            ident, data = router.recv_multipart(zmq.NOBLOCK)
+                            parts = router.recv_multipart(zmq.NOBLOCK)
                         except zmq.Again:
                             break
-                        self._handle(ident, data)
+                        self._handle(parts[0], parts[1:])
                 while True:
                     try:
                         self._commands.get_nowait()()
@@ -324,7 +333,8 @@ class TopologyMaster:
         sc.setLocalProperty("spark.scheduler.pool", f"squall-{self.name}")
         result, error = None, None
         try:
-            result = sc.parallelize([spec.index], 1).mapPartitions(spark_task(spec)).collect()
+            rdd = worker_rdd(sc, spec.index, self._pins[spec.index], self._cpus[spec.index])
+            result = rdd.mapPartitions(spark_task(spec)).collect()
         except Exception as e:  # noqa: BLE001 - any job failure means the worker is gone
             error = spark_job_error(e)
         self._post(lambda: self._job_ended(spec.index, spec.launch, result, error))
@@ -361,12 +371,15 @@ class TopologyMaster:
             parts.append(f"worker {slot.index} {state}{error}")
         return "; ".join(parts)
 
-    def _handle(self, ident: bytes, data: bytes) -> None:
-        try:
-            msg = co.decode(data)
-        except ValueError:
-            log.warning("topology master %r dropped a malformed message", self.name)
+    def _handle(self, ident: bytes, parts: list[bytes]) -> None:
+        link = self._links.get(ident) or co.Link(self.secret, ident, co.TO_WORKER)
+        msg = link.open(parts)
+        if msg is None:
+            # without the topology's secret, a replay, or malformed: never answered
+            log.warning("topology master %r dropped a message from %r that is not authentic or "
+                        "was replayed", self.name, ident[:80])
             return
+        self._links[ident] = link
         t = msg["t"]
         if t == co.REGISTER:
             self._register(ident, msg)
@@ -379,6 +392,7 @@ class TopologyMaster:
             inc.applied = max(inc.applied, int(msg.get("seq") or 0))
         elif t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
+            self.liveness.observe(inc.worker, inc.pid, inc.metrics)
             inc.stuck = list(msg.get("stuck") or [])
             inc.corrupt_frames = int(msg.get("corrupt_frames") or 0)
             inc.rejected_frames = int(msg.get("rejected_frames") or 0)
@@ -403,10 +417,19 @@ class TopologyMaster:
         if self._stopping:
             self._send(ident, co.STOP, graceful=False)
             return
-        proof = msg.get("proof")
-        if not isinstance(proof, bytes) or not hmac.compare_digest(proof, frame_tag(self.secret, ident)):
-            log.warning("topology %r refused a registration from %r without its secret", self.name, ident)
-            self._send(ident, co.REJECT, reason="registration without the topology's secret")
+        # the sealed message is the proof; its fields must be the identity it was sealed for
+        try:
+            bound = (co.identity(self.name, msg["worker"], msg["launch"], msg["attempt"], msg["pid"]) == ident
+                     and 0 <= msg["worker"] < self.plan.num_workers and isinstance(msg["address"], str)
+                     and isinstance(msg.get("nonce"), bytes))
+        except (KeyError, TypeError):
+            bound = False
+        if not bound:
+            log.warning("topology %r refused a registration from %r: its fields are not its identity's",
+                        self.name, ident[:80])
+            self._send(ident, co.REJECT, reason="registration fields do not match the identity")
+            return
+        if not self._placed_well(ident, msg):
             return
         accepted, replaced = self.registry.register(msg, ident)
         if not accepted:
@@ -416,16 +439,36 @@ class TopologyMaster:
             self._send(replaced.identity, co.STOP, graceful=False)
         log.info("topology %r worker %d registered: pid %d at %s (launch %d, attempt %d)", self.name,
                  msg["worker"], msg["pid"], msg["address"], msg["launch"], msg["attempt"])
-        self._send(ident, co.WELCOME, addresses=self.registry.addresses(), active=self.active)
+        self._send(ident, co.WELCOME, addresses=self.registry.addresses(), nonces=self.registry.nonces(),
+                   active=self.active)
         if self.debug["rate"]:
             self._send(ident, co.DEBUG, **self.debug)
         self._broadcast_addresses(skip=ident)
 
+    def _placed_well(self, ident: bytes, msg: dict) -> bool:
+        """False (and a relaunch) for a worker that started away from its assigned host."""
+        index, host = msg["worker"], msg["host"]
+        if not 0 <= index < len(self._pins) or msg["launch"] != self.registry.slots[index].launch:
+            return True  # the registry turns it away
+        live = [h for h, _ in executors(self.sc, 0, 0.0)] if self._pins[index] else []
+        verdict = self.placement.verdict(index, host, live)
+        if verdict == "accept":
+            log.warning("topology %r worker %d runs on %s, not its assigned host %s", self.name, index,
+                        host, self._pins[index])
+        if verdict != "relaunch":
+            return True
+        log.warning("topology %r worker %d started on %s, not its assigned host %s: relaunching it",
+                    self.name, index, host, self._pins[index])
+        self._send(ident, co.REJECT, reason=f"started on {host}, assigned to {self._pins[index]}")
+        self.sc.cancelJobGroup(self._group(index, msg["launch"]))
+        self._launch(index)
+        return False
+
     def _broadcast_addresses(self, skip: bytes | None = None) -> None:
-        addresses = self.registry.addresses()
+        addresses, nonces = self.registry.addresses(), self.registry.nonces()
         for inc in self.registry.current():
             if inc.identity != skip:
-                self._send(inc.identity, co.ADDRESSES, addresses=addresses)
+                self._send(inc.identity, co.ADDRESSES, addresses=addresses, nonces=nonces)
 
     def _broadcast(self, t: str, **fields: Any) -> None:
         for inc in self.registry.current():
@@ -436,8 +479,11 @@ class TopologyMaster:
         self._broadcast(co.STOP, graceful=True)
 
     def _send(self, ident: bytes, t: str, **fields: Any) -> None:
+        link = self._links.get(ident)
+        if link is None:
+            return  # a process that never sent an authentic message is never answered
         try:
-            self._router.send_multipart([ident, co.encode(t, **fields)], zmq.NOBLOCK)
+            self._router.send_multipart([ident, *link.seal(t, **fields)], zmq.NOBLOCK)
         except zmq.Again:
             log.warning("topology master %r could not send %s to %r", self.name, t, ident)
 
@@ -447,8 +493,11 @@ class TopologyMaster:
 
     def _info(self) -> dict:
         versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
-        return master_info(self.name, self.status, self.plan, self.registry, list(self.errors),
+        info = master_info(self.name, self.status, self.plan, self.registry, list(self.errors),
                            self.started_at, versions)
+        info["tasks"] = self.liveness.report()
+        info["placement_notes"] = self.placement_notes + self.placement.notes()
+        return info
 
     def _close(self) -> None:
         self._running = False

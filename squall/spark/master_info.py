@@ -34,6 +34,9 @@ def master_info(name: str, status: str, plan: TaskPlan, registry: WorkerRegistry
     for slot in registry.slots:
         worker = worker_info(plan, slot, slot.current, now)
         worker["version"] = versions.get(slot.index)
+        if plan.worker_hosts:  # where squall.scheduler put it, and the slots it holds there
+            worker["assigned_host"] = plan.worker_hosts[slot.index]
+            worker["resources"] = plan.worker_resources[slot.index]
         workers.append(worker)
     stuck = [s for inc in registry.current() for s in inc.stuck]
     return topology_info(name, status, plan, metrics, errors, now - started_at, workers=workers,

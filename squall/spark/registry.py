@@ -43,6 +43,7 @@ class Incarnation:
     corrupt_frames: int = 0  # frames that failed their CRC or header check (E9)
     applied: int = 0  # the last activate/deactivate it confirmed (its seq)
     stuck: list[dict] = field(default_factory=list)  # its tasks stuck in one call, now
+    nonce: bytes = b""  # its transport's end of every link (see ``squall.spark.transport``)
 
 
 @dataclass
@@ -97,7 +98,7 @@ class WorkerRegistry:
             return False, None
         now = self.clock()
         inc = Incarnation(msg["worker"], msg["launch"], msg["attempt"], msg["pid"], msg["host"],
-                          msg["address"], identity, now, now)
+                          msg["address"], identity, now, now, nonce=bytes(msg.get("nonce") or b""))
         self._retire(slot)
         slot.current = inc
         self.by_identity[identity] = inc
@@ -154,6 +155,10 @@ class WorkerRegistry:
     def addresses(self) -> dict[int, str]:
         """Worker index -> receive address of its current process."""
         return {s.index: s.current.address for s in self.slots if s.current is not None}
+
+    def nonces(self) -> dict[int, bytes]:
+        """Worker index -> transport nonce of its current process."""
+        return {s.index: s.current.nonce for s in self.slots if s.current is not None}
 
     def current(self) -> list[Incarnation]:
         """The current process of every worker that has one."""

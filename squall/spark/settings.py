@@ -20,19 +20,36 @@ HEARTBEAT_TIMEOUT = "squall.spark.worker.heartbeat.timeout.secs"
 START_TIMEOUT = "squall.spark.worker.start.timeout.secs"
 EXECUTOR_WAIT = "squall.spark.executor.wait.secs"
 START_INACTIVE = "squall.topology.start.inactive"
+RESOURCE_PROFILES = "squall.spark.worker.resource.profiles"
+ENV = "squall.spark.env"
+ENV_PACKAGES = "squall.spark.env.packages"
+ENV_PYTHON = "squall.spark.env.python"
+ENV_CACHE_DIR = "squall.spark.env.cache.dir"
 
 SPARK_SETTINGS: tuple[Setting, ...] = (
     Setting(MASTER, "local[*]", "Spark master: local[N], spark://host:port, yarn, k8s://..."),
-    Setting(MASTER_BIND_HOST, "127.0.0.1", "host the topology master's coordination socket binds"),
+    Setting(MASTER_BIND_HOST, "127.0.0.1", "host the topology master's coordination socket binds "
+                                           "(auto: this host's address; 0.0.0.0: every interface)"),
     Setting(MASTER_TIMEOUT, 30.0, "seconds a worker runs on without word from the master"),
     Setting(MASTER_UI_URL, None, "standalone master's JSON URL for counting cores "
                                  "(default http://<master host>:8080/json)"),
-    Setting(WORKER_BIND_HOST, "127.0.0.1", "host each worker's receive socket binds"),
+    Setting(WORKER_BIND_HOST, "127.0.0.1", "host each worker's receive socket binds (auto: its "
+                                           "executor's address; 0.0.0.0: every interface)"),
     Setting(HEARTBEAT, 1.0, "seconds between a worker's heartbeats (they carry its metrics)"),
     Setting(HEARTBEAT_TIMEOUT, 10.0, "seconds of silence after which a worker is declared dead"),
     Setting(START_TIMEOUT, 120.0, "seconds a launched worker has to register and open its tasks"),
     Setting(EXECUTOR_WAIT, 30.0, "seconds to wait for a cluster's first executor when counting slots"),
     Setting(START_INACTIVE, False, "submit with the spouts deactivated"),
+    Setting(RESOURCE_PROFILES, False, "each worker's Spark task asks the cores its tasks' CPU asks add up "
+                                      "to (a stage-level TaskResourceProfile; not in local mode)"),
+    Setting(ENV, "auto", "the executors' environment: auto (pack this one; none on local masters), "
+                         "none, or the path of a packed environment (.tar.gz, .zip, .pex)"),
+    Setting(ENV_PACKAGES, [], "distributions installed here to pack with squall (auto), with "
+                              "what they require"),
+    Setting(ENV_PYTHON, None, "the Python the shipped environment runs on the executors (default "
+                              "their PYSPARK_PYTHON, else python3.X of the driver's version)"),
+    Setting(ENV_CACHE_DIR, None, "where packed environments are kept (default $SQUALL_ENV_CACHE, "
+                                 "else ~/.cache/squall/envs)"),
 )
 
 _DEFAULTS = {s.key: s.default for s in SPARK_SETTINGS}

@@ -77,15 +77,16 @@ def check_java() -> int:
     return version
 
 
-def prepare_environment(local_ip: str = "127.0.0.1") -> None:
-    """Point Spark's Python workers at this interpreter and keep Spark on ``local_ip``.
+def prepare_environment(local_ip: str = "127.0.0.1", executor_python: str | None = None) -> None:
+    """Point Spark's Python workers at ``executor_python`` and keep Spark on ``local_ip``.
 
-    Executors run ``PYSPARK_PYTHON`` (by default ``python3`` on PATH, which lacks this
-    virtualenv's packages), so both variables are set to ``sys.executable``. A cluster
-    whose executors need another interpreter path sets ``spark.pyspark.python``, which
-    Spark prefers to the variable.
+    pyspark hands the executors the driver's ``PYSPARK_PYTHON`` (by default ``python3``
+    on PATH, which lacks this virtualenv's packages), so it is set to ``executor_python``
+    (``spark.pyspark.python``: for a shipped environment, a path inside its archive), or
+    else to ``sys.executable``, for executors that share this interpreter. The driver
+    runs ``sys.executable``.
     """
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_PYTHON"] = executor_python or sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", local_ip)
 

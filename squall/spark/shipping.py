@@ -1,4 +1,12 @@
-"""Shipping the user's own modules to the executors.
+"""Shipping the topology's environment and the user's own modules to the executors.
+
+The environment (squall, its compiled core, its dependencies and the user's packages) is
+chosen by ``squall.spark.env``: ``auto`` packs this environment
+(``squall.spark.environment``) and ships it through ``spark.archives`` with
+``spark.pyspark.python`` inside it, ``none`` ships nothing (the executors share this
+interpreter, as on ``local[N]``), and a path ships an archive the user built (a
+``venv-pack``/``conda-pack`` ``.tar.gz`` with ``bin/python`` inside, or a ``.pex``).
+``auto`` is the default, and means ``none`` on a ``local`` master.
 
 Components are cloudpickled at ``create_topology``. A class defined in ``__main__`` is
 pickled by value, but one defined in an importable module of the user's (a topology
@@ -13,6 +21,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import io
+import logging
 import shutil
 import site
 import sys
@@ -21,10 +30,75 @@ import tempfile
 import zipfile
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from squall.spark import settings as S
+from squall.spark.environment import ALIAS, PYTHON_IN_ARCHIVE, PackedEnvironment, pack_environment
+from squall.spark.errors import SparkSetupError
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
+
+log = logging.getLogger("squall.spark")
+USER_ALIAS = "environment"  # where a user's archive unpacks, as in Spark's own guide
+
+
+def env_choice(conf: dict, master: str) -> str:
+    """``none``, ``auto`` or an archive's path: ``squall.spark.env``, with ``auto`` resolved."""
+    value = str(S.setting(conf, S.ENV)).strip() or "auto"
+    if value == "auto" and master.strip().startswith("local"):
+        return "none"
+    return value
+
+
+def _packages(conf: dict) -> list[str]:
+    value = S.setting(conf, S.ENV_PACKAGES) or []
+    if isinstance(value, str):
+        value = value.split(",")
+    return [str(v).strip() for v in value if str(v).strip()]
+
+
+def _append(spark_conf: dict[str, Any], key: str, value: str) -> str:
+    current = str(spark_conf.get(key) or "").strip().strip(",")
+    return f"{current},{value}" if current else value
+
+
+def environment_settings(conf: dict, master: str,
+                         spark_conf: dict[str, Any]) -> tuple[dict[str, str], PackedEnvironment | None]:
+    """The ``spark.*`` settings that ship the environment ``conf`` chooses, and what was packed.
+
+    A ``spark.pyspark.python`` the user set wins: the environment is theirs to ship. Raises
+    ``SparkSetupError`` for an archive path that does not exist or a package not installed.
+    """
+    choice = env_choice(conf, master)
+    if choice == "none":
+        return {}, None
+    if spark_conf.get("spark.pyspark.python"):
+        log.info("spark.pyspark.python is set (%s): squall ships no environment",
+                 spark_conf["spark.pyspark.python"])
+        return {}, None
+    out: dict[str, str] = {}
+    python = S.setting(conf, S.ENV_PYTHON)
+    if python:
+        out["spark.executorEnv.SQUALL_PYTHON"] = str(python)
+    if choice == "auto":
+        packed = pack_environment(_packages(conf), S.setting(conf, S.ENV_CACHE_DIR))
+        log.info("%s the environment %s (%s) for the executors", "packed" if packed.built else "reusing",
+                 packed.path.name, ", ".join(packed.distributions))
+        out["spark.archives"] = _append(spark_conf, "spark.archives", f"{packed.path}#{ALIAS}")
+        out["spark.pyspark.python"] = PYTHON_IN_ARCHIVE
+        return out, packed
+    path = Path(choice).expanduser().resolve()
+    if not path.is_file():
+        raise SparkSetupError(f"squall.spark.env is {choice!r}, but no such file exists; give 'auto', "
+                              f"'none' or the path of a packed environment (.tar.gz, .zip or .pex)")
+    if path.suffix == ".pex":
+        out["spark.files"] = _append(spark_conf, "spark.files", str(path))
+        out["spark.pyspark.python"] = f"./{path.name}"
+    else:
+        out["spark.archives"] = _append(spark_conf, "spark.archives", f"{path}#{USER_ALIAS}")
+        out["spark.pyspark.python"] = f"./{USER_ALIAS}/bin/python"
+    return out, None
 
 
 def _system_roots() -> list[Path]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -31,7 +30,8 @@ from squall.runtime.plan import TaskPlan
 from squall.runtime.sampling import TupleSampler
 from squall.runtime.worker import Worker
 from squall.spark import coordination as co
-from squall.spark.transport import ZmqTransport, frame_tag
+from squall.spark.placement import worker_host
+from squall.spark.transport import ZmqTransport
 
 log = logging.getLogger("squall.spark.worker")
 STOP_TIMEOUT = 30.0
@@ -132,13 +132,13 @@ def run_worker(spec: WorkerSpec) -> dict:
     ctx = zmq.Context()
     hwm = max(4, int(spec.conf["topology.executor.send.buffer.size"])
               // int(spec.conf["squall.transfer.batch.size"]))
-    transport = ZmqTransport(ctx, spec.bind_host, hwm, secret=spec.secret)
-    link = _MasterLink(ctx, spec, _attempt(), transport.address)
+    transport = ZmqTransport(ctx, spec.bind_host, hwm, secret=spec.secret, index=spec.index)
+    link = _MasterLink(ctx, spec, _attempt(), transport.address, transport.nonce)
     try:
         welcome = link.register()
         if welcome is None:
             return {"worker": spec.index, "status": "rejected"}
-        transport.set_peers(welcome["addresses"])
+        transport.set_peers(welcome["addresses"], welcome.get("nonces"))
         errors = ErrorLog()
         worker = Worker(topology_name=spec.topology_name, topology=spec.topology, conf=spec.conf,
                         plan=spec.plan, index=spec.index, transport=transport, errors=errors,
@@ -169,32 +169,44 @@ def set_tap(worker: Worker, tap: TupleSampler | None) -> None:
 class _MasterLink:
     """The worker's DEALER socket to the topology master."""
 
-    def __init__(self, ctx: zmq.Context, spec: WorkerSpec, attempt: int, address: str) -> None:
+    def __init__(self, ctx: zmq.Context, spec: WorkerSpec, attempt: int, address: str,
+                 nonce: bytes) -> None:
+        if not spec.secret:
+            raise ValueError(f"squall worker {spec.index}: no topology secret to talk to the master with")
         self.spec = spec
         self.attempt = attempt
         self.address = address
+        self.nonce = nonce
         self.sock = ctx.socket(zmq.DEALER)
         self.identity = co.identity(spec.topology_name, spec.index, spec.launch, attempt, os.getpid())
+        self.link = co.Link(spec.secret, self.identity, co.TO_MASTER)
         self.sock.setsockopt(zmq.IDENTITY, self.identity)
         self.sock.setsockopt(zmq.LINGER, 2000)  # let the last message reach the master
+        self.sock.setsockopt(zmq.MAXMSGSIZE, co.MAX_MESSAGE_BYTES)
         self.sock.connect(spec.master_address)
         self.last_heard = time.monotonic()
 
     def send(self, t: str, **fields: Any) -> None:
         fields.update(worker=self.spec.index, launch=self.spec.launch)
-        self.sock.send(co.encode(t, **fields), zmq.NOBLOCK)
+        self.sock.send_multipart(self.link.seal(t, **fields), zmq.NOBLOCK)
 
     def recv(self, timeout: float) -> dict | None:
-        if not self.sock.poll(max(0, int(timeout * 1000))):
-            return None
-        self.last_heard = time.monotonic()
-        return co.decode(self.sock.recv())
+        """The next authentic message from the master within ``timeout``, else None."""
+        deadline = time.monotonic() + timeout
+        while self.sock.poll(max(0, int((deadline - time.monotonic()) * 1000))):
+            msg = self.link.open(self.sock.recv_multipart())
+            if msg is not None:
+                self.last_heard = time.monotonic()
+                return msg
+            if self.link.refused in (1, 10, 100) or self.link.refused % 1000 == 0:
+                log.warning("worker %d dropped %d message(s) not from its master (or replayed)",
+                            self.spec.index, self.link.refused)
+        return None
 
     def register(self) -> dict | None:
         """Register; the welcome message, or None if the master refused this process."""
-        proof = frame_tag(self.spec.secret, self.identity) if self.spec.secret else None
-        self.send(co.REGISTER, attempt=self.attempt, pid=os.getpid(), host=socket.gethostname(),
-                  address=self.address, proof=proof)
+        self.send(co.REGISTER, attempt=self.attempt, pid=os.getpid(), host=worker_host(),
+                  address=self.address, nonce=self.nonce)
         deadline = time.monotonic() + self.spec.master_timeout_secs
         while time.monotonic() < deadline:
             msg = self.recv(deadline - time.monotonic())
@@ -232,7 +244,7 @@ class _MasterLink:
             if msg is not None:
                 t = msg["t"]
                 if t == co.ADDRESSES:
-                    transport.set_peers(msg["addresses"])
+                    transport.set_peers(msg["addresses"], msg.get("nonces"))
                 elif t in (co.ACTIVATE, co.DEACTIVATE):
                     # confirmed only once applied: the master's deactivate returns then, and
                     # no next_tuple starts after it (at most one spout call away)

@@ -3,7 +3,8 @@
 ``topology.state.provider`` names a ``StateProvider`` by import path; ``load_provider``
 builds it. The providers: ``squall.state.memory.InMemoryStateProvider`` (the default,
 process-wide), ``squall.state.local.LocalStateProvider`` (SQLite, durable on one machine)
-and ``squall.state.redis.RedisStateProvider``. Importing this package imports none of them.
+and ``squall.state.redis.RedisStateProvider``; Storm's Java names of the in-memory and Redis
+providers name them too. Importing this package imports none of them.
 
 >>> provider = load_provider({})
 >>> type(provider).__name__
@@ -40,6 +41,13 @@ __all__ = [
 ]
 
 
+# Storm's providers by their Java names, so a Storm topology's configuration works as it is
+STORM_PROVIDERS = {
+    "org.apache.storm.state.InMemoryKeyValueStateProvider": "squall.state.memory.InMemoryStateProvider",
+    "org.apache.storm.redis.state.RedisKeyValueStateProvider": "squall.state.redis.RedisStateProvider",
+}
+
+
 def load_provider(conf: Mapping[str, Any]) -> StateProvider:
     """A new instance of the provider class named by ``conf["topology.state.provider"]``.
 
@@ -47,6 +55,13 @@ def load_provider(conf: Mapping[str, Any]) -> StateProvider:
     is not a ``StateProvider`` or cannot be built without arguments.
     """
     path = conf.get(PROVIDER_KEY) or DEFAULT_PROVIDER
+    if isinstance(path, str) and path.startswith(("org.apache.storm.", "com.alibaba.jstorm.")):
+        if path not in STORM_PROVIDERS:
+            ours = ", ".join(sorted(set(STORM_PROVIDERS.values())))
+            raise StateConfigError(f"{PROVIDER_KEY} = {path!r} is a Java provider with no squall "
+                                   f"counterpart; use one of {ours}, "
+                                   f"squall.state.local.LocalStateProvider or your own StateProvider")
+        path = STORM_PROVIDERS[path]
     if not isinstance(path, str):
         raise StateConfigError(f"{PROVIDER_KEY} must be an import path string such as "
                                f"'{DEFAULT_PROVIDER}', got {type(path).__name__}")

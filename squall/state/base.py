@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from enum import Enum
 from typing import Any
 
-from squall.state.codec import decode, encode_key, encode_value
+from squall.state.codec import DEFAULT, Codec
 
 PROVIDER_KEY = "topology.state.provider"
 PROVIDER_CONFIG_KEY = "topology.state.provider.config"
@@ -120,6 +120,21 @@ class KeyValueState(State):
         """The txid staged but not yet committed, or None."""
 
 
+def check_namespace(namespace: str, context: Any) -> str:
+    """``namespace`` if the task of ``context`` may open it, else ``StateConfigError``.
+
+    A topology's namespaces start with its name and a slash; a task opens only those, so
+    one topology cannot read or change another's state through a provider.
+    """
+    if not isinstance(namespace, str) or not namespace:
+        raise StateConfigError(f"a state namespace is a non-empty string, got {namespace!r}")
+    name = getattr(context, "topology_name", None)
+    if name is not None and not namespace.startswith(f"{name}/"):
+        raise StateConfigError(f"topology {name!r} cannot open state namespace {namespace!r}: a "
+                               f"topology opens only its own namespaces ({name}/...)")
+    return namespace
+
+
 class StateProvider(abc.ABC):
     """Makes the state of a namespace; named by ``topology.state.provider``.
 
@@ -151,8 +166,9 @@ class BufferedKeyValueState(KeyValueState):
     only after the storage confirms, so a failed call can simply be retried.
     """
 
-    def __init__(self, namespace: str) -> None:
+    def __init__(self, namespace: str, codec: Codec = DEFAULT) -> None:
         self.namespace = namespace
+        self._codec = codec
         self._pending: Changes = {}
         # An RLock so that iteration (a generator holding no lock) and calls from a
         # checkpoint thread serialize with the task thread.
@@ -160,27 +176,27 @@ class BufferedKeyValueState(KeyValueState):
 
     def get(self, key: Any, default: Any = None) -> Any:
         """See ``KeyValueState.get``."""
-        ekey = encode_key(key)
+        ekey = self._codec.encode_key(key)
         with self._lock:
             if ekey in self._pending:
                 data = self._pending[ekey]
             else:
                 data = self._stored_get(ekey)
-        return default if data is None else decode(data)
+        return default if data is None else self._codec.decode(data)
 
     def put(self, key: Any, value: Any) -> None:
         """See ``KeyValueState.put``; raises ``StateSerializationError`` at once if unencodable."""
-        ekey, evalue = encode_key(key), encode_value(value)
+        ekey, evalue = self._codec.encode_key(key), self._codec.encode_value(value)
         with self._lock:
             self._pending[ekey] = evalue
 
     def delete(self, key: Any) -> Any:
         """See ``KeyValueState.delete``; reads the stored value when no change is pending."""
-        ekey = encode_key(key)
+        ekey = self._codec.encode_key(key)
         with self._lock:
             data = self._pending[ekey] if ekey in self._pending else self._stored_get(ekey)
             self._pending[ekey] = None
-        return None if data is None else decode(data)
+        return None if data is None else self._codec.decode(data)
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         """See ``KeyValueState.__iter__``; pending changes are taken when iteration starts."""
@@ -188,10 +204,10 @@ class BufferedKeyValueState(KeyValueState):
             pending = dict(self._pending)
         for ekey, evalue in self._stored_items():
             if ekey not in pending:
-                yield decode(ekey), decode(evalue)
+                yield self._codec.decode(ekey), self._codec.decode(evalue)
         for ekey, maybe in pending.items():
             if maybe is not None:
-                yield decode(ekey), decode(maybe)
+                yield self._codec.decode(ekey), self._codec.decode(maybe)
 
     def prepare_commit(self, txid: int) -> None:
         """See ``State.prepare_commit``."""

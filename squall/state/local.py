@@ -8,11 +8,14 @@ namespace, task and process that uses the directory. Its tables:
 - ``staged(ns, key, value)``: the prepared changes, ``value`` NULL for a deleted key;
 - ``txids(ns, committed_txid, prepared_txid)``: each namespace's transaction ids.
 
-Keys and values are ``squall.state.codec`` bytes. ``prepare_commit``, ``commit`` and
-``rollback`` are each one SQLite transaction (``BEGIN IMMEDIATE``), so a crash leaves either
-all or none of one; ``synchronous=FULL`` makes a returned call durable. Each state object
-has its own connection; writers of different namespaces (threads or processes) wait for each
-other through SQLite's lock, up to the busy timeout. WAL needs a local file system (not NFS).
+Keys and values are ``squall.state.codec`` bytes. A directory made here is 0700 and the
+file is made 0600; if the file can be written by others all the same, it takes pickles
+only with ``topology.state.key`` (tagged), never bare ones (``codec.Codec``).
+``prepare_commit``, ``commit`` and ``rollback`` are each one SQLite transaction
+(``BEGIN IMMEDIATE``), so a crash leaves either all or none of one; ``synchronous=FULL``
+makes a returned call durable. Each state object has its own connection; writers of
+different namespaces (threads or processes) wait for each other through SQLite's lock, up
+to the busy timeout. WAL needs a local file system (not NFS).
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ from squall.state.base import (
     StateProvider,
     StateUnavailableError,
     _Outcome,
+    check_namespace,
     provider_config,
 )
+from squall.state.codec import DEFAULT, Codec, state_key
 
 DB_FILE = "squall-state.sqlite3"
 SCHEMA_VERSION = 1
@@ -53,8 +58,9 @@ _SCHEMA = (
 class LocalKeyValueState(BufferedKeyValueState):
     """A key-value state in a SQLite file (see the module docs)."""
 
-    def __init__(self, namespace: str, db_path: str, busy_timeout: float = BUSY_TIMEOUT_SECS) -> None:
-        super().__init__(namespace)
+    def __init__(self, namespace: str, db_path: str, busy_timeout: float = BUSY_TIMEOUT_SECS,
+                 codec: Codec = DEFAULT) -> None:
+        super().__init__(namespace, codec)
         self.db_path = db_path
         with self._unavailable_as_error():
             # autocommit (isolation_level=None): transactions are the explicit BEGIN IMMEDIATE
@@ -245,10 +251,15 @@ class LocalStateProvider(StateProvider):
         if not path:
             raise StateConfigError('LocalStateProvider needs topology.state.provider.config = '
                                    '{"path": <directory>}; no "path" was given')
+        check_namespace(namespace, context)
         path = os.path.abspath(os.path.expanduser(os.fspath(path)))
+        db = os.path.join(path, DB_FILE)
         try:
-            os.makedirs(path, exist_ok=True)
+            os.makedirs(path, exist_ok=True, mode=0o700)
+            os.close(os.open(db, os.O_RDWR | os.O_CREAT, 0o600))  # SQLite's -wal/-shm take its mode
+            shared = os.stat(db).st_mode & 0o022  # others can write it: they could plant pickles
         except OSError as e:
             raise StateConfigError(f"LocalStateProvider: cannot create the state directory "
                                    f"{path} (topology.state.provider.config path): {e}") from e
-        return LocalKeyValueState(namespace, os.path.join(path, DB_FILE))
+        codec = Codec(state_key(conf), trusted=not shared, where=f"the state file {db}")
+        return LocalKeyValueState(namespace, db, codec=codec)

@@ -19,7 +19,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from squall.state.base import BufferedKeyValueState, Changes, KeyValueState, StateProvider, _Outcome
+from squall.state.base import (
+    BufferedKeyValueState,
+    Changes,
+    KeyValueState,
+    StateProvider,
+    _Outcome,
+    check_namespace,
+)
 
 
 @dataclass
@@ -119,4 +126,5 @@ class InMemoryStateProvider(StateProvider):
 
     def new_state(self, namespace: str, conf: Mapping[str, Any], context: Any) -> KeyValueState:
         """The state of ``namespace`` in this process (created empty the first time)."""
+        check_namespace(namespace, context)
         return InMemoryKeyValueState(namespace, _stored(namespace))

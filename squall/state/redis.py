@@ -2,8 +2,18 @@
 
 Config: ``conf["topology.state.provider.config"] = {"host", "port", "db", "password",
 "timeout"}`` (defaults ``127.0.0.1``, ``6379``, ``0``, no password, 5 seconds for connecting
-and for each reply). Needs the ``redis`` package (``pip install 'squall[redis]'``), imported
+and for each reply). Storm's ``RedisKeyValueStateProvider`` configuration works as it is
+(``storm_config``): ``jedisPoolConfig`` with ``host``, ``port``, ``timeout`` (ms),
+``database``, ``password``; ``keyClass``, ``valueClass``, ``keySerializerClass`` and
+``valueSerializerClass`` name Java types and serializers, which have no meaning here (keys and
+values go through squall's codec), so they are accepted with a warning; ``jedisClusterConfig``
+(Redis Cluster) is refused, naming ``jedisPoolConfig`` as the alternative.
+
+Needs the ``redis`` package (``pip install 'squall[redis]'``), imported
 only when a Redis state is made.
+
+Others may write to a Redis, so pickled values are taken only with ``topology.state.key``
+(and then carry its tag; ``squall.state.codec``): without it, state holds msgpack types.
 
 Each namespace has three hashes; the ``{...}`` hash tag keeps them in one Redis Cluster slot:
 
@@ -20,24 +30,37 @@ client retries them after a dropped connection. Durability is Redis's: configure
 from __future__ import annotations
 
 import importlib
+import json
+import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from squall.state.base import (
+    PROVIDER_CONFIG_KEY,
     BufferedKeyValueState,
     Changes,
     KeyValueState,
+    StateConfigError,
     StateProvider,
     StateUnavailableError,
     _Outcome,
+    check_namespace,
     provider_config,
 )
+from squall.state.codec import DEFAULT, Codec, state_key
 
 if TYPE_CHECKING:
     import redis as redis_py
 
+log = logging.getLogger("squall.state.redis")
 DEFAULTS: dict[str, Any] = {"host": "127.0.0.1", "port": 6379, "db": 0, "password": None, "timeout": 5.0}
+STORM_POOL = "jedisPoolConfig"
+STORM_CLUSTER = "jedisClusterConfig"
+STORM_IGNORED = ("keyClass", "valueClass", "keySerializerClass", "valueSerializerClass")
+STORM_POOL_KEYS = {"host": "host", "port": "port", "timeout": "timeout", "database": "db",
+                   "password": "password"}
+_warned: set[str] = set()
 _TOMBSTONE = b""  # never an encoded value: msgpack always writes at least one byte
 _SCAN_COUNT = 1000
 
@@ -89,8 +112,8 @@ return {outcome, ''}
 class RedisKeyValueState(BufferedKeyValueState):
     """A key-value state in Redis (see the module docs); reconnects by itself after an outage."""
 
-    def __init__(self, namespace: str, client: redis_py.Redis, where: str) -> None:
-        super().__init__(namespace)
+    def __init__(self, namespace: str, client: redis_py.Redis, where: str, codec: Codec = DEFAULT) -> None:
+        super().__init__(namespace, codec)
         self._client = client
         self._where = where
         prefix = f"squall:state:{{{namespace}}}"
@@ -203,11 +226,66 @@ def _is_unavailable(e: Exception) -> bool:
     return isinstance(e, exceptions.ResponseError) and str(e).startswith("MISCONF")
 
 
+def storm_config(raw: Any) -> tuple[Any, list[str]]:
+    """Storm's ``RedisKeyValueStateProvider`` configuration as squall's, and the keys ignored.
+
+    A configuration in squall's own form comes back unchanged.
+
+    >>> storm_config({"keyClass": "java.lang.String",
+    ...               "jedisPoolConfig": {"host": "localhost", "port": 6380, "timeout": 2000}})
+    ({'host': 'localhost', 'port': 6380, 'timeout': 2.0}, ['keyClass'])
+    """
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return raw, []  # provider_config reports it
+    if not isinstance(raw, Mapping) or not ({STORM_POOL, STORM_CLUSTER, *STORM_IGNORED} & set(raw)):
+        return raw, []
+    key = PROVIDER_CONFIG_KEY
+    if STORM_CLUSTER in raw:
+        raise StateConfigError(f"{key}: {STORM_CLUSTER} (Redis Cluster) is not supported by squall's "
+                               f"RedisStateProvider; use {STORM_POOL} with one Redis server's host and port")
+    ours = sorted(set(raw) & set(DEFAULTS))
+    if ours:
+        raise StateConfigError(f"{key} mixes Storm's form ({STORM_POOL}) with squall's keys {ours}; use one")
+    unknown = sorted(set(raw) - {STORM_POOL, *STORM_IGNORED})
+    if unknown:
+        raise StateConfigError(f"{key} has unknown keys {unknown} for Storm's RedisKeyValueStateProvider; "
+                               f"known: {sorted([STORM_POOL, STORM_CLUSTER, *STORM_IGNORED])}")
+    pool = raw.get(STORM_POOL) or {}
+    if not isinstance(pool, Mapping):
+        raise StateConfigError(f"{key}: {STORM_POOL} must be an object with host, port, timeout, database, "
+                               f"password; got {pool!r}")
+    bad = sorted(set(pool) - set(STORM_POOL_KEYS))
+    if bad:
+        raise StateConfigError(f"{key}: {STORM_POOL} has unknown keys {bad}; "
+                               f"known: {sorted(STORM_POOL_KEYS)}")
+    out: dict[str, Any] = {}
+    for storm_key, value in pool.items():
+        if storm_key == "timeout":  # Jedis counts milliseconds
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise StateConfigError(f"{key}: {STORM_POOL}.timeout must be a positive number of "
+                                       f"milliseconds, got {value!r}")
+            value = value / 1000.0
+        out[STORM_POOL_KEYS[storm_key]] = value
+    return out, [k for k in STORM_IGNORED if k in raw]
+
+
 class RedisStateProvider(StateProvider):
     """State in Redis (Storm's ``RedisKeyValueStateProvider``); see the module docs."""
 
     def new_state(self, namespace: str, conf: Mapping[str, Any], context: Any) -> KeyValueState:
         """The state of ``namespace`` in the configured Redis (connects on first use)."""
+        check_namespace(namespace, context)
+        translated, ignored = storm_config(conf.get(PROVIDER_CONFIG_KEY))
+        for k in ignored:
+            if k not in _warned:  # once per process, not once per task
+                _warned.add(k)
+                log.warning("%s: %s names a Java class, which has no meaning in squall (keys and "
+                            "values are encoded by squall's codec); ignored", PROVIDER_CONFIG_KEY, k)
+        if ignored or translated is not conf.get(PROVIDER_CONFIG_KEY):
+            conf = {**conf, PROVIDER_CONFIG_KEY: translated}
         cfg = provider_config(conf, "RedisStateProvider", DEFAULTS)
         try:
             redis_py = importlib.import_module("redis")
@@ -225,4 +303,7 @@ class RedisStateProvider(StateProvider):
             # server; longer outages surface as StateUnavailableError for the caller to handle.
             retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
         )
-        return RedisKeyValueState(namespace, client, f"{cfg['host']}:{cfg['port']} (db {cfg['db']})")
+        where = f"{cfg['host']}:{cfg['port']} (db {cfg['db']})"
+        # others may write to a Redis: pickles only with the topology's tag
+        codec = Codec(state_key(conf), trusted=False, where=f"Redis at {where}")
+        return RedisKeyValueState(namespace, client, where, codec)

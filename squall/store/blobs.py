@@ -9,6 +9,8 @@ read on a cluster, such as a shared mount, since workers import the code from th
 
 Files are written to a temporary name and renamed, so a reader never sees half a file.
 A version is never modified once written; a killed topology's directory is removed.
+A topology id must have the form Nimbus gives ids (``keys.check_topology_id``): one read
+from a forged record can never name a path outside the blob directory.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from squall.store.keys import check_topology_id
 
 CODE = "code.zip"
 TOPOLOGY = "topology.pkl"
@@ -51,9 +55,17 @@ class BlobStore:
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root).resolve()
 
+    def _dir(self, topology_id: str) -> Path:
+        path = self.root / check_topology_id(topology_id)
+        if path.parent != self.root:  # belt and braces: the id's form already excludes it
+            raise ValueError(f"{topology_id!r} is not a topology id")
+        return path
+
     def version(self, topology_id: str, version: int) -> VersionBlobs:
         """The files of ``version`` of ``topology_id`` (they may not exist)."""
-        return VersionBlobs(self.root / topology_id / f"v{version}")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ValueError(f"{version!r} is not a topology version")
+        return VersionBlobs(self._dir(topology_id) / f"v{version}")
 
     def write(self, topology_id: str, version: int, *, code: bytes, topology: bytes,
               conf: dict) -> VersionBlobs:
@@ -73,4 +85,4 @@ class BlobStore:
 
     def remove(self, topology_id: str) -> None:
         """Delete every version of ``topology_id``."""
-        shutil.rmtree(self.root / topology_id, ignore_errors=True)
+        shutil.rmtree(self._dir(topology_id), ignore_errors=True)

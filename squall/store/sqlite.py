@@ -5,6 +5,9 @@ file; SQLite's lock serialises their writes, and ``update`` is one ``BEGIN IMMED
 transaction, so a read-modify-write is atomic across processes. WAL needs a local file
 system. Leadership is an exclusive ``flock`` on ``PATH.leader``: the kernel releases it when
 the holder dies, however it dies, so a standby Nimbus on the same file takes over at once.
+
+The store holds the topologies' secrets: its files (``PATH``, ``-wal``, ``-shm``,
+``.leader``) are made or tightened to mode 0600, and a directory made for it is 0700.
 """
 
 from __future__ import annotations
@@ -26,19 +29,33 @@ LEADER_KEY = "nimbus/leader"
 RETRY_SECS = 0.5
 
 
+def private_files(path: Path) -> None:
+    """Tighten the store file and its companions to mode 0600 (whatever they were)."""
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}.leader")):
+        try:
+            if p.stat().st_mode & 0o077:
+                os.chmod(p, 0o600)
+        except FileNotFoundError:
+            pass
+
+
 class SqliteStore:
     """The ``Store`` protocol on a SQLite file."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            # made 0600 before SQLite opens it: its -wal and -shm files take the file's mode
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+            private_files(self.path)
             self._conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_SECS,
                                          isolation_level=None, check_same_thread=False)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, "
                                "value TEXT NOT NULL)")
-        except sqlite3.Error as e:
+            private_files(self.path)
+        except (sqlite3.Error, OSError) as e:
             raise StoreError(f"cannot open the store {self.path}: {e}") from None
         self._lock = threading.Lock()
 

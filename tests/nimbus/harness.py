@@ -2,8 +2,8 @@
 
 Everything runs as a user would run it: Nimbus is ``python -m squall.cli.main nimbus`` on
 127.0.0.1 and a free port, each command a new process, and results come back through the
-files the topology writes (see ``topology_source``). No PYTHONPATH is passed, so the
-topologies' code can only reach the workers through what ``squall submit`` uploads.
+files the topology writes (see ``topology_source``). PYTHONPATH holds only the squall under
+test, so the topologies' code can only reach the workers through what ``squall submit`` uploads.
 """
 
 from __future__ import annotations
@@ -30,9 +30,14 @@ def free_port() -> int:
 
 
 def base_env(home: Path) -> dict:
-    """The environment of Nimbus and of the commands: no PYTHONPATH, loopback only."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SQUALL_TOKEN", "SQUALL_NIMBUS")}
-    env.update(SQUALL_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1")
+    """The environment of Nimbus and of the commands: loopback only, and on PYTHONPATH only
+    the squall these tests import (a git worktree's, not the one the virtualenv installed)."""
+    import squall
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "SQUALL_TOKEN", "SQUALL_NIMBUS", "SQUALL_CONF")}
+    env.update(SQUALL_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
+               PYTHONPATH=str(Path(squall.__file__).resolve().parent.parent))
     return env
 
 
@@ -64,7 +69,8 @@ class NimbusProcess:
     """One ``squall nimbus`` process on 127.0.0.1."""
 
     def __init__(self, home: Path, workdir: Path, *, port: int | None = None, store: str | None = None,
-                 conf: dict | None = None, name: str = "nimbus") -> None:
+                 conf: dict | None = None, name: str = "nimbus", args: list[str] | None = None,
+                 conf_file: Path | None = None) -> None:
         self.home = home
         self.workdir = workdir
         self.port = port or free_port()
@@ -72,7 +78,9 @@ class NimbusProcess:
         self.store = store
         self.conf = {"squall.spark.master": "local[4]", "nimbus.master.timeout.secs": "8",
                      "nimbus.submit.timeout.secs": "150", **(conf or {})}
+        self.conf_file = conf_file
         self.log_path = workdir / f"{name}-{self.port}.log"
+        self.args = list(args or [])  # more options of ``squall nimbus``
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 30.0) -> NimbusProcess:
@@ -82,6 +90,9 @@ class NimbusProcess:
             args += ["--store", self.store]
         for k, v in self.conf.items():
             args += ["--conf", f"{k}={v}"]
+        args += self.args
+        if self.conf_file is not None:
+            args += ["--conf", str(self.conf_file)]
         self.workdir.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(args, cwd=self.workdir, env=base_env(self.home), stdout=log,

@@ -187,16 +187,16 @@ def test_gray_upgrade_one_worker_then_complete(world):
     assert "run version 3" in out
     t = world.topology()
     assert t["status"] == "UPGRADING"
-    assert t["upgrade"] == {"from": 2, "to": 3, "workers": [1]}
+    assert t["upgrade"] == {"from": 2, "to": 3, "workers": [1], "state": "BATCH_FINISHED"}
     versions = {w["worker"]: w["version"] for w in world.info()["workers"]}
     assert versions == {0: 2, 1: 3}
     upgraded = time.time()
     wait_for(lambda: {"v2", "v3"} <= {r.version for r in R.records(world.out) if r.time > upgraded + 0.5},
-             60, "both versions counting side by side")
+             120, "both versions counting side by side")
     # an upgrade of a topology being upgraded, and a rebalance, change nothing
     refused(world.cli("upgrade", NAME, str(world.files["v5"]), "--worker-num", "1"), 5, "being upgraded")
     refused(world.cli("rebalance", NAME, "--workers", "3"), 5, "being upgraded")
-    assert world.topology()["upgrade"] == {"from": 2, "to": 3, "workers": [1]}
+    assert world.topology()["upgrade"] == {"from": 2, "to": 3, "workers": [1], "state": "BATCH_FINISHED"}
     assert "upgraded: version 3" in ok(world.cli("complete-upgrade", NAME))
     t = world.topology()
     assert (t["status"], t["version"], t["upgrade"]) == ("ACTIVE", 3, None)

@@ -2,7 +2,7 @@
 
 Each frame carries a keyed BLAKE2b tag of the topology's secret; frames without it, or
 with another topology's, are dropped and counted. A worker registers with its master
-only with a proof of the secret.
+only with a proof of the secret (tests/security/test_sec5_links.py, against the real master).
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ def send(t: ZmqTransport, peer: int, frame: bytes, timeout: float = 3.0) -> None
 
 def test_frames_with_the_secret_are_delivered(ctx):
     secret = b"s" * 32
-    a, b = ZmqTransport(ctx, secret=secret), ZmqTransport(ctx, secret=secret)
-    a.set_peers({1: b.address})
+    a, b = ZmqTransport(ctx, secret=secret, index=0), ZmqTransport(ctx, secret=secret, index=1)
+    a.set_peers({1: b.address}, {1: b.nonce})
+    b.set_peers({0: a.address}, {0: a.nonce})
     send(a, 1, b"frame-1")
     assert receive(b, 1) == [b"frame-1"]
     assert b.rejected_frames == 0
@@ -51,9 +52,10 @@ def test_frames_with_the_secret_are_delivered(ctx):
 
 @pytest.mark.parametrize("sender_secret", [None, b"another topology's secret!!!!!!!"])
 def test_frames_without_the_secret_are_dropped_and_counted(ctx, sender_secret):
-    b = ZmqTransport(ctx, secret=b"s" * 32)
-    intruder = ZmqTransport(ctx, secret=sender_secret)
-    intruder.set_peers({1: b.address})
+    b = ZmqTransport(ctx, secret=b"s" * 32, index=1)
+    intruder = ZmqTransport(ctx, secret=sender_secret, index=0, insecure=sender_secret is None)
+    intruder.set_peers({1: b.address}, {1: b.nonce})
+    b.set_peers({0: intruder.address}, {0: intruder.nonce})
     for i in range(3):
         send(intruder, 1, f"forged-{i}".encode())
     assert receive(b, 1, timeout=1.0) == []
@@ -70,12 +72,3 @@ def test_frames_without_the_secret_are_dropped_and_counted(ctx, sender_secret):
     raw.close(linger=0)
     intruder.close()
     b.close()
-
-
-def test_registration_needs_the_proof():
-    """The master's check, as in TopologyMaster._register: a tag of the worker's identity."""
-    secret, identity = b"k" * 32, b"wc/0/1/0/1234"
-    proof = frame_tag(secret, identity)
-    assert proof == frame_tag(secret, identity)
-    assert proof != frame_tag(b"x" * 32, identity)
-    assert proof != frame_tag(secret, b"wc/1/1/0/1234")

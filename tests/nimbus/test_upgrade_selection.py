@@ -1,4 +1,4 @@
-"""Which workers a gray upgrade picks (seed 001): listed workers, else a component's, else N."""
+"""Which workers a gray upgrade picks (seed 001): listed workers, else a component's, else N at random."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ TASKS = {"count": [1, 2], "split": [3], "sentences": [4], "__acker": [7, 8, 9]}
     ({"component": "count"}, set(), [0, 1]),
     ({"component": "count", "worker_num": 1}, set(), [0]),
     ({"component": "count"}, {0}, [1]),
-    ({"worker_num": 2}, set(), [0, 1]),
-    ({"worker_num": 2}, {0}, [1, 2]),
+    ({"worker_num": 2}, {0}, [1, 2]),  # every worker not yet upgraded (random among more: test_gray)
+    ({"worker_num": 3}, {2}, [0, 1]),
     ({"worker_num": 9}, set(), [0, 1, 2]),
 ])
 def test_selection_rules(selector, upgraded, want):

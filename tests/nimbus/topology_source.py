@@ -7,6 +7,7 @@ Results leave the worker processes through files in ``out``:
 - ``emitted-<pid>.txt``: ``id time`` per emitted sentence;
 - ``acked-<pid>.txt``: acked sentence ids (a reopened spout skips them: replayable);
 - ``events-<pid>.txt``: ``event time`` for the spout's open/activate/deactivate;
+- ``conf-<pid>.json``: the configuration values of ``WATCHED`` the spout's ``open`` got;
 - ``count-<task>-<pid>.txt``: ``id pos word version n time`` per counted word, where
   ``n`` is the word's count in the bolt's checkpointed state after this tuple.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 
 SOURCE = '''\
 """Word count {version} for the Nimbus tests."""
+import json
 import os
 import time
 from pathlib import Path
@@ -29,6 +31,10 @@ VERSION = {version!r}
 RATE = {rate!r}
 N = {n!r}
 WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape"]
+CONF_EXTRA = {conf_extra!r}
+SPOUT_CONF = {spout_conf!r}
+WATCHED = ["topology.message.timeout.secs", "topology.max.spout.pending", "topology.stats.sample.rate",
+           "topology.debug", "topology.executor.receive.buffer.size"]
 
 
 def sentence(i):
@@ -51,6 +57,8 @@ class SentenceSpout(Spout):
         self.next_at = 0.0
         self.pid = os.getpid()
         _append(f"events-{{self.pid}}.txt", f"open {{time.time()}}")
+        with open(os.path.join(OUT, f"conf-{{self.pid}}.json"), "w") as f:
+            json.dump({{k: conf.get(k) for k in WATCHED}}, f)
 
     def activate(self):
         _append(f"events-{{self.pid}}.txt", f"activate {{time.time()}}")
@@ -111,7 +119,9 @@ class CountBolt(StatefulBolt):
 
 def build_topology():
     builder = TopologyBuilder()
-    builder.set_spout("sentences", SentenceSpout(), parallelism=1)
+    spout = builder.set_spout("sentences", SentenceSpout(), parallelism=1)
+    for key, value in SPOUT_CONF.items():
+        spout.add_configuration(key, value)
     builder.set_bolt("split", SplitBolt(), parallelism=2).shuffle_grouping("sentences")
     builder.set_bolt("count", CountBolt(), parallelism={count_parallelism!r}).fields_grouping(
         "split", Fields("word"))
@@ -122,14 +132,17 @@ def build_topology():
     conf["topology.state.checkpoint.interval.ms"] = 500
     conf["topology.state.provider"] = "squall.state.local.LocalStateProvider"
     conf["topology.state.provider.config"] = {{"path": STATE}}
+    conf.update(CONF_EXTRA)
     return conf, builder.create_topology()
 '''
 
 
 def write_topology(path: Path, out: Path, state: Path, version: str, *, rate: float = 40.0,
-                   n: int = 100_000, workers: int = 2, count_parallelism: int = 2) -> Path:
+                   n: int = 100_000, workers: int = 2, count_parallelism: int = 2,
+                   conf_extra: dict | None = None, spout_conf: dict | None = None) -> Path:
     """Write a word-count topology file of ``version`` to ``path``."""
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(SOURCE.format(out=str(out), state=str(state), version=version, rate=rate, n=n,
-                                  workers=workers, count_parallelism=count_parallelism))
+                                  workers=workers, count_parallelism=count_parallelism,
+                                  conf_extra=conf_extra or {}, spout_conf=spout_conf or {}))
     return path

@@ -32,7 +32,7 @@ def _poll_until(t: ZmqTransport, n: int, timeout: float = 5.0) -> list[bytes]:
 
 @pytest.mark.timeout(30)
 def test_frames_reach_the_peer_in_order(ctx):
-    a, b = ZmqTransport(ctx), ZmqTransport(ctx)
+    a, b = ZmqTransport(ctx, insecure=True), ZmqTransport(ctx, insecure=True)
     assert a.address.startswith("tcp://127.0.0.1:")
     a.set_peers({0: a.address, 1: b.address})
     frames = [f"frame-{i}".encode() for i in range(100)]
@@ -50,7 +50,7 @@ def test_frames_reach_the_peer_in_order(ctx):
 
 @pytest.mark.timeout(30)
 def test_send_to_unknown_or_absent_peer_returns_false_at_once(ctx):
-    a = ZmqTransport(ctx, hwm=4)
+    a = ZmqTransport(ctx, hwm=4, insecure=True)
     started = time.monotonic()
     assert a.send(5, b"x") is False  # no address yet
     # a port held bound but not listening: connections are refused, and no other socket
@@ -65,7 +65,7 @@ def test_send_to_unknown_or_absent_peer_returns_false_at_once(ctx):
 
 @pytest.mark.timeout(30)
 def test_full_peer_makes_send_return_false_not_block(ctx):
-    a, b = ZmqTransport(ctx, hwm=2), ZmqTransport(ctx, hwm=2)
+    a, b = ZmqTransport(ctx, hwm=2, insecure=True), ZmqTransport(ctx, hwm=2, insecure=True)
     a.set_peers({1: b.address})
     payload = b"y" * 1_000_000
     results = []
@@ -81,7 +81,7 @@ def test_full_peer_makes_send_return_false_not_block(ctx):
 
 @pytest.mark.timeout(30)
 def test_wake_interrupts_wait(ctx):
-    a = ZmqTransport(ctx)
+    a = ZmqTransport(ctx, insecure=True)
     threading.Timer(0.1, a.wake).start()
     started = time.monotonic()
     a.wait(5.0)
@@ -91,14 +91,14 @@ def test_wake_interrupts_wait(ctx):
 
 @pytest.mark.timeout(30)
 def test_peer_coming_back_elsewhere_is_re_resolved(ctx):
-    a, b1 = ZmqTransport(ctx), ZmqTransport(ctx)
+    a, b1 = ZmqTransport(ctx, insecure=True), ZmqTransport(ctx, insecure=True)
     a.set_peers({1: b1.address})
     deadline = time.monotonic() + 5
     while not a.send(1, b"first") and time.monotonic() < deadline:
         time.sleep(0.01)
     assert _poll_until(b1, 1) == [b"first"]
     b1.close()
-    b2 = ZmqTransport(ctx)
+    b2 = ZmqTransport(ctx, insecure=True)
     assert b2.address != b1.address
     a.set_peers({1: b2.address})
     deadline = time.monotonic() + 5

@@ -75,8 +75,10 @@ def backend(request, tmp_path):
         from squall.state.redis import RedisStateProvider
 
         host, port = request.getfixturevalue("redis_server")
+        # others may write to a Redis: pickled values need the topology's key (tests/security)
         conf = {"topology.state.provider": "squall.state.redis.RedisStateProvider",
-                "topology.state.provider.config": {"host": host, "port": port}}
+                "topology.state.provider.config": {"host": host, "port": port},
+                "topology.state.key": "contract-test-key"}
         b = Backend("redis", RedisStateProvider, conf, durable=True)
     yield b
     for state in b.opened:

@@ -37,7 +37,7 @@ def test_info_prints_a_metrics_table(monkeypatch, capsys):
         },
     }
     monkeypatch.setattr(info_cmd, "client", lambda args: FakeClient(body))
-    assert info_cmd.run(argparse.Namespace(name="wc", json=False)) == 0
+    assert info_cmd.run(argparse.Namespace(name="wc", json=False, conf=False, tasks=False)) == 0
     out = capsys.readouterr().out
     lines = out[out.index("COMPONENT  METRIC"):].splitlines()
     assert lines[0].split() == ["COMPONENT", "METRIC", "TYPE", "VALUE"]
@@ -51,5 +51,5 @@ def test_info_without_user_metrics_prints_no_metrics_table(monkeypatch, capsys):
     body = {"name": "wc", "status": "ACTIVE", "version": 1, "uptime_secs": 1.0, "master": {},
             "workers": [], "errors": [], "components": {"count": component({})}}
     monkeypatch.setattr(info_cmd, "client", lambda args: FakeClient(body))
-    info_cmd.run(argparse.Namespace(name="wc", json=False))
+    info_cmd.run(argparse.Namespace(name="wc", json=False, conf=False, tasks=False))
     assert "METRIC" not in capsys.readouterr().out

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import time
 from typing import Any
 
 from squall.cli.commands._shared import client, name_argument, summary_table
@@ -13,11 +15,17 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     """Register the command."""
     p = sub.add_parser("info", parents=[common], help="show a topology in detail")
     name_argument(p)
+    p.add_argument("--conf", action="store_true",
+                   help="show the effective configuration and where each value came from")
+    p.add_argument("--tasks", action="store_true",
+                   help="show each task's last heartbeat and how long its counters have not moved")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the topology's info."""
+    if args.conf:
+        return print_conf(args)
     info = client(args).get(f"/topologies/{args.name}")
     if args.json:
         print_json(info)
@@ -41,17 +49,68 @@ def run(args: argparse.Namespace) -> int:
     if metrics:
         print()
         print(table(["COMPONENT", "METRIC", "TYPE", "VALUE"], metrics))
-    workers = [[w["worker"], w.get("version"), w.get("state"), w.get("host"), w.get("pid"),
-                w.get("address"), w.get("restarts"), duration(w.get("uptime_secs")), w.get("tasks")]
+    workers = [[w["worker"], w.get("version"), stamp(w.get("version_since")), w.get("state"), w.get("host"),
+                w.get("assigned_host"), (w.get("resources") or {}).get("cpu_percent"),
+                (w.get("resources") or {}).get("memory_mb"),
+                w.get("pid"), w.get("address"), w.get("restarts"), duration(w.get("uptime_secs")),
+                w.get("tasks")]
                for w in info["workers"]]
     if workers:
         print()
-        print(table(["WORKER", "VERSION", "STATE", "HOST", "PID", "ADDRESS", "RESTARTS", "UPTIME", "TASKS"],
-                    workers))
+        print(table(["WORKER", "VERSION", "SINCE", "STATE", "HOST", "ASSIGNED", "CPU %", "MEM MB", "PID",
+                     "ADDRESS", "RESTARTS", "UPTIME", "TASKS"], workers))
+    for note in info.get("placement_notes") or []:
+        print(f"placement: {note}")
+    print_upgrade(info)
+    if args.tasks:
+        rows = [[t["task"], t["component"], t["worker"], t["pid"], stamp(t["last_heartbeat"]),
+                 f"{t['heartbeat_age_secs']:.1f}", f"{t['idle_secs']:.1f}", t["emitted"], t["executed"],
+                 t["acked"], t["failed"]] for t in info.get("tasks", [])]
+        print()
+        print(table(["TASK", "COMPONENT", "WORKER", "PID", "HEARTBEAT", "AGE S", "IDLE S", "EMITTED",
+                     "EXECUTED", "ACKED", "FAILED"], rows))
     if info["errors"]:
         last = info["errors"][-1]
         print(f"\n{len(info['errors'])} error(s); last, from {last['component']} task {last['task']}: "
               f"{last['message']} (squall errors {args.name})")
+    return 0
+
+
+def print_upgrade(info: dict) -> None:
+    """The open gray upgrade (or the last one): state, batches, which workers run which code."""
+    up, title = info.get("upgrade"), "gray upgrade"
+    if not up:
+        up, title = info.get("last_upgrade"), "last gray upgrade"
+    if not up:
+        return
+    print(f"\n{title}: version {up['from']} -> {up['to']}, {up['state']}; "
+          f"on version {up['to']}: {up['workers']}, on version {up['from']}: {up['old_workers']}")
+    if up.get("expires_at"):
+        print(f"expires at {stamp(up['expires_at'])} unless continued, completed or rolled back")
+    rows = [[i + 1, b["workers"], stamp(b["asked"]), stamp(b.get("finished")), b.get("error") or ""]
+            for i, b in enumerate(up.get("batches") or [])]
+    if rows:
+        print(table(["BATCH", "WORKERS", "ASKED", "FINISHED", "ERROR"], rows))
+
+
+def stamp(t: float | None) -> str:
+    """A time of day for the tables (local time)."""
+    return "-" if not t else time.strftime("%H:%M:%S", time.localtime(t))
+
+
+def print_conf(args: argparse.Namespace) -> int:
+    """``info NAME --conf``: every key, its value and its source."""
+    conf = client(args).get(f"/topologies/{args.name}/conf")
+    if args.json:
+        print_json(conf)
+        return 0
+    print(f"topology {args.name!r} version {conf['version']}")
+    print(table(["KEY", "VALUE", "SOURCE"],
+                [[r["key"], json.dumps(r["value"]), r["source"]] for r in conf["topology"]]))
+    for cid, rows in conf["components"].items():
+        print()
+        print(table(["COMPONENT", "KEY", "VALUE", "SOURCE"],
+                    [[cid, r["key"], json.dumps(r["value"]), r["source"]] for r in rows]))
     return 0
 
 

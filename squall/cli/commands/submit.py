@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import sys
 import time
 
@@ -20,6 +21,42 @@ from squall.cli.loader import package_code, pickle_topology
 from squall.cli.output import print_json, progress
 from squall.cli.topology_file import add_yaml_options, describe, load_any
 
+# spark-submit's options: (flag, configuration key, meaning); paths become absolute
+SPARK_FLAGS = (
+    ("--master", "squall.spark.master", "Spark master: spark://host:port, yarn, k8s://..., local[N]"),
+    ("--archives", "spark.archives", "archives unpacked on every executor, comma-separated"),
+    ("--py-files", "spark.submit.pyFiles", ".zip, .egg or .py files put on the executors' path"),
+    ("--files", "spark.files", "files put in every executor's working directory"),
+    ("--packages", "spark.jars.packages", "Maven coordinates of jars"),
+    ("--jars", "spark.jars", "jars for the driver and executors"),
+    ("--executor-memory", "spark.executor.memory", "memory per executor, e.g. 2g"),
+    ("--executor-cores", "spark.executor.cores", "cores per executor"),
+    ("--total-executor-cores", "spark.cores.max", "cores of the application in all (standalone)"),
+    ("--num-executors", "spark.executor.instances", "executors (YARN, Kubernetes)"),
+)
+_PATH_KEYS = frozenset({"spark.archives", "spark.submit.pyFiles", "spark.files", "spark.jars"})
+
+
+def _absolute(paths: str) -> str:
+    """Local paths of a comma-separated list made absolute (``#alias`` and URLs kept)."""
+    out = []
+    for item in paths.split(","):
+        path, hash_, alias = item.strip().partition("#")
+        if path and "://" not in path:
+            path = os.path.abspath(os.path.expanduser(path))
+        out.append(path + hash_ + alias)
+    return ",".join(out)
+
+
+def spark_options(args: argparse.Namespace) -> dict:
+    """The configuration keys set by ``--master``, ``--archives`` and the other Spark flags."""
+    out: dict = {}
+    for flag, key, _ in SPARK_FLAGS:
+        value = getattr(args, flag.lstrip("-").replace("-", "_"), None)
+        if value is not None:
+            out[key] = _absolute(value) if key in _PATH_KEYS else value
+    return out
+
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register the command."""
@@ -29,8 +66,16 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p.add_argument("--name", help="the topology's name (default: the file's name)")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="override a config key")
     p.add_argument("--inactive", action="store_true", help="submit with the spouts deactivated")
+    p.add_argument("--env", metavar="auto|none|PATH",
+                   help="how squall and the topology's dependencies reach the Spark executors "
+                        "(squall.spark.env): auto packs this environment (the default, none on a "
+                        "local master), none ships nothing, PATH ships a packed environment "
+                        "(.tar.gz, .zip or .pex, a path on the Nimbus host)")
     p.add_argument("--local", type=float, metavar="SECS",
                    help="run on a LocalCluster in this process for SECS seconds, without Nimbus")
+    spark = p.add_argument_group("Spark (as spark-submit takes them; each sets the key shown)")
+    for flag, key, what in SPARK_FLAGS:
+        spark.add_argument(flag, metavar="VALUE", help=f"{what} ({key})")
     add_yaml_options(p)
     p.add_argument("--dry-run", action="store_true",
                    help="check the topology and print its plan (components, tasks, workers, "
@@ -79,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.inactive:
         conf["squall.topology.start.inactive"] = True
+    conf.update(spark_options(args))
+    if args.env:
+        conf["squall.spark.env"] = args.env if args.env in ("auto", "none") else os.path.abspath(args.env)
     if args.local is not None:
         return run_local(name, conf, topology, args.local, args.json)
     nimbus = client(args)
@@ -97,10 +145,29 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cluster_defaults() -> dict:
+    """The cluster file's topology defaults (``$SQUALL_CONF`` or ``~/.squall/squall.yaml``), if any."""
+    from squall.nimbus import clusterconf
+    from squall.nimbus.config import CONF_KEYS, squall_home
+
+    path = clusterconf.default_path(squall_home())
+    if path is None:
+        return {}
+    try:
+        return dict(clusterconf.read(path, set(CONF_KEYS)).topology)
+    except clusterconf.ClusterConfError as e:
+        raise CliError(ExitCode.USAGE, str(e)) from None
+
+
 def run_local(name: str, conf: dict, topology: object, secs: float, as_json: bool) -> int:
-    """Run on a LocalCluster for ``secs`` seconds, then print its info and kill it."""
+    """Run on a LocalCluster for ``secs`` seconds, then print its info and kill it.
+
+    The cluster file's topology defaults apply under the topology's own configuration, as
+    Nimbus applies its own.
+    """
     from squall.local.cluster import LocalCluster
 
+    conf = {**cluster_defaults(), **conf}
     with LocalCluster() as cluster:
         try:
             cluster.submit_topology(name, conf, topology)  # type: ignore[arg-type]

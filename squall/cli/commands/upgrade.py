@@ -1,10 +1,13 @@
-"""``squall upgrade NAME FILE``: hot deploy, or with a selector a gray upgrade.
+"""``squall upgrade NAME [FILE]``: hot deploy, gray upgrade, or its next batch.
 
 Without a selector the new code and configuration replace the running ones (state kept,
 spouts replay). With ``--workers host:port,...`` (or worker numbers), ``--component C
-[--worker-num N]`` or ``--worker-num N`` only those workers move to the new version, which
-must have the running topology's shape; finish with ``complete-upgrade NAME`` or undo
-with ``rollback NAME``.
+[--worker-num N]`` or ``--worker-num N`` (or the same in FILE's configuration:
+``topology.upgrade.workers``, ``topology.upgrade.component``, ``topology.upgrade.worker.num``)
+only those workers move to the new version, which must have the running topology's shape.
+While that gray upgrade is open, ``squall upgrade NAME --worker-num N`` (no FILE, or the
+same FILE) moves N more; finish with ``complete-upgrade NAME`` or undo with
+``rollback NAME``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     """Register the command."""
     p = sub.add_parser("upgrade", parents=[common], help="hot deploy or gray upgrade a topology")
     name_argument(p)
-    p.add_argument("file", metavar="FILE", help="the new version's .py file")
+    p.add_argument("file", metavar="FILE", nargs="?",
+                   help="the new version's .py file (none: the next batch of the open gray upgrade)")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="override a config key")
     p.add_argument("--workers", metavar="HOST:PORT,...", help="gray: upgrade these workers")
     p.add_argument("--component", metavar="C", help="gray: upgrade the workers running component C")
@@ -33,8 +37,10 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
 
 def run(args: argparse.Namespace) -> int:
     """Upgrade; returns once the new version runs where it should."""
-    _, conf, topology = prepare(args.file, args.name, args.conf)
-    body = upload_body(conf, topology)
+    body: dict = {}
+    if args.file:
+        _, conf, topology = prepare(args.file, args.name, args.conf)
+        body = upload_body(conf, topology)
     gray = {}
     if args.workers:
         gray["workers"] = [w.strip() for w in args.workers.split(",") if w.strip()]
@@ -46,12 +52,12 @@ def run(args: argparse.Namespace) -> int:
         body["gray"] = gray
     else:
         body["wait_secs"] = args.wait
-    kind = "gray upgrade" if gray else "hot deploy"
+    kind = "gray upgrade" if gray or not args.file else "upgrade"
     with progress(f"{kind} of {args.name!r}"):
         summary = client(args).post(f"/topologies/{args.name}/upgrade", body, timeout=LONG_TIMEOUT)
     up = summary.get("upgrade")
     done = (f"topology {args.name!r}: workers {up['workers']} run version {up['to']}; "
-            f"complete-upgrade or rollback to finish") if up else (
+            f"upgrade --worker-num N for more, complete-upgrade or rollback to finish") if up else (
             f"topology {args.name!r} now runs version {summary['version']}")
     print_summary(args, summary, done)
     return 0

@@ -1,10 +1,11 @@
-"""``squall version``: the version of squall (and of the Nimbus reached, if any)."""
+"""``squall version``: the version of squall, its hot path (and the Nimbus reached, if any)."""
 
 from __future__ import annotations
 
 import argparse
 
 import squall
+from squall import _speedups
 from squall.cli.commands._shared import client
 from squall.cli.exits import CliError
 from squall.cli.output import print_json
@@ -17,15 +18,17 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print this squall's version, and the Nimbus's when one answers."""
+    """Print this squall's version and hot path, and the Nimbus's version when one answers."""
+    from squall.cli.main import version_line
+
     try:
         nimbus = client(args).get("/health", timeout=3.0)
     except CliError:
         nimbus = None
     if args.json:
-        print_json({"squall": squall.__version__, "nimbus": nimbus})
+        print_json({"squall": squall.__version__, "hot_path": _speedups.STATE, "nimbus": nimbus})
         return 0
-    print(f"squall {squall.__version__}")
+    print(version_line())
     if nimbus:
         role = "leader" if nimbus["leader"] else "standby"
         print(f"nimbus {nimbus['version']} at {nimbus['url']} ({role})")
