@@ -28,8 +28,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from squall.testing.invariants import check
-
 KEYS = 8
 TOPOLOGY = '''\
 """The chaos soak's topology (written by benchmarks.chaos)."""
@@ -235,6 +233,8 @@ class Soak:
             rss[f"worker{w['worker']}"] = _rss_mb(w.get("pid"))
         rss["master"] = _rss_mb((info.get("master") or {}).get("pid"))
         rss["nimbus"] = _rss_mb(self.procs["nimbus"].pid)
+        from squall.testing.invariants import check  # not at the top: --chart runs without squall
+
         report = check(str(self.out), KEYS, self.count)
         self.samples.append({"t": time.monotonic() - self.t0, "acked": report.acked,
                              "received": report.received, "rss_mb": rss})
@@ -296,6 +296,8 @@ class Soak:
         self.event("redis restarted")
 
     def drain(self, timeout: float = 300) -> Any:
+        from squall.testing.invariants import check
+
         deadline = time.monotonic() + timeout
         report = check(str(self.out), KEYS, self.count)
         while report.unacked and time.monotonic() < deadline:
@@ -356,8 +358,9 @@ def draw(out: Path) -> bool:
         from benchmarks.envs import ensure, python_of
 
         ensure("charts")
+        root = Path(__file__).resolve().parents[1]
         done = subprocess.run([str(python_of("charts")), "-m", "benchmarks.chaos", "--chart",
-                               str(out / "soak.json")], capture_output=True, text=True)
+                               str((out / "soak.json").resolve())], capture_output=True, text=True, cwd=root)
         return done.returncode == 0
     result = json.loads((out / "soak.json").read_text())
     return chart(result["samples"], [tuple(e) for e in result["events"]], out / "soak.png")

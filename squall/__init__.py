@@ -37,6 +37,7 @@ _EXPORTS = {
     "TopologyStartError": "squall.api.errors",
     "NotAliveError": "squall.api.errors",
     "AlreadyAliveError": "squall.api.errors",
+    "ReliableSpout": "squall.connectors.reliable",
     "LocalCluster": "squall.local.cluster",
     "PartialKeyGrouping": "squall.runtime.groupings",
     "submit_topology": "squall.cli.remote",
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     from squall.api.hooks import BaseTaskHook
     from squall.api.tuple import Tuple
     from squall.cli.remote import submit_topology
+    from squall.connectors.reliable import ReliableSpout
     from squall.local.cluster import LocalCluster
     from squall.runtime.groupings import PartialKeyGrouping
     from squall.windows import Count, Duration, StatefulWindowedBolt, TupleWindow, WindowedBolt

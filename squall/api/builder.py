@@ -28,6 +28,8 @@ from squall.api.topology import ComponentSpec, Grouping, Input, StormTopology
 from squall.api.tuple import DEFAULT_STREAM
 
 RESERVED_PREFIXES = ("__", "$")
+# reserved names a component may still declare: ReliableSpout's dead letters
+SYSTEM_DECLARABLE_STREAMS = frozenset({"__dead_letter"})
 
 
 def _check_id(cid: object) -> str:
@@ -262,7 +264,7 @@ def _declared_streams(d: ComponentDeclarer) -> dict:
             raise InvalidTopologyError(
                 f"component {d.id!r} declares stream {stream!r}: stream names must be non-empty strings"
             )
-        if stream.startswith(RESERVED_PREFIXES):
+        if stream.startswith(RESERVED_PREFIXES) and stream not in SYSTEM_DECLARABLE_STREAMS:
             raise InvalidTopologyError(
                 f"component {d.id!r} declares stream {stream!r}: stream names starting with "
                 f"'__' or '$' are reserved; rename it"

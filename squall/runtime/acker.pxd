@@ -9,6 +9,7 @@ cdef class _Entry:
     cdef public object spout_task
     cdef public bint failed
     cdef public object seen
+    cdef public object detail
 
 cdef class AckerLedger:
     cdef public RotatingMap _pending
@@ -20,5 +21,5 @@ cdef class AckerLedger:
     @cython.locals(entry=_Entry, seen=set)
     cpdef object ack(self, object root, object value, bint once=*)
     @cython.locals(entry=_Entry)
-    cpdef object fail(self, object root)
+    cpdef object fail(self, object root, object detail=*)
     cpdef object _settle(self, object root, _Entry entry)

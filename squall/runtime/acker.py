@@ -17,7 +17,7 @@ from squall.runtime.rotating import RotatingMap
 class _Entry:
     """One root in flight: its XOR value, its spout task once known, what was acked."""
 
-    __slots__ = ("value", "spout_task", "failed", "seen")
+    __slots__ = ("value", "spout_task", "failed", "seen", "detail")
 
     def __init__(self) -> None:
         self.value = 0
@@ -25,6 +25,8 @@ class _Entry:
         self.failed = False
         # ack values that crossed a transport, so a redelivered one is ignored (A13)
         self.seen: set[int] | None = None
+        # the first fail's [component, task, error], handed to the spout with the verdict
+        self.detail: list | None = None
 
 
 class Outcome(NamedTuple):
@@ -33,6 +35,7 @@ class Outcome(NamedTuple):
     kind: Literal["ack", "fail", "reset"]
     root: int
     spout_task: int
+    detail: list | None = None  # a fail's [component, task, error], when a bolt said
 
 
 class AckerLedger:
@@ -82,10 +85,15 @@ class AckerLedger:
         entry.value ^= value
         return self._settle(root, entry)
 
-    def fail(self, root: int) -> Outcome | None:
-        """A tuple of the tree failed: the whole tree fails at once."""
+    def fail(self, root: int, detail: list | None = None) -> Outcome | None:
+        """A tuple of the tree failed: the whole tree fails at once.
+
+        ``detail`` is where and why (``[component, task, error]``); the first one is kept.
+        """
         entry = self._entry(root)
         entry.failed = True
+        if entry.detail is None and detail:
+            entry.detail = detail
         return self._settle(root, entry)
 
     def reset_timeout(self, root: int) -> Outcome | None:
@@ -103,7 +111,7 @@ class AckerLedger:
             return None  # the init has not arrived yet: nothing to tell anyone
         if entry.failed:
             self._pending.pop(root)
-            return Outcome("fail", root, entry.spout_task)
+            return Outcome("fail", root, entry.spout_task, entry.detail)
         if entry.value == 0:
             self._pending.pop(root)
             return Outcome("ack", root, entry.spout_task)

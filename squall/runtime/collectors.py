@@ -297,6 +297,10 @@ class OutputCollector(_Emitter):
 
     def fail(self, tup: Tuple) -> None:
         """``tup`` failed: its whole tree fails at once and the spout may replay it."""
+        self.fail_with_error(tup, None)
+
+    def fail_with_error(self, tup: Tuple, error: str | None) -> None:
+        """Fail ``tup``, telling its spouts where (this task) and why (``error``'s text)."""
         owner = self._task.owner
         if owner and owner != get_ident():
             self._foreign("fail")
@@ -310,7 +314,8 @@ class OutputCollector(_Emitter):
                 acker = task.acker_for(root)
                 if hooks is not None:
                     hooks.emit([root], ACK_FAIL, [acker])
-                self._worker.deliver(acker, task, ACK_FAIL, [root], None)
+                self._worker.deliver(acker, task, ACK_FAIL,
+                                     [root, task.component, task.task_id, error], None)
         if tup.stream is not TICK_STREAM:
             self._metrics.failed += 1
         if hooks is not None:

@@ -29,7 +29,7 @@ SYSTEM_STREAM_FIELDS = {
     ACK_ACKS: Fields("roots_and_values"),
     ACK_INIT: Fields("root", "value", "task"),
     ACK_ACK: Fields("root", "value"),
-    ACK_FAIL: Fields("root"),
+    ACK_FAIL: Fields("root", "component", "task", "error"),  # where and why, None if unknown
     ACK_RESET: Fields("root"),
 }
 

@@ -45,6 +45,7 @@ cdef class SpoutTask(Task):
     cdef public bint active
     cdef public object max_retries
     cdef public dict _failures
+    cdef public object _fail_with_reason
     cdef public Py_ssize_t calls, idle_streak, _level1, _level2
     cdef public double idle_until, _level3
     cpdef bint can_emit(self)

@@ -23,6 +23,7 @@ from squall.runtime.collectors import (
     SpoutOutputCollector,
     StreamRoute,
 )
+from squall.runtime.failures import TIMEOUT, Failure, describe, from_detail
 from squall.runtime.hooks import TaskHooks, add_auto_hooks
 from squall.runtime.ids import id_source
 from squall.runtime.metrics import TaskMetrics
@@ -164,6 +165,9 @@ class SpoutTask(Task):
         system = component.startswith(("$", "__"))
         self.max_retries: int | None = None if retries is None or system else int(retries)
         self._failures: dict[Any, int] = {}  # msg id -> failures so far, while it has some
+        # a spout that takes the reason (ReliableSpout) counts its retries itself
+        fail_with_reason = getattr(spout, "fail_with_reason", None)
+        self._fail_with_reason = fail_with_reason if callable(fail_with_reason) else None
         # Storm's WaitStrategyProgressive: how long to leave a spout that emitted nothing
         self.calls = 0  # next_tuple calls so far
         self.idle_streak = 0
@@ -212,7 +216,8 @@ class SpoutTask(Task):
             pending, self._fail_soon = self._fail_soon, []
             now = self.worker.clock()
             for msg_id in pending:
-                self._failed(msg_id, now)  # failed at its emit: no latency
+                # failed at its emit (here, not downstream): no latency
+                self._failed(msg_id, now, [None, self.component, self.task_id, None])
         return self.metrics.emitted - before
 
     def went_idle(self, now: float) -> None:
@@ -267,23 +272,32 @@ class SpoutTask(Task):
             if self.hooks is not None:
                 self.hooks.spout_ack(msg_id, latency)
         elif stream == ACK_FAIL:
-            self._failed(msg_id, emitted_at)
+            self._failed(msg_id, emitted_at, tup.values)
 
     def expire(self) -> int:
         """Rotate the pending buckets; fail what timed out. Returns how many."""
         expired = self.pending.rotate()
         for msg_id, emitted_at in expired.values():
-            self._failed(msg_id, emitted_at)
+            self._failed(msg_id, emitted_at, None)
         return len(expired)
 
-    def _failed(self, msg_id: Any, emitted_at: float) -> None:
+    def _failed(self, msg_id: Any, emitted_at: float, verdict: list | None) -> None:
         """A tree failed or timed out: the spout's ``fail`` (it decides to replay).
 
         Unless ``msg_id`` has failed ``squall.spout.max.retries`` times already (E1): then
         the message is given up, the error reported and the spout's ``ack`` called, so that
         a poison message cannot be replayed forever.
+
+        A spout with ``fail_with_reason`` (``ReliableSpout``) gets the reason instead
+        (``verdict`` is the acker's ``[root, component, task, error]``; None: a timeout)
+        and applies its own retry limit, which defaults to the same key.
         """
         self.metrics.failed += 1
+        if self._fail_with_reason is not None:
+            failure = Failure(TIMEOUT) if verdict is None else from_detail(verdict[1:4])
+            self._call(self._fail_with_reason, msg_id, failure)
+            self._fail_hooks(msg_id, emitted_at)
+            return
         limit = self.max_retries
         if limit is not None:
             try:
@@ -449,7 +463,7 @@ class BoltTask(Task):
                 self.bolt.execute(tup)  # type: ignore[call-arg]
             except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, fail the input
                 self.worker.report_error(self, e)
-                self.collector.fail(tup)
+                self.collector.fail_with_error(tup, describe(e))
         m = self.metrics
         m.executed += 1
         if sample:
@@ -490,10 +504,12 @@ class BoltTask(Task):
         except FailedException as e:
             if isinstance(e, ReportedFailedException):
                 self.worker.report_error(self, e)
-            self.collector.fail(tup)
+                self.collector.fail_with_error(tup, describe(e))
+            else:
+                self.collector.fail(tup)
         except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, fail the input
             self.worker.report_error(self, e)
-            self.collector.fail(tup)
+            self.collector.fail_with_error(tup, describe(e))
         else:
             self.collector.ack(tup)
         finally:
@@ -531,7 +547,7 @@ class AckerTask(Task):
         elif stream == ACK_INIT:
             outcome = self.ledger.init(v[0], v[1], v[2])
         elif stream == ACK_FAIL:
-            outcome = self.ledger.fail(v[0])
+            outcome = self.ledger.fail(v[0], v[1:4] if len(v) > 1 else None)
         elif stream == ACK_RESET:
             outcome = self.ledger.reset_timeout(v[0])
         else:
@@ -550,6 +566,10 @@ class AckerTask(Task):
 
     def _tell(self, outcome: Outcome) -> None:
         stream = _VERDICT_STREAMS[outcome.kind]
+        if stream == ACK_FAIL:
+            detail = outcome.detail or (None, None, None)
+            self.worker.deliver(outcome.spout_task, self, stream, [outcome.root, *detail], None)
+            return
         self.worker.deliver(outcome.spout_task, self, stream, [outcome.root], None)
 
     def expire(self) -> int:

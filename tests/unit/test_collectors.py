@@ -56,7 +56,8 @@ class FakeWorker(Worker):
     def pump(self) -> list[Tuple]:
         """Apply acker messages to the ledger; return the data tuples, as their receivers see them."""
         data, self.sent = self.sent, []
-        apply = {ACK_INIT: self.ledger.init, ACK_ACK: self.ledger.ack, ACK_FAIL: self.ledger.fail,
+        apply = {ACK_INIT: self.ledger.init, ACK_ACK: self.ledger.ack,
+                 ACK_FAIL: lambda root, *detail: self.ledger.fail(root, list(detail)),
                  ACK_RESET: self.ledger.reset_timeout}
         tuples = []
         for target, component, stream, values, ids in data:

@@ -1,0 +1,242 @@
+"""Connector throughput: ``python -m benchmarks.connectors [--rows N] [--skip-spark]``.
+
+One run, one machine, the same pipeline (source -> upper-case -> sink, ackers on, 2 workers,
+``max_spout_pending`` 1000, 20000 for the Parquet writer, which acks a batch only once it
+is written) on each source, so the figures compare:
+
+- ``memory``: a ``ReliableSpout`` over an in-memory list (the baseline: no I/O at all);
+- ``files``: ``FileSpout`` over N lines in 4 files, a counting sink;
+- ``redis``: ``RedisStreamSpout`` -> ``RedisStreamBolt`` on a redis-server this script starts;
+- ``parquet``: ``DataFrameSpout`` over N rows of Parquet -> ``DataFrameWriterBolt`` (Parquet);
+- ``parquet stream``: ``StreamingDataFrameSpout`` reading the same Parquet as a stream;
+- ``spark-ss parquet`` / ``spark-ss files``: Spark Structured Streaming reading the same
+  Parquet and text files (``trigger(availableNow=True)``), upper-casing, writing Parquet.
+
+A squall case's time runs from submit until every message's tree is acked at its spout
+(topology start-up included; a few tens of ms on ``LocalCluster``); a Structured Streaming
+case's from ``start()`` until the query has processed everything. Prints a table and writes
+``benchmarks/results/connectors.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from squall import Bolt, Config, Fields, LocalCluster, ReliableSpout, TopologyBuilder
+
+RESULTS = Path(__file__).resolve().parent / "results"
+PENDING = 1000
+
+
+class MemorySpout(ReliableSpout):
+    """The baseline: ``n`` lines from memory, split across tasks."""
+
+    retry_backoff_secs = 0.0
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def open(self, conf: dict, context: Any, collector: Any) -> None:
+        i, k = context.get_this_task_index(), len(context.get_this_component_tasks())
+        self.todo = iter(range(i, self.n, k))
+
+    def next_message(self) -> tuple[Any, list] | None:
+        i = next(self.todo, None)
+        return None if i is None else (i, [f"line number {i}"])
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(Fields("line"))
+
+
+class Upper(Bolt):
+    """The pipeline's one step: the first field upper-cased, anchored, acked."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def prepare(self, conf: dict, context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def execute(self, tup: Any) -> None:
+        self.collector.emit([str(tup[self.field]).upper()], anchors=tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(Fields("line"))
+
+
+class Sink(Bolt):
+    """Acks; the spout's acked count is the measure."""
+
+    def prepare(self, conf: dict, context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def execute(self, tup: Any) -> None:
+        self.collector.ack(tup)
+
+
+def run_squall(name: str, n: int, spout: Any, field: str, sink: Any, pending: int = PENDING,
+               spouts: int = 2) -> dict:
+    b = TopologyBuilder()
+    b.set_spout("source", spout, spouts)
+    b.set_bolt("upper", Upper(field), 2).shuffle_grouping("source")
+    b.set_bolt("sink", sink, 2).shuffle_grouping("upper")
+    conf = Config()
+    conf.set_num_workers(2)
+    conf.set_max_spout_pending(pending)
+    topology = b.create_topology()
+    topology_name = name.replace(" ", "-")
+    with LocalCluster() as cluster:
+        t0 = time.perf_counter()
+        cluster.submit_topology(topology_name, conf, topology)
+        while cluster.get_topology_info(topology_name)["components"]["source"]["acked"] < n:
+            time.sleep(0.01)
+        secs = time.perf_counter() - t0
+    return row(name, n, secs)
+
+
+def row(name: str, n: int, secs: float) -> dict:
+    return {"case": name, "messages": n, "seconds": round(secs, 3), "per_second": round(n / secs)}
+
+
+def write_lines(directory: Path, n: int, files: int = 4) -> None:
+    directory.mkdir(parents=True)
+    for f in range(files):
+        with open(directory / f"part-{f}.txt", "w", encoding="utf-8") as out:
+            out.writelines(f"line number {i}\n" for i in range(f, n, files))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def redis_case(n: int, work: Path) -> dict:
+    import redis
+
+    from squall.connectors.redis import RedisStreamBolt, RedisStreamSpout
+
+    exe = shutil.which("redis-server")
+    if exe is None:
+        return {"case": "redis", "skipped": "redis-server is not on PATH (scripts/setup-redis.sh)"}
+    port = free_port()
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", str(work)], stdout=subprocess.DEVNULL)
+    try:
+        client = redis.Redis(port=port)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        pipe = client.pipeline(transaction=False)
+        for i in range(n):
+            pipe.xadd("in", {"line": f"line number {i}"})
+            if i % 10_000 == 9_999:
+                pipe.execute()
+        pipe.execute()
+        result = run_squall("redis", n, RedisStreamSpout("in", "bench", ("line",), port=port, batch=500),
+                            "line", RedisStreamBolt("out", port=port))
+        assert client.xlen("out") >= n
+        return result
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def spark_cases(n: int, work: Path, lines: Path) -> list[dict]:
+    from pyspark.sql import SparkSession
+
+    from squall.connectors.spark import DataFrameSpout, DataFrameWriterBolt, StreamingDataFrameSpout
+
+    spark = (SparkSession.builder.master("local[2]").appName("squall-connector-bench")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        parquet = str(work / "parquet-in")
+        spark.range(n).selectExpr("concat('line number ', id) AS line").repartition(4) \
+            .write.parquet(parquet)
+        results = [run_squall("parquet", n, DataFrameSpout(parquet, progress=str(work / "progress"),
+                                                           fields=("line",)),
+                              "line", DataFrameWriterBolt(str(work / "parquet-out"), batch_rows=5000,
+                                                          flush_secs=0.5),
+                              # a batch is acked once written: keep several batches in flight
+                              pending=4 * 5000)]
+        def stream(s: Any) -> Any:
+            return s.readStream.schema("line string").parquet(parquet)
+
+        results.append(run_squall("parquet stream", n, StreamingDataFrameSpout(
+            stream, checkpoint=str(work / "stream-checkpoint"), fields=("line",), trigger_secs=0.1),
+            "line", DataFrameWriterBolt(str(work / "stream-out"), batch_rows=5000, flush_secs=0.5),
+            pending=4 * 5000, spouts=1))
+        results.append(structured_streaming(spark, "spark-ss parquet", n, work,
+                                            lambda: spark.readStream.schema("line string").parquet(parquet)))
+        results.append(structured_streaming(spark, "spark-ss files", n, work,
+                                            lambda: spark.readStream.text(str(lines))
+                                            .withColumnRenamed("value", "line")))
+        return results
+    finally:
+        spark.stop()
+
+
+def structured_streaming(spark: Any, name: str, n: int, work: Path, source: Callable[[], Any]) -> dict:
+    from pyspark.sql.functions import upper
+
+    out = work / name.replace(" ", "-")
+    query = (source().select(upper("line").alias("line")).writeStream.format("parquet")
+             .option("checkpointLocation", str(out / "_checkpoint")).trigger(availableNow=True))
+    t0 = time.perf_counter()
+    query.start(str(out)).awaitTermination()
+    secs = time.perf_counter() - t0
+    written = spark.read.parquet(str(out)).count()
+    assert written == n, f"{name}: wrote {written} rows, expected {n}"
+    return row(name, n, secs)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.connectors",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000, help="messages per case (100000)")
+    parser.add_argument("--skip-spark", action="store_true", help="no Spark cases (no JVM start)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "connectors.json")
+    args = parser.parse_args(argv)
+    n = args.rows
+    with tempfile.TemporaryDirectory(prefix="squall-connector-bench-") as tmp:
+        work = Path(tmp)
+        lines = work / "lines"
+        write_lines(lines, n)
+        from squall.connectors.files import FileSpout
+
+        rows = [run_squall("memory", n, MemorySpout(n), "line", Sink()),
+                run_squall("files", n, FileSpout(lines, "*.txt", progress=work / "files-progress",
+                                                 poll_secs=0.05), "line", Sink()),
+                redis_case(n, work)]
+        if not args.skip_spark:
+            rows += spark_cases(n, work, lines)
+    print(f"{'case':<20}{'messages':>10}{'seconds':>10}{'per second':>12}")
+    for r in rows:
+        if "skipped" in r:
+            print(f"{r['case']:<20}  skipped: {r['skipped']}")
+        else:
+            print(f"{r['case']:<20}{r['messages']:>10}{r['seconds']:>10.2f}{r['per_second']:>12}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""``FileSpout``: the lines of the files in a directory, new files and appended lines.
+
+Each line (without its line break) is a tuple on ``Fields("line")``; its msg id is
+``(file name, byte offset)``. Files are shared among the spout's tasks by a stable hash of
+their names. A line is emitted once it is complete (ends with a newline), so a line being
+written is read when its writer finishes it.
+
+Progress: per file, the offset below which every line is acked (or dead-lettered), written
+atomically to ``<progress>/<file name>.offset`` at most every ``commit_interval_secs`` on the
+runtime's clock and on deactivate/close. A restart reads from there: lines not done are
+replayed, and lines done after the last write are read again (at-least-once; duplicates
+bounded by one commit interval). A file that shrinks below what was read (truncated or
+replaced) is reported and skipped (``on_truncate="skip"``) or read again from the start
+(``"restart"``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from squall.api.components import OutputFieldsDeclarer
+from squall.api.fields import Fields
+from squall.connectors.progress import Watermark
+from squall.connectors.reliable import ReliableSpout
+from squall.runtime import clock
+from squall.runtime.hashing import stable_hash
+
+log = logging.getLogger("squall.connectors.files")
+
+LINE_FIELDS = Fields("line")
+TRUNCATE_POLICIES = ("skip", "restart")
+
+
+class SourceTruncatedError(RuntimeError):
+    """A followed file became shorter than what was already read from it."""
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so that a crash leaves the old or the new, never half."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class FileSpout(ReliableSpout):
+    """Follows ``directory``: every line of files matching ``pattern``, each acked once.
+
+    ``progress``: the directory for committed offsets (created if missing; default
+    ``<directory>/.squall-progress``). ``poll_secs``: how often to look for new files and
+    appended lines once everything read is emitted. ``encoding``: of the lines (undecodable
+    bytes are replaced).
+    """
+
+    def __init__(self, directory: str | os.PathLike, pattern: str = "*", *,
+                 progress: str | os.PathLike | None = None, poll_secs: float = 0.5,
+                 commit_interval_secs: float = 1.0, read_bytes: int = 1 << 20,
+                 encoding: str = "utf-8", on_truncate: str = "skip") -> None:
+        if on_truncate not in TRUNCATE_POLICIES:
+            raise ValueError(f"FileSpout: on_truncate must be one of {TRUNCATE_POLICIES}, "
+                             f"got {on_truncate!r}")
+        self.directory = str(directory)
+        self.pattern = pattern
+        self.progress = str(progress) if progress is not None else None
+        self.poll_secs, self.commit_interval_secs = poll_secs, commit_interval_secs
+        self.read_bytes, self.encoding, self.on_truncate = int(read_bytes), encoding, on_truncate
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """One field, ``line``."""
+        declarer.declare(LINE_FIELDS)
+
+    def open(self, conf: dict, context: Any, collector: Any) -> None:
+        """Find this task's share of the files and where acking left off in each."""
+        self.root = Path(self.directory)
+        if not self.root.is_dir():
+            raise ValueError(f"FileSpout: {self.directory!r} is not a directory")
+        self.progress_dir = Path(self.progress) if self.progress else self.root / ".squall-progress"
+        self.progress_dir.mkdir(parents=True, exist_ok=True)
+        self.index = context.get_this_task_index()
+        self.tasks = len(context.get_this_component_tasks())
+        self.marks: dict[str, Watermark] = {}
+        self.skipped: set[str] = set()
+        self._dirty: set[str] = set()
+        self._lines: list[tuple[tuple[str, int], list]] = []  # read, to emit (reversed)
+        self._next_poll = 0.0
+        self._next_commit = clock.monotonic() + self.commit_interval_secs
+        self._collector_for_errors = collector
+        self.last_lag: int | None = None  # lag() as last measured, for the gauge
+        register = getattr(context, "register_gauge", None)
+        if callable(register):  # a cheap read: measured on the task's thread at each poll
+            register("lag", lambda: self.last_lag)
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def next_message(self) -> tuple[Any, list] | None:
+        """The next complete line of this task's files, or None until the next poll."""
+        now = clock.monotonic()
+        if now >= self._next_commit:
+            self._commit()
+            self._next_commit = now + self.commit_interval_secs
+        if not self._lines and now >= self._next_poll:
+            self.last_lag = self.lag()
+            self._poll()
+            if not self._lines:
+                self._next_poll = now + self.poll_secs
+        if not self._lines:
+            return None
+        return self._lines.pop()
+
+    def mine(self, name: str) -> bool:
+        """Whether file ``name`` belongs to this task (a stable hash of its name)."""
+        return stable_hash(name) % self.tasks == self.index
+
+    def _poll(self) -> None:
+        names = sorted(e.name for e in os.scandir(self.root)
+                       if e.is_file() and fnmatch.fnmatchcase(e.name, self.pattern)
+                       and not e.name.startswith("."))
+        for name in names:
+            if name in self.skipped or not self.mine(name):
+                continue
+            self._read(name)
+            if self._lines:
+                return
+
+    def _read(self, name: str) -> None:
+        mark = self.marks.get(name)
+        if mark is None:
+            mark = self.marks[name] = Watermark(self._committed(name))
+        path = self.root / name
+        try:
+            size = path.stat().st_size
+            if size < mark.read:
+                self._truncated(name, size, mark)
+                return
+            if size == mark.read:
+                return
+            with open(path, "rb") as f:
+                f.seek(mark.read)
+                data = f.read(self.read_bytes)
+        except FileNotFoundError:
+            return  # removed since the scan: its lines are what they were
+        end = data.rfind(b"\n")
+        if end < 0:
+            if len(data) >= self.read_bytes:
+                raise ValueError(f"FileSpout: {path}: a line at byte {mark.read} is longer "
+                                 f"than read_bytes={self.read_bytes}")
+            return  # no complete line yet
+        lines = []
+        pos = mark.read
+        for raw in data[:end + 1].split(b"\n")[:-1]:
+            start, pos = pos, pos + len(raw) + 1
+            mark.emitted(start, pos)
+            text = raw[:-1] if raw.endswith(b"\r") else raw
+            lines.append(((name, start), [text.decode(self.encoding, errors="replace")]))
+        lines.reverse()
+        self._lines = lines
+
+    def _truncated(self, name: str, size: int, mark: Watermark) -> None:
+        error = SourceTruncatedError(
+            f"FileSpout: {self.root / name} has {size} bytes, fewer than the {mark.read} "
+            f"already read: " + ("skipped from now on" if self.on_truncate == "skip"
+                                 else "reading it again from the start"))
+        self._collector_for_errors.report_error(error)
+        if self.on_truncate == "skip":
+            self.skipped.add(name)
+        else:
+            self.marks[name] = Watermark(0)
+            self._dirty.add(name)
+
+    # ---- progress --------------------------------------------------------------------------
+
+    def on_done(self, msg_id: Any) -> None:
+        """Acked or dead-lettered: move the file's watermark (written at the next commit)."""
+        name, start = msg_id
+        mark = self.marks.get(name)
+        if mark is not None and mark.done(start):
+            self._dirty.add(name)
+
+    def _offset_path(self, name: str) -> Path:
+        return self.progress_dir / f"{name}.offset"
+
+    def _committed(self, name: str) -> int:
+        try:
+            text = self._offset_path(name).read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return 0
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"FileSpout: {self._offset_path(name)}: not an offset: {text[:40]!r}") from None
+
+    def _commit(self) -> None:
+        for name in sorted(self._dirty):
+            write_atomically(self._offset_path(name), f"{self.marks[name].position}\n")
+        self._dirty.clear()
+
+    def deactivate(self) -> None:
+        """Write the offsets acked so far."""
+        self._commit()
+
+    def close(self) -> None:
+        """Write the offsets acked so far."""
+        self._commit()
+
+    def lag(self) -> int:
+        """Bytes of this task's files not yet done (read or not)."""
+        total = 0
+        for e in os.scandir(self.root):
+            if (e.is_file() and fnmatch.fnmatchcase(e.name, self.pattern) and self.mine(e.name)
+                    and e.name not in self.skipped and not e.name.startswith(".")):
+                mark = self.marks.get(e.name)
+                total += max(0, e.stat().st_size - (mark.position if mark else self._committed(e.name)))
+        return total

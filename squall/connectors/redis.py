@@ -1,0 +1,282 @@
+"""Redis Streams: a spout reading through a consumer group, a bolt appending to a stream.
+
+``RedisStreamSpout`` reads with ``XREADGROUP`` as consumer ``<component>-<task index>`` (the
+same name after a restart), so an entry delivered but never acked stays in the group's
+pending list: on open the spout first replays its own pending entries, and every
+``claim_interval_secs`` it takes over entries idle for ``claim_idle_secs`` in other consumers'
+lists (``XAUTOCLAIM``: a consumer whose worker died, or that a rebalance removed). An entry is
+``XACK``-ed only when its tuple tree is acked or its dead letter is: at-least-once, with
+duplicates only for trees that completed but whose ``XACK`` was lost with the worker.
+
+``RedisStreamBolt`` appends each tuple as one entry (``XADD``, field -> value) and acks the
+tuple only after Redis answered; a failed write fails the tuple, so the spout replays it.
+
+Needs the ``redis`` package (``pip install 'squall[redis]'``), imported when this module is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+import redis as redis_py
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from squall.api.components import Bolt, OutputFieldsDeclarer
+from squall.api.fields import Fields
+from squall.api.tuple import Tuple
+from squall.connectors.reliable import ReliableSpout
+from squall.runtime import clock
+
+log = logging.getLogger("squall.connectors.redis")
+
+_UNAVAILABLE = (redis_py.ConnectionError, redis_py.TimeoutError)
+RETRY_SECS = 0.5  # after a failed call, wait this long (runtime clock) before the next
+LAG_SECS = 1.0  # how often the lag gauge is measured (runtime clock)
+
+
+def connect(host: str, port: int, db: int, password: str | None, timeout: float,
+            decode: bool = True) -> Any:
+    """A client with short timeouts, so a dead server costs a task at most ``timeout``.
+
+    RESP2 replies (lists), whatever the library's default protocol; typed ``Any`` because
+    the library's reply types cover every protocol at once.
+    """
+    return redis_py.Redis(host=host, port=int(port), db=int(db), password=password,
+                          socket_timeout=timeout, socket_connect_timeout=timeout,
+                          decode_responses=decode, protocol=2,
+                          # one immediate retry gets past a pooled connection that died with
+                          # a restarted server; the library's default (seconds of backoff)
+                          # would hold the task's thread, and replay covers longer outages
+                          retry=Retry(NoBackoff(), 1))
+
+
+class RedisStreamSpout(ReliableSpout):
+    """Entries of a Redis stream as tuples; ``XACK`` once each tree completes.
+
+    ``fields``: the entry fields that become the tuple, in order (a missing one is None);
+    the msg id is the entry id. ``group`` is created if missing, from ``start_id`` ("0": the
+    whole stream; "$": only entries added later). ``batch``: entries read per call.
+    Values are ``str`` (``decode=False``: ``bytes``).
+    """
+
+    def __init__(self, stream: str, group: str, fields: Fields | Iterable[str], *,
+                 host: str = "127.0.0.1", port: int = 6379, db: int = 0,
+                 password: str | None = None, start_id: str = "0", batch: int = 100,
+                 claim_idle_secs: float = 60.0, claim_interval_secs: float = 10.0,
+                 consumer: str | None = None, decode: bool = True, timeout: float = 5.0) -> None:
+        if not stream or not group:
+            raise ValueError(f"RedisStreamSpout needs a stream and a group, got {stream!r}, {group!r}")
+        self.stream, self.group = stream, group
+        self.fields = fields if isinstance(fields, Fields) else Fields(*fields)
+        if len(self.fields) == 0:
+            raise ValueError(f"RedisStreamSpout({stream!r}): fields must name at least one entry field")
+        self.host, self.port, self.db, self.password = host, port, db, password
+        self.start_id, self.batch, self.consumer = start_id, int(batch), consumer
+        self.claim_idle_secs, self.claim_interval_secs = claim_idle_secs, claim_interval_secs
+        self.decode, self.timeout = decode, timeout
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """The default stream has ``fields``."""
+        declarer.declare(self.fields)
+
+    def open(self, conf: dict, context: Any, collector: Any) -> None:
+        """Connect, create the group if needed, and start with this consumer's pending entries."""
+        self.name = self.consumer or f"{context.component_id}-{context.get_this_task_index()}"
+        self.client = connect(self.host, self.port, self.db, self.password, self.timeout, self.decode)
+        self._buffer: deque[tuple[str, list]] = deque()
+        self._acks: list[str] = []
+        self._cursor: str | None = "0"  # own pending entries first (None: read new ones)
+        self._claim_cursor = "0-0"
+        self._next_claim = clock.monotonic()
+        self._retry_at = 0.0
+        self._group_ready = False
+        self._down = False
+        self.last_lag: int | None = None  # lag() as last measured, for the gauge
+        self._next_lag = 0.0
+        register = getattr(context, "register_gauge", None)
+        if callable(register):  # a cheap read: measured on the task's thread, every LAG_SECS
+            register("lag", lambda: self.last_lag)
+
+    def next_message(self) -> tuple[Any, list] | None:
+        """The next entry: replays of our pending list, claimed entries, then new ones."""
+        if not self._buffer:
+            now = clock.monotonic()
+            if now < self._retry_at:
+                return None
+            try:
+                self._flush_acks()
+                if now >= self._next_lag:
+                    self._next_lag = now + LAG_SECS
+                    self.last_lag = self.lag()
+                self._fill(now)
+            except _UNAVAILABLE as e:
+                self._unavailable(e, now)
+                return None
+            except redis_py.ResponseError as e:
+                if "NOGROUP" not in str(e):
+                    raise
+                # the stream or group went away (deleted, or a server restarted without
+                # them): create it again and start over with this consumer's pending list
+                log.warning("%s: %s; creating group %r again", self.name, e, self.group)
+                self._group_ready, self._cursor = False, "0"
+                self._unavailable(e, now)
+                return None
+            if self._down:
+                log.info("%s: Redis at %s:%s answers again", self.name, self.host, self.port)
+                self._down = False
+        return self._buffer.popleft() if self._buffer else None
+
+    def on_done(self, msg_id: Any) -> None:
+        """Acked or dead-lettered: ``XACK`` it (batched with the next read)."""
+        self._acks.append(msg_id)
+        if len(self._acks) >= self.batch:
+            try:
+                self._flush_acks()
+            except _UNAVAILABLE as e:
+                self._unavailable(e, clock.monotonic())
+
+    def deactivate(self) -> None:
+        """Send the acks held so far."""
+        self._try_flush()
+
+    def close(self) -> None:
+        """Send the acks held so far and disconnect."""
+        self._try_flush()
+        self.client.close()
+
+    def lag(self) -> int:
+        """Entries of the group not yet acked: pending in any consumer, or not yet read."""
+        for info in self.client.xinfo_groups(self.stream):
+            if info["name"] in (self.group, self.group.encode()):
+                return int(info.get("pending") or 0) + int(info.get("lag") or 0)
+        return 0
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def _fill(self, now: float) -> None:
+        if not self._group_ready:
+            self._create_group()
+        if self._cursor is not None:
+            self._read_pending()
+            if self._buffer:
+                return
+        if now >= self._next_claim:
+            self._next_claim = now + self.claim_interval_secs
+            self._claim()
+            if self._buffer:
+                return
+        reply = self.client.xreadgroup(self.group, self.name, {self.stream: ">"}, count=self.batch)
+        self._take(reply[0][1] if reply else [])
+
+    def _create_group(self) -> None:
+        try:
+            self.client.xgroup_create(self.stream, self.group, id=self.start_id, mkstream=True)
+        except redis_py.ResponseError as e:
+            if "BUSYGROUP" not in str(e):
+                raise
+        self._group_ready = True
+
+    def _read_pending(self) -> None:
+        # XREADGROUP from an id below ">" replays this consumer's own unacked entries
+        assert self._cursor is not None
+        reply = self.client.xreadgroup(self.group, self.name, {self.stream: self._cursor},
+                                       count=self.batch)
+        entries = reply[0][1] if reply else []
+        if not entries:
+            self._cursor = None
+            return
+        self._cursor = entries[-1][0]
+        self._take(entries)
+
+    def _claim(self) -> None:
+        idle_ms = int(self.claim_idle_secs * 1000)
+        reply = self.client.xautoclaim(self.stream, self.group, self.name, idle_ms,
+                                       start_id=self._claim_cursor, count=self.batch)
+        self._claim_cursor = reply[0]
+        if len(reply) > 2 and reply[2]:  # deleted from the stream while pending: nothing to replay
+            self.client.xack(self.stream, self.group, *reply[2])
+        self._take(reply[1])
+
+    def _take(self, entries: list) -> None:
+        for entry_id, data in entries:
+            if data is None:  # trimmed away while pending (before Redis 7's deleted list)
+                self._acks.append(entry_id)
+                continue
+            self._buffer.append((entry_id, [data.get(f) for f in self.fields]))
+
+    # ---- acks and outages ------------------------------------------------------------------
+
+    def _flush_acks(self) -> None:
+        if self._acks:
+            acks = self._acks
+            self.client.xack(self.stream, self.group, *acks)
+            del acks[:]  # only once Redis has them: a failed XACK is sent again
+
+    def _try_flush(self) -> None:
+        try:
+            self._flush_acks()
+        except _UNAVAILABLE as e:
+            log.warning("%s: %d acks not sent (%s); their entries will be replayed",
+                        self.name, len(self._acks), e)
+
+    def _unavailable(self, error: Exception, now: float) -> None:
+        self._retry_at = now + RETRY_SECS
+        if not self._down:
+            self._down = True
+            log.warning("%s: Redis at %s:%s unavailable (%s); retrying every %.1f s",
+                        self.name, self.host, self.port, error, RETRY_SECS)
+
+
+def encode_value(value: Any) -> Any:
+    """A tuple value as a Redis field value: str, bytes, int and float as they are, else JSON."""
+    if isinstance(value, (str, bytes, int, float)) and not isinstance(value, bool):
+        return value
+    return json.dumps(value, default=repr)
+
+
+class RedisStreamBolt(Bolt):
+    """Appends each input tuple to ``stream`` (``XADD``, field -> value), then acks it.
+
+    ``fields``: which of the tuple's fields to write (default: all). Values that are not
+    str, bytes, int or float are written as JSON text (a dead letter's ``values`` list, None).
+    ``maxlen`` caps the stream (approximately, as ``XADD MAXLEN ~``). A write that fails
+    (Redis down) fails the tuple, so its spout replays it: at-least-once.
+    """
+
+    def __init__(self, stream: str, *, host: str = "127.0.0.1", port: int = 6379, db: int = 0,
+                 password: str | None = None, fields: Iterable[str] | None = None,
+                 maxlen: int | None = None, timeout: float = 5.0) -> None:
+        if not stream:
+            raise ValueError("RedisStreamBolt needs a stream name")
+        self.stream = stream
+        self.host, self.port, self.db, self.password = host, port, db, password
+        self.fields = list(fields) if fields is not None else None
+        self.maxlen, self.timeout = maxlen, timeout
+
+    def prepare(self, conf: dict, context: Any, collector: Any) -> None:
+        """Connect (lazily: the first write opens the connection)."""
+        self.collector = collector
+        self.client = connect(self.host, self.port, self.db, self.password, self.timeout, False)
+
+    def execute(self, tup: Tuple) -> None:
+        """Write the tuple; ack it once Redis has it, fail it if the write failed."""
+        if tup.is_tick():
+            return
+        names = self.fields if self.fields is not None else list(tup.fields)
+        entry = {name: encode_value(tup[name]) for name in names}
+        try:
+            self.client.xadd(self.stream, entry, maxlen=self.maxlen, approximate=True)
+        except _UNAVAILABLE as e:
+            self.collector.report_error(e)
+            self.collector.fail(tup)
+            return
+        self.collector.ack(tup)
+
+    def cleanup(self) -> None:
+        """Disconnect."""
+        self.client.close()

@@ -1,0 +1,36 @@
+"""A real redis-server per test (started and stopped by the test) for the connector tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.redis_server import RedisServer
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_client(redis_server):
+    import redis
+
+    client = redis.Redis(host=redis_server.host, port=redis_server.port, decode_responses=True)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def subprocess_env() -> dict:
+    """Environment for a child Python that imports squall and the tests from this checkout."""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    return env
