@@ -431,9 +431,10 @@ class BoltTask(Task):
             self._batched(batch)
         except Exception as e:  # noqa: BLE001 - user code: report, fail the inputs left
             self.worker.report_error(self, e)
+            why = describe(e)
             for tup in batch:
                 if not tup._done:
-                    self.collector.fail(tup)  # the task's collector (a stateful one holds acks)
+                    self.collector.fail_with_error(tup, why)
         m = self.metrics
         m.executed += count
         if timed:
