@@ -15,10 +15,12 @@ opcode count and sees compiled code too; compare builds with ``SQUALL_PURE_PYTHO
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from typing import Any
@@ -85,6 +87,10 @@ def workers(n: int, sentences: int, acking: bool) -> list[Worker]:
     conf.set_num_workers(n)
     conf.set_max_spout_pending(500)
     conf.set_num_ackers(n if acking else 0)
+    # rounds bounded by counts, not by real time: under valgrind a 5 ms spout budget would
+    # cut rounds (and so frames) wherever the machine's load put the clock, and the
+    # instruction count would move with it
+    conf["squall.spout.round.budget.ms"] = 1e9
     topology = builder.create_topology()
     merged = prepare_conf(conf, topology)
     topology = prepare_topology(topology)
@@ -148,9 +154,110 @@ def _drive_once(n: int, sentences: int, acking: bool) -> None:
     drive(ws, sentences)
 
 
-def _instructions(n: int, sentences: int, acking: bool) -> int:
+# Stages of the data path, by the compiled functions (and C libraries) that start them.
+# A function that matches no pattern (the interpreter, dict and list operations, malloc,
+# the user's Python code) is charged to its callers' stages in proportion to the
+# instructions each call cost, so the user's execute counts to "execute" and the dict an
+# emit builds to "transfer". Order matters: the first matching pattern wins.
+STAGES: list[tuple[str, tuple[str, ...]]] = [
+    ("serialize", ("serialization_", "Encoder", "msgpack", "Packer", "Unpacker", "pickle")),
+    ("ack", ("runtime_5acker_", "AckerTask", "AckerLedger", "OutputCollector_3ack",
+             "OutputCollector_ack", "OutputCollector_4fail", "OutputCollector_fail", "send_ack",
+             "buffer_ack", "_send_acks", "new_root", "acker_for", "getrandbits",
+             "runtime_3ids_", "SplitMix64", "RandomIds", "SpoutTask_handle", "SpoutTask_track",
+             "rotating_", "RotatingMap", "record_complete")),
+    ("route", ("_Emitter__route", "_Emitter_route", "runtime_7routing_", "Router",
+               "runtime_7hashing_", "stable_hash", "hash_values")),
+    ("transfer", ("Worker_deliver", "Worker__flush", "Worker_flush", "Worker__receive",
+                  "Worker_receive", "transport", "InProcess", "zmq", "Collector__send",
+                  "Collector_send", "Collector_emit", "Collector_4emit", "new_tuple")),
+    ("spout", ("SpoutTask_next_tuple", "Worker__run_spouts", "Worker_run_spouts")),
+    ("execute", ("BoltTask_handle", "BoltTask_process", "Task_process", "_execute_basic",
+                 "execute_batch", "_process_batches")),
+    ("loop", ("Worker_run_once", "Worker__fullest", "_wait_time")),
+]
+STAGE_NAMES = [name for name, _ in STAGES] + ["other"]
+
+
+def _stage_of(name: str) -> str | None:
+    for stage, patterns in STAGES:
+        if any(p in name for p in patterns):
+            return stage
+    return None
+
+
+def parse_callgrind(path: str) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+    """Self instructions per function and inclusive instructions per call edge."""
+    selfcost: dict[str, int] = {}
+    edges: dict[tuple[str, str], int] = {}
+    names: dict[str, str] = {}
+
+    def name(ref: str) -> str:
+        ref = ref.strip()
+        if ref.startswith("("):
+            key, _, rest = ref.partition(")")
+            if rest.strip():
+                names[key] = rest.strip()
+            return names.get(key, ref)
+        return ref
+
+    fn = ""
+    callee: str | None = None
+    after_calls = False
+    with open(path) as f:
+        for line in f:
+            if not line or line[0] == "\n":
+                continue
+            c = line[0]
+            if c.isdigit() or c in "+-*":
+                cost = line.split()
+                value = int(cost[1]) if len(cost) > 1 else 0
+                if after_calls:
+                    assert callee is not None
+                    edges[(fn, callee)] = edges.get((fn, callee), 0) + value
+                    after_calls = False
+                else:
+                    selfcost[fn] = selfcost.get(fn, 0) + value
+            elif line.startswith("fn="):
+                fn = name(line[3:])
+                selfcost.setdefault(fn, 0)
+            elif line.startswith("cfn="):
+                callee = name(line[4:])
+            elif line.startswith("calls="):
+                after_calls = True
+    return selfcost, edges
+
+
+def stage_costs(path: str) -> dict[str, float]:
+    """Instructions of one callgrind profile by stage (see ``STAGES``)."""
+    selfcost, edges = parse_callgrind(path)
+    callers: dict[str, list[tuple[str, int]]] = {}
+    for (caller, callee), cost in edges.items():
+        if caller != callee and cost > 0:
+            callers.setdefault(callee, []).append((caller, cost))
+    fixed = {f: _stage_of(f) for f in selfcost}
+    dist: dict[str, dict[str, float]] = {
+        f: {s: 1.0} if s else {"other": 1.0} for f, s in fixed.items()}
+    for _ in range(60):  # to a fixed point through the interpreter's recursion
+        for f, s in fixed.items():
+            if s is not None or f not in callers:
+                continue
+            total = sum(cost for _, cost in callers[f])
+            mixed: dict[str, float] = {}
+            for caller, cost in callers[f]:
+                for stage, share in dist.get(caller, {"other": 1.0}).items():
+                    mixed[stage] = mixed.get(stage, 0.0) + share * cost / total
+            dist[f] = mixed
+    out = dict.fromkeys(STAGE_NAMES, 0.0)
+    for f, cost in selfcost.items():
+        for stage, share in dist[f].items():
+            out[stage] += cost * share
+    return out
+
+
+def _instructions(n: int, sentences: int, acking: bool, profile: str = "/dev/null") -> int:
     out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile}", sys.executable,
          "-m", "benchmarks.opcodes", "--drive", str(n), str(sentences), "on" if acking else "off"],
         capture_output=True, text=True, check=True,
     )
@@ -160,9 +267,28 @@ def _instructions(n: int, sentences: int, acking: bool) -> int:
     return int(match.group(1))
 
 
-def instructions_per_sentence(n: int, acking: bool) -> float:
-    """Machine instructions per sentence: callgrind totals at 3,000 and 1,000 sentences."""
-    return (_instructions(n, 3000, acking) - _instructions(n, 1000, acking)) / 2000
+def instructions_per_sentence(n: int, acking: bool,
+                               keep: str | None = None) -> tuple[float, dict[str, float]]:
+    """Machine instructions per sentence, in all and by stage.
+
+    The difference of callgrind's totals at 3,000 and 1,000 sentences, so start-up cancels.
+    With ``keep`` the two profiles are kept in that directory (see ``--from``).
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        where = keep or tmp
+        os.makedirs(where, exist_ok=True)
+        tag = f"{n}w-{'on' if acking else 'off'}"
+        small, large = (os.path.join(where, f"{tag}-{k}.callgrind") for k in (1000, 3000))
+        _instructions(n, 3000, acking, large)
+        _instructions(n, 1000, acking, small)
+        return stages_from(small, large)
+
+
+def stages_from(small: str, large: str) -> tuple[float, dict[str, float]]:
+    """Per sentence, in all and by stage, from profiles of 1,000 and 3,000 sentences."""
+    a, b = stage_costs(large), stage_costs(small)
+    stages = {s: (a[s] - b[s]) / 2000 for s in STAGE_NAMES}
+    return sum(stages.values()), stages
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=12, help="functions to list (ackers on)")
     parser.add_argument("--instructions", action="store_true",
                         help="count machine instructions with valgrind instead")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="with --instructions: keep the callgrind profiles in DIR")
+    parser.add_argument("--from", dest="source", metavar="DIR",
+                        help="print the stages of profiles kept by --keep (no new run)")
     parser.add_argument("--drive", nargs=3, metavar=("WORKERS", "SENTENCES", "ACKING"),
                         help=argparse.SUPPRESS)  # one run, for --instructions
     args = parser.parse_args(argv)
@@ -182,13 +312,23 @@ def main(argv: list[str] | None = None) -> int:
     from squall import _speedups
 
     print(f"hot path: {_speedups.STATE}")
+    if args.source:
+        for acking in (True, False):
+            tag = f"{args.workers}w-{'on' if acking else 'off'}"
+            ir, stages = stages_from(*(os.path.join(args.source, f"{tag}-{k}.callgrind")
+                                       for k in (1000, 3000)))
+            print(f"ackers {'on ' if acking else 'off'}: {ir:,.0f} instructions/sentence "
+                  f"({args.workers} worker(s))")
+            print("    " + "  ".join(f"{s} {v / 1000:,.1f}k" for s, v in stages.items()))
+        return 0
     if args.instructions:
         if shutil.which("valgrind") is None:
             raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
         for acking in (True, False):
-            ir = instructions_per_sentence(args.workers, acking)
+            ir, stages = instructions_per_sentence(args.workers, acking, args.keep)
             print(f"ackers {'on ' if acking else 'off'}: {ir:,.0f} instructions/sentence "
                   f"({args.workers} worker(s))")
+            print("    " + "  ".join(f"{s} {v / 1000:,.1f}k" for s, v in stages.items()))
         return 0
     for acking in (True, False):
         ops, per = opcodes(args.workers, args.sentences, acking)

@@ -33,6 +33,7 @@ MODULES = (
     "squall.runtime.acker",
     "squall.runtime.hashing",
     "squall.runtime.rotating",
+    "squall.runtime.ids",
     "squall.runtime.metrics",
     "squall.runtime.serialization",
 )

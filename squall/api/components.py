@@ -77,7 +77,12 @@ class Spout(Component):
 
 
 class Bolt(Component):
-    """Processes tuples; ``execute`` must ack or fail every input tuple."""
+    """Processes tuples; ``execute`` must ack or fail every input tuple.
+
+    Opt-in, beyond Storm: a bolt that defines ``execute_batch(self, tuples)`` gets its
+    queued input as a list (up to 256 tuples a call) instead of one ``execute`` per tuple;
+    it still acks or fails each tuple, and the tuples it left open fail if the call raises.
+    """
 
     def prepare(self, conf: dict, context: TopologyContext, collector: Any) -> None:
         """Called once per task in its worker, before any tuple."""

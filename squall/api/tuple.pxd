@@ -1,4 +1,5 @@
 # C layout of the tuple for the compiled hot path (scripts/compile.py); tuple.py is the source.
+cimport cython
 
 cdef class MessageId:
     cdef public object anchors_to_ids
@@ -13,3 +14,6 @@ cdef class Tuple:
     cdef public object _ack_val
     cdef public bint _done
     cdef public double _t0
+
+@cython.locals(t=Tuple)
+cpdef Tuple new_tuple(object values, object fields, object component, object stream, object task, object ids)

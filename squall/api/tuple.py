@@ -95,3 +95,19 @@ class Tuple:
             f"Tuple(component={self.component!r}, stream={self.stream!r}, task={self.task}, "
             f"values={self.values!r})"
         )
+
+
+def new_tuple(values: list, fields: Fields, component: str, stream: str, task: int,
+              ids: dict[int, int] | None) -> Tuple:
+    """``Tuple(...)`` for the runtime's hot path: compiled, it fills the C fields directly."""
+    t = Tuple.__new__(Tuple)
+    t.values = values
+    t.fields = fields
+    t.component = component
+    t.stream = stream
+    t.task = task
+    t._ids = ids
+    t._ack_val = 0
+    t._done = False
+    t._t0 = 0.0
+    return t

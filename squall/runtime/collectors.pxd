@@ -2,6 +2,7 @@
 cimport cython
 
 from squall.api.tuple cimport Tuple
+from squall.runtime.ids cimport SplitMix64, u64
 from squall.runtime.metrics cimport TaskMetrics
 from squall.runtime.tasks cimport BoltTask, SpoutTask, Task
 from squall.runtime.worker cimport Worker
@@ -19,19 +20,20 @@ cdef class _Emitter:
     cdef public Worker _worker
     cdef public TaskMetrics _metrics
     cdef public object _component
+    cdef public SplitMix64 _edges
     @cython.locals(route=StreamRoute)
     cpdef tuple _route(self, object stream, object values)
 
 cdef class SpoutOutputCollector(_Emitter):
     cdef public SpoutTask _spout_task
-    @cython.locals(task=SpoutTask, worker=Worker)
+    @cython.locals(task=SpoutTask, worker=Worker, edges=SplitMix64, ack_val=u64, edge=u64)
     cpdef _send(self, object stream, list values, list targets, object msg_id)
 
 cdef class OutputCollector(_Emitter):
     cdef public BoltTask _bolt_task
     cdef public bint _acking
     cpdef list emit(self, object values, object anchors=*, object stream=*)
-    @cython.locals(task=BoltTask, worker=Worker, anchor=Tuple)
+    @cython.locals(task=BoltTask, worker=Worker, anchor=Tuple, edges=SplitMix64, acc=u64, edge=u64)
     cpdef _send(self, object stream, list values, list targets, object anchors)
     @cython.locals(ids=dict, task=BoltTask, m=TaskMetrics)
     cpdef ack(self, Tuple tup)

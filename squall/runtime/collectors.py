@@ -5,12 +5,12 @@ A collector belongs to one task and is called from that task's thread only.
 
 from __future__ import annotations
 
-from random import getrandbits
 from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
 from squall.api.errors import FailedException
 from squall.api.tuple import DEFAULT_STREAM, TICK_STREAM, Tuple
+from squall.runtime.ids import id_source
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import DirectOnly, Router
 
@@ -41,6 +41,7 @@ class _Emitter:
         self._worker = task.worker
         self._metrics = task.metrics
         self._component = task.component
+        self._edges = id_source()  # random 64-bit edge ids (splitmix64 when compiled)
 
     def _route(self, stream: str, values: Any) -> tuple[StreamRoute, list, list[int]]:
         route = self._routes.get(stream)
@@ -170,10 +171,11 @@ class SpoutOutputCollector(_Emitter):
             task.ack_soon(msg_id)
             return
         root = task.new_root()
+        edges = self._edges
         ack_val = 0
         try:
             for t in targets:
-                edge = getrandbits(64)
+                edge = edges.next()
                 ack_val ^= edge
                 worker.deliver(t, task, stream, values, {root: edge})
         except Exception:
@@ -236,10 +238,13 @@ class OutputCollector(_Emitter):
                 return
             if len(ids_of) == 1:  # the common case: one anchor from one spout tuple
                 (root,) = ids_of
+                edges = self._edges
+                acc = anchor._ack_val
                 for t in targets:
-                    edge = getrandbits(64)
-                    anchor._ack_val ^= edge
+                    edge = edges.next()
+                    acc ^= edge
                     worker.deliver(t, task, stream, values, {root: edge})
+                anchor._ack_val = acc
                 return
             tracked = [anchor]
         else:
@@ -249,11 +254,12 @@ class OutputCollector(_Emitter):
             for t in targets:
                 worker.deliver(t, task, stream, values, None)
             return
+        edges = self._edges
         for t in targets:
             ids: dict[int, int] = {}
             for a in tracked:
                 # one edge per anchor: two anchors of one root must not cancel each other
-                edge = getrandbits(64)
+                edge = edges.next()
                 a._ack_val ^= edge
                 for root in a._ids:  # type: ignore[union-attr]
                     ids[root] = ids.get(root, 0) ^ edge

@@ -3,3 +3,5 @@
 cdef class Encoder:
     cdef public object _packer
     cpdef bytes pack(self, list message)
+
+cpdef list messages_of(object data)

@@ -2,9 +2,10 @@
 
 A message is ``[target_task, source_task, stream, values, ids]``. Messages are packed one
 by one when emitted (so an unserializable value fails at ``emit``, naming the component and
-stream) and joined into frames: a 12-byte header (magic, payload length, CRC-32) and the
-concatenated messages. A frame whose CRC does not match is dropped whole and counted; its
-tuples are replayed by the ackers' timeouts.
+stream) and joined into frames: a 12-byte header (magic, payload length, CRC-32) and a
+payload that is a msgpack array of the messages (its header, then the packed messages). A
+frame whose CRC does not match, or whose payload is not such an array, is dropped whole and
+counted; its tuples are replayed by the ackers' timeouts.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ PICKLE_EXT = 1
 MAGIC = 0x5351  # "SQ"
 HEADER = struct.Struct("<HxxII")  # magic, 2 pad bytes, payload length, crc32
 MAX_FRAME_BYTES = 256 * 1024 * 1024
+_array_header = msgpack.Packer(autoreset=True).pack_array_header
 
 
 class SerializationError(ValueError):
@@ -76,13 +78,15 @@ def _pickle_message(message: list) -> bytes:
 
 
 def frame(parts: list[bytes]) -> bytes:
-    """Join packed messages into one checked frame."""
-    payload = b"".join(parts)
-    return HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+    """Join packed messages into one checked frame (their payload is one msgpack array)."""
+    head = _array_header(len(parts))
+    body = b"".join(parts)
+    crc = zlib.crc32(body, zlib.crc32(head))
+    return b"".join((HEADER.pack(MAGIC, len(head) + len(body), crc), head, body))
 
 
-def unframe(data: bytes) -> Iterator[list]:
-    """The messages of a frame; raises ``CorruptFrameError`` before yielding any if bad."""
+def _payload(data: bytes) -> memoryview:
+    """The checked payload of a frame; raises ``CorruptFrameError`` if it is bad."""
     if len(data) < HEADER.size:
         raise CorruptFrameError(f"frame of {len(data)} bytes is shorter than its header")
     magic, length, crc = HEADER.unpack_from(data)
@@ -91,7 +95,27 @@ def unframe(data: bytes) -> Iterator[list]:
     payload = memoryview(data)[HEADER.size:]
     if zlib.crc32(payload) != crc:
         raise CorruptFrameError("frame payload fails its CRC check")
-    unpacker = msgpack.Unpacker(ext_hook=_ext_hook, strict_map_key=False, raw=False,
-                                max_buffer_size=MAX_FRAME_BYTES)
-    unpacker.feed(payload)
-    yield from unpacker  # a message sent whole through pickle comes back a list too
+    return payload
+
+
+def messages_of(data: bytes) -> list:
+    """The messages of a frame; raises ``CorruptFrameError`` if the frame is bad.
+
+    One ``unpackb`` call for the whole frame: a streaming ``Unpacker`` per frame zeroes a
+    large object, which cost more than unpacking a small frame.
+    """
+    payload = _payload(data)
+    try:
+        messages = msgpack.unpackb(payload, ext_hook=_ext_hook, strict_map_key=False, raw=False)
+    except CorruptFrameError:
+        raise
+    except (ValueError, msgpack.UnpackException) as e:  # ExtraData, FormatError, StackError...
+        raise CorruptFrameError(f"frame payload is not a list of messages: {e}") from None
+    if type(messages) is not list:
+        raise CorruptFrameError("frame payload is not a list of messages")
+    return messages  # a message sent whole through pickle comes back a list too
+
+
+def unframe(data: bytes) -> Iterator[list]:
+    """The messages of a frame; raises ``CorruptFrameError`` before yielding any if bad."""
+    yield from messages_of(data)

@@ -137,6 +137,7 @@ class StatefulBoltTask(BoltTask):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.collector = StatefulOutputCollector(self, self.collector._routes)
+        self._batched = None  # input waits for init_state one tuple at a time (handle)
         self.pending: list[Tuple] = []   # acked by the bolt since the last prepare
         self.prepared: list[Tuple] = []  # covered by the prepared transaction
         self.buffered: list[Tuple] = []  # arrived before init_state

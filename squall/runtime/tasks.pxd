@@ -3,6 +3,7 @@ cimport cython
 
 from squall.api.tuple cimport Tuple
 from squall.runtime.acker cimport AckerLedger
+from squall.runtime.ids cimport SplitMix64
 from squall.runtime.metrics cimport TaskMetrics
 from squall.runtime.collectors cimport BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from squall.runtime.rotating cimport RotatingMap
@@ -23,6 +24,7 @@ cdef class Task:
     cdef public list _local_ackers
     cdef public list _local_slots
     cdef public bint acking
+    cdef public SplitMix64 _root_ids
     cdef public bint inline
     cdef public unsigned long owner
     cdef dict __dict__
@@ -59,6 +61,13 @@ cdef class BoltTask(Task):
     cdef public object barrier
     cdef public Py_ssize_t _sample_every
     cdef public Py_ssize_t _count
+    cdef public object _batched
+    @cython.locals(n=Py_ssize_t)
+    cpdef Py_ssize_t process(self, Py_ssize_t budget)
+    @cython.locals(n=Py_ssize_t, batch=list, tup=Tuple)
+    cpdef Py_ssize_t _process_batches(self, Py_ssize_t budget)
+    @cython.locals(count=Py_ssize_t, step=Py_ssize_t, i=Py_ssize_t, tup=Tuple, m=TaskMetrics, t0=double, ms=double, each=double)
+    cpdef execute_batch(self, list batch)
     @cython.locals(m=TaskMetrics)
     cpdef handle(self, Tuple tup)
     cpdef _execute_basic(self, Tuple tup)

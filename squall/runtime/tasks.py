@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from random import getrandbits
 from typing import TYPE_CHECKING, Any
 
 from squall.api.components import BasicBolt, Bolt, Spout
@@ -26,6 +25,7 @@ from squall.runtime.collectors import (
 )
 from squall.runtime.failures import TIMEOUT, Failure, describe, from_detail
 from squall.runtime.hooks import TaskHooks, add_auto_hooks
+from squall.runtime.ids import id_source
 from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.rotating import RotatingMap
@@ -69,6 +69,7 @@ class Task:
         self._local_ackers: list[AckerTask | None] = [None] * len(ackers)
         self._local_slots: list[int] = []
         self.acking = bool(ackers)
+        self._root_ids = id_source()
         # the thread that calls this task's code, once it runs (0: not yet, or a test
         # driving it by hand); collectors refuse calls from any other thread
         self.owner = 0
@@ -88,7 +89,7 @@ class Task:
         The acker is ``root % ackers``: steering the low residue keeps the spout's init and
         the acker's verdict inside the worker, while the id stays random.
         """
-        root = getrandbits(64)
+        root = self._root_ids.next()
         slots = self._local_slots
         if slots:
             n = self._num_ackers
@@ -351,6 +352,9 @@ class BoltTask(Task):
         rate = float(conf.get("topology.stats.sample.rate") or 0.05)
         self._sample_every = max(1, int(round(1.0 / rate))) if rate > 0 else 0
         self._count = 0
+        # a rich bolt's opt-in ``execute_batch(tuples)``: its queued input a run at a time
+        batch = getattr(bolt, "execute_batch", None) if self._basic is None else None
+        self._batched: Any = batch if callable(batch) else None
 
     def start(self) -> None:
         """Add the ``topology.auto.task.hooks``, then prepare the bolt."""
@@ -367,6 +371,80 @@ class BoltTask(Task):
             self.bolt.cleanup()
         except Exception as e:  # noqa: BLE001
             self.worker.report_error(self, e)
+
+    def process(self, budget: int) -> int:
+        """Handle up to ``budget`` queued tuples, in runs when the bolt has ``execute_batch``."""
+        if self._batched is None:
+            inbox = self.inbox
+            popleft = inbox.popleft
+            n = min(budget, len(inbox))
+            for _ in range(n):
+                self.handle(popleft())
+            return n
+        return self._process_batches(budget)
+
+    def _process_batches(self, budget: int) -> int:
+        """Pass the queued tuples to ``execute_batch`` in runs; checkpoints end a run.
+
+        A checkpoint tuple is handled alone, after the tuples queued before it have been
+        executed, so the barrier still follows the data it marks.
+        """
+        inbox = self.inbox
+        popleft = inbox.popleft
+        n = min(budget, len(inbox))
+        batch: list[Tuple] = []
+        for _ in range(n):
+            tup = popleft()
+            if tup.stream == CHECKPOINT_STREAM:
+                if batch:
+                    self.execute_batch(batch)
+                    batch = []
+                self._on_checkpoint_tuple(tup)
+            else:
+                batch.append(tup)
+        if batch:
+            self.execute_batch(batch)
+        return n
+
+    def execute_batch(self, batch: list[Tuple]) -> None:
+        """One ``execute_batch`` call; if it raises, its inputs not yet acked or failed fail.
+
+        The call's time is shared equally by its tuples in the execute latency and the
+        hooks' ``BoltExecuteInfo``.
+        """
+        hooks = self.hooks
+        count = len(batch)
+        self._count += count
+        timed = self._sample_every != 0 or hooks is not None
+        t0 = 0.0
+        if timed:
+            t0 = self.worker.clock()
+            if hooks is not None:
+                for tup in batch:
+                    tup._t0 = t0 or 1e-9  # 0.0 means "not timed" to ack
+            else:
+                # the process latency of one tuple in each sampling interval
+                step = self._sample_every
+                for i in range(count - 1 - (self._count % step), -1, -step):
+                    batch[i]._t0 = t0 or 1e-9
+        try:
+            self._batched(batch)
+        except Exception as e:  # noqa: BLE001 - user code: report, fail the inputs left
+            self.worker.report_error(self, e)
+            why = describe(e)
+            for tup in batch:
+                if not tup._done:
+                    self.collector.fail_with_error(tup, why)
+        m = self.metrics
+        m.executed += count
+        if timed:
+            ms = (self.worker.clock() - t0) * 1000.0
+            m.exec_sampled_ms += ms
+            m.exec_samples += count
+            if hooks is not None:
+                each = ms / count
+                for tup in batch:
+                    hooks.bolt_execute(tup, each)
 
     def handle(self, tup: Tuple) -> None:
         """Execute one tuple, timing a sample of executes."""

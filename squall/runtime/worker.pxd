@@ -1,8 +1,8 @@
 # C layout for the compiled hot path (scripts/compile.py); worker.py is the source.
 cimport cython
 
-from squall.api.tuple cimport Tuple
-from squall.runtime.serialization cimport Encoder
+from squall.api.tuple cimport Tuple, new_tuple
+from squall.runtime.serialization cimport Encoder, messages_of
 from squall.runtime.tasks cimport AckerTask, SpoutTask, Task
 
 cdef class Timer:
@@ -22,7 +22,7 @@ cdef class Worker:
     cdef public Py_ssize_t _batch, _capacity, _high, _low, _max_tuple
     cdef public list _barrier_spouts
     cdef public bint throttled
-    cdef public dict _fields
+    cdef public dict _fields, _sources
     cdef public list _timers
     cdef public object _commands
     cdef public bint _running, _graceful
@@ -32,7 +32,7 @@ cdef class Worker:
     cdef dict __dict__
     @cython.locals(task=Task, acker=AckerTask)
     cpdef deliver(self, object target, Task src, object stream, object values, object ids)
-    @cython.locals(task=Task, acker=AckerTask, tasks=dict, fields=dict, n=Py_ssize_t)
+    @cython.locals(task=Task, acker=AckerTask, tasks=dict, sources=dict, n=Py_ssize_t)
     cpdef Py_ssize_t _receive(self, Py_ssize_t room)
     @cython.locals(task=Task, spout=SpoutTask, timer=Timer, work=Py_ssize_t)
     cpdef Py_ssize_t run_once(self)

@@ -23,7 +23,7 @@ from typing import Any
 from squall.api.errors import TopologyStartError
 from squall.api.fields import Fields
 from squall.api.topology import StormTopology
-from squall.api.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
+from squall.api.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple, new_tuple
 from squall.runtime import clock as runtime_clock
 from squall.runtime.assembly import make_task
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT
@@ -35,7 +35,7 @@ from squall.runtime.serialization import (
     SerializationError,
     TupleTooLargeError,
     frame,
-    unframe,
+    messages_of,
 )
 from squall.runtime.tasks import PENDING_BUCKETS, AckerTask, BoltTask, SpoutTask, Task
 from squall.runtime.transport import Transport
@@ -114,6 +114,7 @@ class Worker:
         self._low = int(self._capacity * float(conf.get("topology.backpressure.water.mark.low", 0.2)))
         self.throttled = False
         self._fields: dict[tuple[str, str], Fields] = {}
+        self._sources: dict[int, tuple[str, dict[str, Fields]]] = {}
         self._timers: list[Timer] = []
         self._commands: deque[tuple[Callable[[], None], threading.Event]] = deque()
         # real seconds per round for spouts' next_tuple calls: slow spouts cannot delay
@@ -143,6 +144,12 @@ class Worker:
         for comp in (ACKER, SYSTEM, *plan.streams):
             for stream, fields in SYSTEM_STREAM_FIELDS.items():
                 self._fields[(comp, stream)] = fields
+        by_component: dict[str, dict[str, Fields]] = {}
+        for (comp, stream), fields in self._fields.items():
+            by_component.setdefault(comp, {})[stream] = fields
+        # source task -> (its component, stream -> fields): one lookup per received tuple
+        self._sources = {task: (comp, by_component.get(comp, {}))
+                         for task, comp in plan.task_component.items()}
         worker_tasks = plan.worker_tasks(self.index)
         local = set(worker_tasks)
         for ex in plan.worker_executors[self.index]:
@@ -184,7 +191,7 @@ class Worker:
                 acker.apply(stream, values)
                 return
             task.inbox.append(
-                Tuple(values, src.out_fields[stream], src.component, stream, src.task_id, ids)
+                new_tuple(values, src.out_fields[stream], src.component, stream, src.task_id, ids)
             )
             return
         peer = self._task_worker[target]
@@ -263,8 +270,7 @@ class Worker:
         """Take frames while the fullest queue has ``room``: it may pass capacity by one frame."""
         n = 0
         tasks = self.tasks
-        fields = self._fields
-        component_of = self.plan.task_component
+        sources = self._sources
         for _ in range(FRAMES_PER_ROUND):
             if n >= room:
                 break
@@ -273,7 +279,7 @@ class Worker:
                 break
             data = polled[0]
             try:
-                messages = list(unframe(data))
+                messages = messages_of(data)
             except CorruptFrameError as e:
                 self.corrupt_frames += 1
                 log.warning("worker %d dropped a frame: %s (its tuples will be replayed)",
@@ -289,8 +295,8 @@ class Worker:
                     acker.apply(stream, values)
                     n += 1
                     continue
-                comp = component_of[src]
-                task.inbox.append(Tuple(values, fields[(comp, stream)], comp, stream, src, ids))
+                comp, out_fields = sources[src]
+                task.inbox.append(new_tuple(values, out_fields[stream], comp, stream, src, ids))
                 n += 1
         return n
 

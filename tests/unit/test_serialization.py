@@ -16,6 +16,7 @@ from squall.runtime.serialization import (
     Encoder,
     SerializationError,
     frame,
+    messages_of,
     unframe,
 )
 
@@ -183,3 +184,31 @@ def test_corrupt_frame_yields_nothing_before_raising(good_frame):
         for m in unframe(bad):
             got.append(m)
     assert got == []
+
+
+
+def _raw_frame(payload: bytes) -> bytes:
+    import zlib
+
+    from squall.runtime.serialization import MAGIC
+    return HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+
+
+def test_a_frame_is_one_msgpack_array_of_its_messages():
+    import msgpack
+
+    encoder = Encoder()
+    data = frame([encoder.pack(message([i])) for i in range(3)])
+    assert msgpack.unpackb(data[HEADER.size:]) == [message([i]) for i in range(3)]
+
+
+@pytest.mark.parametrize("payload", [
+    bytes([0x92]) + Encoder().pack(message(["cut short"])) + b"",  # says 2 messages, holds 1
+    bytes([0x91]) + Encoder().pack(message(["cut short"]))[:-1],  # the last message cut
+    bytes([0x91]) + Encoder().pack(message([1])) + b"\xc0",  # a byte after the array
+    b"\xc1",  # never used in msgpack
+], ids=["count", "cut", "extra", "invalid"])
+def test_a_frame_with_a_good_crc_but_a_bad_payload_is_corrupt(payload):
+    # not noise (the CRC holds) but a sender's bug: dropped and counted like noise
+    with pytest.raises(CorruptFrameError, match="not a list of messages"):
+        messages_of(_raw_frame(payload))
