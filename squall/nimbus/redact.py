@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 DROPPED = frozenset({"secret", "store", "blob_dir", "log", "log_dir", "launcher", "token", "token_file"})
-TEXTS = frozenset({"error", "last_error", "reason"})
+TEXTS = frozenset({"error", "last_error", "reason", "lastError"})  # lastError: Storm's API
 HIDDEN = "(needs the token)"
 
 
@@ -29,7 +29,7 @@ def public(body: Any) -> Any:
                 continue
             if key in TEXTS and isinstance(value, str) and value:
                 out[key] = HIDDEN
-            elif key == "errors" and isinstance(value, list):
+            elif key in ("errors", "componentErrors") and isinstance(value, list):
                 out[key] = []  # component errors: their tracebacks hold tuple values
             else:
                 out[key] = public(value)

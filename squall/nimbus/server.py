@@ -104,7 +104,11 @@ class NimbusServer:
         ]
         core = [(m, re.compile(f"^{PREFIX}{p}$"), auth, fn) for m, p, auth, fn in table]
         self.redacted = {id(route) for route in core}  # what ``public`` trims for callers without the token
-        routes = core + [(m, re.compile(f"^{PREFIX}{p}$"), auth, fn) for m, p, auth, fn in self.ui.routes()]
+        ui = [(m, re.compile(f"^{PREFIX}{p}$"), auth, fn) for m, p, auth, fn in self.ui.routes()]
+        # Storm's topology and component pages carry error texts too
+        self.redacted |= {id(r) for r, (m, p, _, _) in zip(ui, self.ui.routes(), strict=True)
+                          if m == "GET" and p.startswith("/topology/")}
+        routes = core + ui
         # outside the API: the web UI and Prometheus's scrape target
         routes += [("GET", re.compile(r"^/(index\.html)?$"), False, lambda q, b: page()),
                    ("GET", re.compile(r"^/ui/(?P<name>[A-Za-z0-9_.-]+)$"), False,

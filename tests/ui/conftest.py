@@ -57,8 +57,12 @@ class World:
     def token(self) -> str:
         return (self.home / "nimbus.token").read_text().strip()
 
-    def get(self, path: str) -> dict:
-        with urllib.request.urlopen(f"{self.url}{path}", timeout=30) as resp:
+    def get(self, path: str, token: str | None = "") -> dict:
+        """GET ``path``, with the token unless ``token`` is None (errors need it)."""
+        token = self.token if token == "" else token
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        req = urllib.request.Request(f"{self.url}{path}", headers=headers)
+        with urllib.request.urlopen(req, timeout=30) as resp:
             return json.load(resp)
 
     def raw(self, path: str) -> tuple[int, dict, bytes]:

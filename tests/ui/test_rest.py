@@ -195,6 +195,11 @@ def test_component_pages(world):
     err = total["componentErrors"][0]
     assert "Traceback" in err["error"] and "refused on purpose" in err["error"]
     assert err["errorTime"] > 10**12  # Storm gives this one in milliseconds
+    public = world.get(f"/api/v1/topology/{NAME}/component/total", token=None)
+    assert public["componentErrors"] == []  # tracebacks hold tuple values: the token's holder only
+    page = world.get(f"/api/v1/topology/{NAME}", token=None)
+    assert all(b["lastError"] in ("", "(needs the token)") for b in page["bolts"])
+    assert "refused on purpose" not in json.dumps(page)
     status, _, body = world.raw(f"/api/v1/topology/{NAME}/component/nope")
     assert status == 404 and b"components: count, report, sentences, split, total" in body
 
