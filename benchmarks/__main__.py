@@ -37,8 +37,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                            "the default)")
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), metavar="W",
                         help=f"workloads to run (default: all): {', '.join(WORKLOADS)}")
-    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), metavar="S",
-                        help=f"systems to run on (default: all): {', '.join(SYSTEMS)}")
+    parser.add_argument("--systems", nargs="+", default=[s for s in SYSTEMS if not SYSTEMS[s].optional],
+                        metavar="S", help=f"systems to run on (default: all but "
+                                          f"{', '.join(s for s in SYSTEMS if SYSTEMS[s].optional)}): "
+                                          f"{', '.join(SYSTEMS)}")
+    parser.add_argument("--shipped-env", action="store_true",
+                        help="also run squall-standalone and squall-shipped: the Spark workload on a "
+                             "standalone cluster whose executors share this virtualenv, and on one whose "
+                             "executors have a bare Python and get squall by squall.spark.env=auto")
     parser.add_argument("--warmup", type=float, help="override the warm-up seconds of every case")
     parser.add_argument("--duration", type=float, help="override the measured seconds of every case")
     parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
@@ -46,6 +52,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"results directory ({RESULTS})")
     args = parser.parse_args(argv)
     args.workloads = _names(args.workloads, WORKLOADS, parser, "workload")
+    if args.shipped_env:
+        args.systems = [*args.systems, "squall-standalone", "squall-shipped"]
     args.systems = _names(args.systems, SYSTEMS, parser, "system")
     return args
 

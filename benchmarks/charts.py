@@ -22,8 +22,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ORDER = ["squall-local", "squall-spark", "raw", "bytewax", "spark-ss", "pyflink"]
-COLORS = dict(zip(ORDER, ["#1f77b4", "#17becf", "#7f7f7f", "#ff7f0e", "#d62728", "#9467bd"], strict=True))
+ORDER = ["squall-local", "squall-spark", "squall-standalone", "squall-shipped", "raw", "bytewax", "spark-ss",
+         "pyflink"]
+COLORS = dict(zip(ORDER, ["#1f77b4", "#17becf", "#2ca02c", "#98df8a", "#7f7f7f", "#ff7f0e", "#d62728",
+                          "#9467bd"], strict=True))
 
 
 def _ok(rows: list[dict], workload: str) -> list[dict]:
@@ -31,7 +33,7 @@ def _ok(rows: list[dict], workload: str) -> list[dict]:
 
 
 def _label(row: dict) -> str:
-    if row["system"] in ("squall-local", "squall-spark", "raw"):
+    if row["system"] in ("squall-local", "squall-spark", "squall-standalone", "squall-shipped", "raw"):
         return f"{row['system']}\nack {'on' if row.get('acking') else 'off'}"
     return row["system"]
 

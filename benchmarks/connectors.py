@@ -8,6 +8,10 @@ is written) on each source, so the figures compare:
 - ``files``: ``FileSpout`` over N lines in 4 files, a counting sink;
 - ``redis``: ``RedisStreamSpout`` -> ``RedisStreamBolt`` on a redis-server this script starts;
 - ``parquet``: ``DataFrameSpout`` over N rows of Parquet -> ``DataFrameWriterBolt`` (Parquet);
+- ``parquet arrow``: the same with ``engine="arrow"`` (pyarrow, as in a Spark executor);
+- ``parquet aligned``: the same in a stateful topology (the step is a stateful bolt, a
+  checkpoint every 500 ms): the writer stages per transaction and publishes at commits, and
+  the spout's acks wait for the commits;
 - ``parquet stream``: ``StreamingDataFrameSpout`` reading the same Parquet as a stream;
 - ``spark-ss parquet`` / ``spark-ss files``: Spark Structured Streaming reading the same
   Parquet and text files (``trigger(availableNow=True)``), upper-casing, writing Parquet.
@@ -31,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from squall import Bolt, Config, Fields, LocalCluster, ReliableSpout, TopologyBuilder
+from squall import Bolt, Config, Fields, LocalCluster, ReliableSpout, StatefulBolt, TopologyBuilder
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PENDING = 1000
@@ -74,6 +78,17 @@ class Upper(Bolt):
         declarer.declare(Fields("line"))
 
 
+class StatefulUpper(Upper, StatefulBolt):
+    """``Upper`` as a stateful bolt (a count in its state): the topology gets checkpoints."""
+
+    def init_state(self, state: Any) -> None:
+        self.state = state
+
+    def execute(self, tup: Any) -> None:
+        self.state.put("n", (self.state.get("n") or 0) + 1)
+        super().execute(tup)
+
+
 class Sink(Bolt):
     """Acks; the spout's acked count is the measure."""
 
@@ -85,14 +100,20 @@ class Sink(Bolt):
 
 
 def run_squall(name: str, n: int, spout: Any, field: str, sink: Any, pending: int = PENDING,
-               spouts: int = 2) -> dict:
+               spouts: int = 2, state_dir: Path | None = None) -> dict:
     b = TopologyBuilder()
     b.set_spout("source", spout, spouts)
-    b.set_bolt("upper", Upper(field), 2).shuffle_grouping("source")
+    step = Upper(field) if state_dir is None else StatefulUpper(field)
+    b.set_bolt("upper", step, 2).shuffle_grouping("source")
     b.set_bolt("sink", sink, 2).shuffle_grouping("upper")
     conf = Config()
     conf.set_num_workers(2)
     conf.set_max_spout_pending(pending)
+    if state_dir is not None:
+        conf["topology.state.checkpoint.interval.ms"] = 500
+        conf["topology.state.provider"] = "squall.state.local.LocalStateProvider"
+        conf["topology.state.provider.config"] = {"path": str(state_dir)}
+        conf.set_message_timeout_secs(60)
     topology = b.create_topology()
     topology_name = name.replace(" ", "-")
     with LocalCluster() as cluster:
@@ -177,6 +198,16 @@ def spark_cases(n: int, work: Path, lines: Path) -> list[dict]:
                                                           flush_secs=0.5),
                               # a batch is acked once written: keep several batches in flight
                               pending=4 * 5000)]
+        results.append(run_squall("parquet arrow", n, DataFrameSpout(
+            parquet, progress=str(work / "progress-arrow"), fields=("line",), engine="arrow"),
+            "line", DataFrameWriterBolt(str(work / "arrow-out"), batch_rows=5000, flush_secs=0.5,
+                                        engine="arrow"), pending=4 * 5000))
+        results.append(run_squall("parquet aligned", n, DataFrameSpout(
+            parquet, progress=str(work / "progress-aligned"), fields=("line",)),
+            "line", DataFrameWriterBolt(str(work / "aligned-out"), batch_rows=5000, flush_secs=0.5),
+            pending=4 * 5000, state_dir=work / "state"))
+        aligned = spark.read.parquet(str(work / "aligned-out")).count()
+        assert aligned >= n, f"parquet aligned: {aligned} rows published, expected {n}"
         def stream(s: Any) -> Any:
             return s.readStream.schema("line string").parquet(parquet)
 

@@ -160,16 +160,20 @@ def _drive_once(n: int, sentences: int, acking: bool) -> None:
 # instructions each call cost, so the user's execute counts to "execute" and the dict an
 # emit builds to "transfer". Order matters: the first matching pattern wins.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
-    ("serialize", ("serialization_", "Encoder", "msgpack", "Packer", "Unpacker", "pickle")),
+    ("serialize", ("serialization_", "Encoder", "msgpack", "Packer", "Unpacker", "pickle",
+                   "_id_ints", "wire_ids", "u64_array", "u64_bytes")),
     ("ack", ("runtime_5acker_", "AckerTask", "AckerLedger", "OutputCollector_3ack",
              "OutputCollector_ack", "OutputCollector_4fail", "OutputCollector_fail", "send_ack",
              "buffer_ack", "_send_acks", "new_root", "acker_for", "getrandbits",
              "runtime_3ids_", "SplitMix64", "RandomIds", "SpoutTask_handle", "SpoutTask_track",
-             "rotating_", "RotatingMap", "record_complete")),
+             "SpoutTask_process", "SpoutTask__acked", "send_init", "Worker_verdict",
+             "rotating_", "RotatingMap", "PendingMap", "record_complete")),
     ("route", ("_Emitter__route", "_Emitter_route", "runtime_7routing_", "Router",
                "runtime_7hashing_", "stable_hash", "hash_values")),
     ("transfer", ("Worker_deliver", "Worker__flush", "Worker_flush", "Worker__receive",
-                  "Worker_receive", "transport", "InProcess", "zmq", "Collector__send",
+                  "Worker_receive", "Worker__batch_to", "Worker__added", "Worker__take_batch", "_Batch",
+                  "_Peer", "worker_6_plain", "Worker__check_values", "transport", "InProcess",
+                  "zmq", "Collector__send",
                   "Collector_send", "Collector_emit", "Collector_4emit", "new_tuple")),
     ("spout", ("SpoutTask_next_tuple", "Worker__run_spouts", "Worker_run_spouts")),
     ("execute", ("BoltTask_handle", "BoltTask_process", "Task_process", "_execute_basic",

@@ -63,7 +63,7 @@ def _ratio(value: float | None) -> str:
 
 
 def _ack(row: Row) -> str:
-    if row["system"] not in ("squall-local", "squall-spark", "raw"):
+    if row["system"] not in ("squall-local", "squall-spark", "squall-standalone", "squall-shipped", "raw"):
         return "-"
     return "on" if row.get("acking") else "off"
 
@@ -78,7 +78,7 @@ def _variant(row: Row) -> str:
 COLUMNS = [  # title, width, cell
     ("workload", 18, lambda r: r["workload"]),
     ("variant", 13, _variant),
-    ("system", 12, lambda r: r["system"]),
+    ("system", 17, lambda r: r["system"]),
     ("ack", 3, _ack),
     ("sentences/s", 11, lambda r: _num(r["throughput_tps"], ",.0f")),
     ("words/s", 10, lambda r: _num(r["words_per_s"], ",.0f")),
@@ -115,7 +115,25 @@ def table(rows: list[Row]) -> str:
     lines.append("RSS: resident memory of all the system's processes, summed;")
     lines.append("local÷ / spark÷: squall-local's / squall-spark's sentences/s divided by this row's")
     lines.append("(p99 latency on latency rows, where below 1 means squall is faster).")
+    lines.extend(shipped_lines(rows))
     return "\n".join(lines)
+
+
+def shipped_lines(rows: list[Row]) -> list[str]:
+    """squall-shipped beside squall-standalone: the shipped environment against the shared one."""
+    out = []
+    for row in rows:
+        if row["system"] != "squall-shipped" or not row.get("throughput_tps"):
+            continue
+        twin = next((r for r in rows if r["system"] == "squall-standalone"
+                     and r["workload"] == row["workload"] and r["variant"] == row["variant"]
+                     and r.get("acking") == row.get("acking") and r.get("throughput_tps")), None)
+        if twin is not None:
+            mine, theirs = row["throughput_tps"], twin["throughput_tps"]
+            out.append(f"{row['workload']} {row['variant']} ack {'on' if row.get('acking') else 'off'}: "
+                       f"shipped environment {mine:,.0f}/s, shared virtualenv {theirs:,.0f}/s "
+                       f"(x{mine / theirs:.2f}, same standalone cluster)")
+    return ["", *out] if out else []
 
 
 def _short(error: str, width: int = 80) -> str:

@@ -1,17 +1,21 @@
 """Runs benchmark cases on squall: ``python -m benchmarks.squall_runner SPEC``.
 
 ``SPEC`` is the JSON of ``benchmarks.peers._common.read_spec`` plus ``"system"``:
-``squall-local`` (``LocalCluster``: every worker a thread of this process) or
+``squall-local`` (``LocalCluster``: every worker a thread of this process),
 ``squall-spark`` (``SparkCluster``: this process is the Spark driver and topology master,
-each worker a long-running Spark task in its own Python process). Prints one result row
-per case. Figures come from the probes of ``benchmarks.workloads.components``; memory is
-the resident set of this process and all its descendants (for Spark: the driver, the JVM,
-and the Python workers the JVM started) at the end of the measured window.
+each worker a long-running Spark task in its own Python process), ``squall-standalone``
+and ``squall-shipped`` (``SparkCluster`` on a standalone cluster of Workers on 127.0.0.2
+and 127.0.0.3, ``benchmarks.standalone``: executors on squall's virtualenv, or on a bare
+Python that gets squall through ``squall.spark.env=auto``). Prints one result row per
+case. Figures come from the probes of ``benchmarks.workloads.components``; memory is the
+resident set of this process and all its descendants (for Spark: the driver, the JVM, and
+the Python workers the JVM started) at the end of the measured window.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
@@ -34,7 +38,11 @@ from benchmarks.peers._measure import (
 from benchmarks.workloads import WORKLOADS
 
 SETTLE_S = Probe.FLUSH_SECS + 0.15  # after the window, for every probe's next flush
-LOG_DIR = Path(__file__).resolve().parents[1] / ".bench" / "logs"
+ROOT = Path(__file__).resolve().parents[1]
+LOG_DIR = ROOT / ".bench" / "logs"
+# the standalone systems and the squall.spark.env each runs with
+STANDALONE = {"squall-standalone": "none", "squall-shipped": "auto"}
+SPARK_SYSTEMS = ("squall-spark", *STANDALONE)
 
 
 def spark_master(workers: int) -> str:
@@ -60,10 +68,12 @@ class Clusters:
         self.master: str | None = None
         self.failures: dict[str, str] = {}
         self.count = 0
+        self.standalone: tuple[str, str] | None = None  # (master URL, UI URL) once started
+        self.env_conf: dict[str, Any] = {}  # squall.spark.env and its settings, for each case
 
     def get(self, case: dict) -> Any:
-        if self.system == "squall-spark":
-            master = spark_master(case["workers"])
+        if self.system in SPARK_SYSTEMS:
+            master = spark_master(case["workers"]) if self.system == "squall-spark" else self.system
             if master in self.failures:
                 raise Skip(self.failures[master])
             try:
@@ -75,6 +85,8 @@ class Clusters:
         return self._get(case)
 
     def _get(self, case: dict) -> Any:
+        if self.system in STANDALONE:
+            return self._standalone(case)
         if self.system == "squall-local":
             if self.current is None:
                 from squall import LocalCluster
@@ -94,6 +106,39 @@ class Clusters:
         return self.current
 
 
+    def _standalone(self, case: dict) -> Any:
+        """A SparkCluster on the standalone cluster, with ``spark.cores.max`` = the case's workers."""
+        from squall.spark import SparkCluster
+        from squall.spark import settings as S
+
+        key = f"{self.system}:{case['workers']}"
+        if key == self.master:
+            return self.current
+        if self.current is not None:
+            self.current.shutdown()
+        if self.standalone is None:
+            from benchmarks.standalone import StandaloneSpark, bare_python
+
+            shared = self.system == "squall-standalone"
+            cluster = StandaloneSpark(sys.executable if shared else bare_python(),
+                                      max(2, case["workers"]), ROOT / ".bench" / "standalone")
+            self.stack.callback(cluster.stop)
+            self.standalone = cluster.start()
+        url, ui = self.standalone
+        self.env_conf = {S.ENV: STANDALONE[self.system], S.MASTER_UI_URL: f"{ui}/json",
+                         S.WORKER_BIND_HOST: "auto", S.ENV_CACHE_DIR: str(ROOT / ".bench" / "env-cache")}
+        spark_conf = {"spark.cores.max": str(case["workers"]), "spark.executor.cores": "1",
+                      "spark.executor.memory": "1g"}
+        if self.system == "squall-standalone":  # the executors import the driver's squall
+            spark_conf["spark.executorEnv.PYTHONPATH"] = os.environ.get("PYTHONPATH", str(ROOT))
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.current = self.stack.enter_context(SparkCluster(master=url, log_dir=str(LOG_DIR),
+                                                             spark_conf=spark_conf))
+        self.current.start(dict(self.env_conf))
+        self.master = key
+        return self.current
+
+
 def run_case(clusters: Clusters, case: dict) -> dict[str, Any]:
     """Submit, warm up, measure, kill; the case's row. Probe files go in a temporary dir."""
     with tempfile.TemporaryDirectory(prefix="squall-bench-", ignore_cleanup_errors=True) as probe_dir:
@@ -105,6 +150,7 @@ def measure(clusters: Clusters, case: dict, probe_dir: str) -> dict[str, Any]:
     workload = WORKLOADS[case["workload"]]
     topology, conf = workload.build(case, probe_dir)
     cluster = clusters.get(case)
+    conf.update(clusters.env_conf)
     clusters.count += 1
     name = f"bench-{clusters.count}"
     cluster.submit_topology(name, conf, topology)
@@ -126,9 +172,12 @@ def measure(clusters: Clusters, case: dict, probe_dir: str) -> dict[str, Any]:
     row["failed"] = spout.get("failed", 0)
     row["errors"] = [e.get("message") for e in info.get("errors", [])][:3]
     row["delivery"] = "at-least-once (XOR acking)" if case["acking"] else "none (no ackers)"
-    if clusters.system == "squall-spark":
-        row["master"] = clusters.master
-        row["memory_note"] = "driver + JVM + Python workers"
+    if clusters.system in SPARK_SYSTEMS:
+        row["master"] = clusters.master if clusters.system == "squall-spark" else "standalone (2 Workers)"
+        row["memory_note"] = "driver + JVM + Python workers" if clusters.system == "squall-spark" else \
+            "driver + its JVM + the standalone Master, Workers and their executors (all started here)"
+        if clusters.system in STANDALONE:
+            row["spark_env"] = STANDALONE[clusters.system]
         row["versions"] = versions("squall", "pyspark", "pyzmq", "msgpack")
     else:
         row["memory_note"] = "the one process hosting every worker"

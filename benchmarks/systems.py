@@ -32,6 +32,7 @@ class System:
     runner: str
     jvm: bool
     what: str
+    optional: bool = False  # run only when named (--systems) or asked for (--shipped-env)
 
 
 SYSTEMS: dict[str, System] = {s.name: s for s in (
@@ -39,6 +40,12 @@ SYSTEMS: dict[str, System] = {s.name: s for s in (
            "squall on LocalCluster: every worker a thread of one Python process"),
     System("squall-spark", None, "benchmarks.squall_runner", True,
            "squall on SparkCluster(local[*]): each worker a Spark task's Python process"),
+    System("squall-standalone", None, "benchmarks.squall_runner", True,
+           "squall on a Spark standalone cluster (Workers on 127.0.0.2/.3), executors on squall's "
+           "virtualenv (squall.spark.env=none)", optional=True),
+    System("squall-shipped", None, "benchmarks.squall_runner", True,
+           "squall on the same standalone cluster, executors on a bare Python: squall and its "
+           "dependencies shipped with spark.archives (squall.spark.env=auto)", optional=True),
     System("raw", "raw", "benchmarks.peers.raw", False,
            "no engine: Python loops, msgpack over ZeroMQ between 2 processes"),
     System("bytewax", "bytewax", "benchmarks.peers.bytewax", False,

@@ -30,7 +30,8 @@ WORKLOADS: dict[str, ModuleType] = {
                         scaling, iowait, multilang)
 }
 SQUALL_SYSTEMS = ("squall-local", "squall-spark")
-ACKING_SYSTEMS = (*SQUALL_SYSTEMS, "raw")  # systems with per-tuple acking; peers have none
+SHIPPED_SYSTEMS = ("squall-standalone", "squall-shipped")  # squall-spark on a standalone cluster
+ACKING_SYSTEMS = (*SQUALL_SYSTEMS, *SHIPPED_SYSTEMS, "raw")  # per-tuple acking; peers have none
 # bytewax's run_main runs one worker; raw's 1 is a producer/consumer pair: 2 processes
 DEFAULT_WORKERS = {"bytewax": 1, "raw": 1}
 

@@ -14,7 +14,8 @@ from typing import Any
 from squall import Config, Fields, TopologyBuilder
 
 NAME = "wordcount"
-SYSTEMS = ("squall-local", "squall-spark", "raw", "bytewax", "spark-ss", "pyflink")
+SYSTEMS = ("squall-local", "squall-spark", "squall-standalone", "squall-shipped", "raw", "bytewax",
+           "spark-ss", "pyflink")
 MAX_SPOUT_PENDING = 500  # per spout task, as the earlier LocalCluster benchmark
 
 

@@ -15,6 +15,7 @@ from squall.api.components import (
     OutputFieldsDeclarer,
     Spout,
     StatefulBolt,
+    StreamDef,
 )
 from squall.api.config import (
     TOPOLOGY_MAX_TASK_PARALLELISM,
@@ -30,6 +31,8 @@ from squall.api.tuple import DEFAULT_STREAM
 RESERVED_PREFIXES = ("__", "$")
 # reserved names a component may still declare: ReliableSpout's dead letters
 SYSTEM_DECLARABLE_STREAMS = frozenset({"__dead_letter"})
+SYSTEM_STREAM = "__system"
+_SYSTEM_STREAM_DEF = StreamDef(Fields("event"), False)
 
 
 def _check_id(cid: object) -> str:
@@ -314,9 +317,11 @@ def _check_inputs(d: ComponentDeclarer, streams: dict[str, dict]) -> None:
                 f"keep one grouping"
             )
         seen.add((inp.component, inp.stream))
-        declared = streams[inp.component]
+        # Storm's addSystemStreams: every component has __system (fields "event"), so a bolt
+        # may subscribe to it; user components emit nothing on it
+        declared = {**streams[inp.component], SYSTEM_STREAM: _SYSTEM_STREAM_DEF}
         if inp.stream not in declared:
-            known = ", ".join(sorted(declared)) or "none"
+            known = ", ".join(sorted(streams[inp.component])) or "none"
             raise InvalidTopologyError(
                 f"{where} subscribes to stream {inp.stream!r} of {inp.component!r}, which "
                 f"does not declare it (declared: {known}); declare it in "

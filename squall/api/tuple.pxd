@@ -10,10 +10,14 @@ cdef class Tuple:
     cdef public object component
     cdef public object stream
     cdef public object task
-    cdef public object _ids
-    cdef public object _ack_val
+    cdef public int _nroots
+    cdef public unsigned long long _root, _edge
+    cdef public object _idmap
+    cdef public unsigned long long _ack_val
     cdef public bint _done
     cdef public double _t0
 
 @cython.locals(t=Tuple)
 cpdef Tuple new_tuple(object values, object fields, object component, object stream, object task, object ids)
+@cython.locals(t=Tuple)
+cpdef Tuple new_tuple1(object values, object fields, object component, object stream, object task, unsigned long long root, unsigned long long edge)

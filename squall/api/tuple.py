@@ -40,7 +40,8 @@ class Tuple:
     Values are read by position (``tup[0]``) or by field name (``tup["word"]``).
     """
 
-    __slots__ = ("values", "fields", "component", "stream", "task", "_ids", "_ack_val", "_done", "_t0")
+    __slots__ = ("values", "fields", "component", "stream", "task", "_nroots", "_root", "_edge",
+                 "_idmap", "_ack_val", "_done", "_t0")
 
     def __init__(
         self,
@@ -56,11 +57,29 @@ class Tuple:
         self.component = component
         self.stream = stream
         self.task = task
+        # the trees it belongs to: none (0), one root with this tuple's edge in two fixed
+        # fields (1, the common case: no dict per tuple), or a {root: edge} map (2)
+        self._nroots = 0
+        self._root = 0
+        self._edge = 0
+        self._idmap: dict[int, int] | None = None
         self._ids = ids
         # XOR of the edge ids of tuples anchored to this one; sent to the acker on ack.
         self._ack_val = 0
         self._done = False
         self._t0 = 0.0
+
+    @property
+    def _ids(self) -> dict[int, int] | None:
+        """Root id -> this tuple's edge value for each tree it belongs to (None: untracked)."""
+        if self._nroots == 1:
+            return {self._root: self._edge}
+        return self._idmap
+
+    @_ids.setter
+    def _ids(self, ids: dict[int, int] | None) -> None:
+        self._idmap = ids
+        self._nroots = 2 if ids else 0
 
     @property
     def id(self) -> MessageId:
@@ -106,7 +125,29 @@ def new_tuple(values: list, fields: Fields, component: str, stream: str, task: i
     t.component = component
     t.stream = stream
     t.task = task
-    t._ids = ids
+    t._nroots = 2 if ids else 0
+    t._root = 0
+    t._edge = 0
+    t._idmap = ids
+    t._ack_val = 0
+    t._done = False
+    t._t0 = 0.0
+    return t
+
+
+def new_tuple1(values: list, fields: Fields, component: str, stream: str, task: int,
+               root: int, edge: int) -> Tuple:
+    """``new_tuple`` for a tuple of one tree: ``root`` and its ``edge`` in the fixed fields."""
+    t = Tuple.__new__(Tuple)
+    t.values = values
+    t.fields = fields
+    t.component = component
+    t.stream = stream
+    t.task = task
+    t._nroots = 1
+    t._root = root
+    t._edge = edge
+    t._idmap = None
     t._ack_val = 0
     t._done = False
     t._t0 = 0.0

@@ -3,7 +3,10 @@
 ``squall.connectors.reliable.ReliableSpout`` (also ``squall.ReliableSpout``) is the replay
 policy every spout here is built on: a retry limit, backoff between replays, and the
 ``__dead_letter`` stream. Sources: ``files.FileSpout``, ``redis.RedisStreamSpout``,
-``spark.DataFrameSpout``,
-``spark.StreamingDataFrameSpout``; sinks: ``redis.RedisStreamBolt``, ``spark.DataFrameWriterBolt``.
-Each module imports its client library (redis, pyspark) only when it is imported itself.
+``spark.DataFrameSpout``, ``spark.StreamingDataFrameSpout``; sinks: ``redis.RedisStreamBolt``,
+``spark.DataFrameWriterBolt`` (defined in ``dataframe_writer``). In a stateful topology the
+sinks' writes follow the checkpoints (``staging`` for files, ``redis_txn`` for streams).
+The Spark connectors read and write with Spark or, inside Spark executors, with pyarrow
+(``engines``, ``arrow_io``). Each module imports its client library (redis, pyspark,
+pyarrow) only when it is imported itself, or when a task first needs it.
 """

@@ -10,6 +10,8 @@ duplicates only for trees that completed but whose ``XACK`` was lost with the wo
 
 ``RedisStreamBolt`` appends each tuple as one entry (``XADD``, field -> value) and acks the
 tuple only after Redis answered; a failed write fails the tuple, so the spout replays it.
+In a stateful topology its entries follow the checkpoints (``squall.connectors.redis_txn``):
+staged per transaction, appended to the stream at commit, discarded on rollback.
 
 Needs the ``redis`` package (``pip install 'squall[redis]'``), imported when this module is.
 """
@@ -29,6 +31,7 @@ from redis.retry import Retry
 from squall.api.components import Bolt, OutputFieldsDeclarer
 from squall.api.fields import Fields
 from squall.api.tuple import Tuple
+from squall.connectors.redis_txn import StreamTxnStaging
 from squall.connectors.reliable import ReliableSpout
 from squall.runtime import clock
 
@@ -245,8 +248,12 @@ class RedisStreamBolt(Bolt):
     ``fields``: which of the tuple's fields to write (default: all). Values that are not
     str, bytes, int or float are written as JSON text (a dead letter's ``values`` list, None).
     ``maxlen`` caps the stream (approximately, as ``XADD MAXLEN ~``). A write that fails
-    (Redis down) fails the tuple, so its spout replays it: at-least-once.
+    (Redis down) fails the tuple, so its spout replays it: at-least-once. In a stateful
+    topology the entries are staged and appended to the stream at checkpoint commits.
     """
+
+    # The runtime runs this bolt as a stateful bolt when its topology has checkpoints.
+    follows_checkpoints = True
 
     def __init__(self, stream: str, *, host: str = "127.0.0.1", port: int = 6379, db: int = 0,
                  password: str | None = None, fields: Iterable[str] | None = None,
@@ -262,6 +269,8 @@ class RedisStreamBolt(Bolt):
         """Connect (lazily: the first write opens the connection)."""
         self.collector = collector
         self.client = connect(self.host, self.port, self.db, self.password, self.timeout, False)
+        self.owner = f"{context.component_id}-{context.get_this_task_index()}"
+        self.staging: StreamTxnStaging | None = None  # set by init_state: writes follow checkpoints
 
     def execute(self, tup: Tuple) -> None:
         """Write the tuple; ack it once Redis has it, fail it if the write failed."""
@@ -270,12 +279,46 @@ class RedisStreamBolt(Bolt):
         names = self.fields if self.fields is not None else list(tup.fields)
         entry = {name: encode_value(tup[name]) for name in names}
         try:
-            self.client.xadd(self.stream, entry, maxlen=self.maxlen, approximate=True)
+            if self.staging is not None:
+                self.staging.add(entry)
+            else:
+                self.client.xadd(self.stream, entry, maxlen=self.maxlen, approximate=True)
         except _UNAVAILABLE as e:
             self.collector.report_error(e)
             self.collector.fail(tup)
             return
         self.collector.ack(tup)
+
+    # ---- checkpoints (a stateful topology) -----------------------------------------------------
+
+    def init_state(self, state: Any) -> None:
+        """Entries follow checkpoints from now on; finish or discard the transactions left."""
+        self.state = state
+        self.staging = StreamTxnStaging(self.client, self.stream, self.owner, self.maxlen)
+        self._recover("starting")
+
+    def _recover(self, why: str) -> None:
+        assert self.staging is not None
+        committed = self.state.committed_txid()
+        moved, dropped = self.staging.recover(committed)
+        if moved or dropped:
+            log.info("RedisStreamBolt %s (%s): appended %d entries of transactions up to %s, "
+                     "discarded transactions %s", self.owner, why, moved, committed, dropped)
+
+    def pre_prepare(self, txid: int) -> None:
+        """Seal the entries written since the last prepare as transaction ``txid``."""
+        if self.staging is not None:
+            self.staging.seal(txid)
+
+    def pre_commit(self, txid: int) -> None:
+        """Append transaction ``txid`` (and any earlier one left) to the stream."""
+        if self.staging is not None:
+            self.staging.publish(txid)
+
+    def pre_rollback(self) -> None:
+        """Discard the entries staged since the last commit (their tuples are replayed)."""
+        if self.staging is not None:
+            self._recover("rollback")
 
     def cleanup(self) -> None:
         """Disconnect."""

@@ -1,23 +1,24 @@
 """Spark DataFrames in and out: ``DataFrameSpout`` and ``DataFrameWriterBolt``.
 
-Both need a SparkSession in the process that runs their task: the active one when there is
-one (a ``LocalCluster`` in a driver program), else one they start with the master in the
-topology key ``squall.connectors.spark.master`` (default ``local[1]``). pyspark is imported
-only when a task opens, or when the spout reads its columns at build time.
+Each task reads and writes with an engine (``squall.connectors.engines``): Spark, through
+the process's SparkSession (the active one in a driver program running a ``LocalCluster``,
+else one started on ``squall.connectors.spark.master``), or pyarrow where no session may
+start: inside a Spark executor, where the tasks of a topology on the Spark runtime run.
+pyspark and pyarrow are imported only when a task opens, or when the spout reads its
+columns at build time.
 
 ``DataFrameSpout`` reads a batch source in segments it can resume: each input file of a
-file-based source (``path=``, any format Spark reads), or the whole DataFrame a
-``query(spark)`` returns (one segment, in its own order: give it an ``orderBy``). A row's msg
-id is ``(segment, row index)``; per segment, the count of rows below which every row is
-acked (or dead-lettered) is committed atomically to a file of its own in ``progress``, and a
-segment read to its end with every row done is recorded as done. A restart skips done
-segments and replays each other one from its committed row: at-least-once, duplicates
-bounded by what completed after the last commit.
+file-based source (``path=``, any format Spark reads; Parquet, CSV, JSON with pyarrow), or
+the whole DataFrame a ``query(spark)`` returns (one segment, in its own order: give it an
+``orderBy``; Spark only). A row's msg id is ``(segment, row index)``; per segment, the
+count of rows below which every row is acked (or dead-lettered) is committed atomically to
+a file of its own in ``progress``, and a segment read to its end with every row done is
+recorded as done. A restart skips done segments and replays each other one from its
+committed row: at-least-once, duplicates bounded by what completed after the last commit.
 
-``DataFrameWriterBolt`` gathers tuples into batches and appends each through Spark
-(Parquet by default, ``partition_by`` columns), acking a batch's tuples only after the
-write succeeded and failing them all when it did not. A replayed tuple is written again:
-at-least-once, so give rows an id to deduplicate on when reading.
+``DataFrameWriterBolt`` (``squall.connectors.dataframe_writer``) gathers tuples into
+batches and appends each, acking a batch's tuples only after the write succeeded; in a
+stateful topology its writes follow the checkpoints.
 """
 
 from __future__ import annotations
@@ -27,43 +28,36 @@ import json
 import logging
 import os
 import queue
-import shutil
 import threading
-import uuid
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from squall.api.components import Bolt, OutputFieldsDeclarer
+from squall.api.components import OutputFieldsDeclarer
 from squall.api.fields import Fields
-from squall.api.tuple import Tuple
+from squall.connectors import arrow_io
+from squall.connectors.dataframe_writer import (  # noqa: F401 - re-exported: the documented names
+    DEAD_LETTER_SCHEMA,
+    DataFrameWriterBolt,
+    dead_letter_writer,
+)
+from squall.connectors.engines import (  # noqa: F401 - re-exported
+    ENGINES,
+    MASTER_KEY,
+    check_engine,
+    in_spark_executor,
+    resolve_engine,
+    session,
+)
 from squall.connectors.files import write_atomically
 from squall.connectors.progress import Watermark
-from squall.connectors.reliable import DEAD_LETTER_FIELDS, ReliableSpout
+from squall.connectors.reliable import ReliableSpout
 from squall.runtime import clock
 from squall.runtime.hashing import stable_hash
 
 log = logging.getLogger("squall.connectors.spark")
 
-MASTER_KEY = "squall.connectors.spark.master"
 QUERY_SEGMENT = "query"
-# dead letters as a table: msg ids and values as JSON text, whatever their types
-DEAD_LETTER_SCHEMA = ("msg_id string, values string, reason string, error string, "
-                      "component string, task int, attempts int")
-
-
-def session(conf: dict | None = None) -> Any:
-    """The process's SparkSession: the active one, else one on ``squall.connectors.spark.master``."""
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    master = (conf or {}).get(MASTER_KEY, "local[1]")
-    return (SparkSession.builder.master(master).appName("squall-connectors")
-            .config("spark.ui.enabled", "false").getOrCreate())
 
 
 class DataFrameSpout(ReliableSpout):
@@ -80,10 +74,17 @@ class DataFrameSpout(ReliableSpout):
     def __init__(self, path: str | os.PathLike | None = None, *, progress: str | os.PathLike,
                  format: str = "parquet", options: dict | None = None, schema: str | None = None,
                  query: Callable[[Any], Any] | None = None, fields: Fields | Iterable[str] | None = None,
-                 follow: bool = False, poll_secs: float = 1.0, commit_interval_secs: float = 1.0) -> None:
+                 follow: bool = False, poll_secs: float = 1.0, commit_interval_secs: float = 1.0,
+                 engine: str = "auto") -> None:
         if (path is None) == (query is None):
             raise ValueError("DataFrameSpout needs exactly one of path= (files Spark reads) "
                              "and query= (a function spark -> DataFrame)")
+        check_engine(engine, "DataFrameSpout")
+        if engine == "arrow":
+            if query is not None:
+                raise ValueError("DataFrameSpout: query= needs Spark; engine='arrow' reads path= only")
+            arrow_io.check_format(format, "DataFrameSpout")
+        self.engine = engine
         self.path = str(path) if path is not None else None
         self.query = query
         self.format, self.options, self.schema = format, dict(options or {}), schema
@@ -110,12 +111,26 @@ class DataFrameSpout(ReliableSpout):
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """The DataFrame's columns (read from the source once, at build time, if not given)."""
         if self.fields is None:
-            self.fields = Fields(*self._dataframe(session()).columns)
+            if resolve_engine(self.engine, "DataFrameSpout") == "arrow":
+                assert self.path is not None
+                names = arrow_io.columns(self.path, self.format, self.options, self.schema)
+            else:
+                names = self._dataframe(session()).columns
+            self.fields = Fields(*names)
         declarer.declare(self.fields)
 
     def open(self, conf: dict, context: Any, collector: Any) -> None:
-        """Start a session if needed and load the committed progress."""
-        self.spark = session(conf)
+        """Start a session if needed (engine spark) and load the committed progress."""
+        self.using = resolve_engine(self.engine, f"DataFrameSpout {context.component_id!r}")
+        if self.using == "arrow":
+            if self.query is not None:
+                raise ValueError(
+                    f"DataFrameSpout {context.component_id!r}: query= needs a SparkSession, which "
+                    f"a task in a Spark executor cannot have; give path= (read with pyarrow there)")
+            arrow_io.check_format(self.format, f"DataFrameSpout {context.component_id!r}")
+            self.spark = None
+        else:
+            self.spark = session(conf)
         self.index = context.get_this_task_index()
         self.tasks = len(context.get_this_component_tasks())
         self.progress_dir = Path(self.progress)
@@ -154,7 +169,9 @@ class DataFrameSpout(ReliableSpout):
         if self.query is not None:
             segments = [QUERY_SEGMENT] if self.index == 0 else []
         else:
-            files = sorted(self._dataframe(self.spark).inputFiles())
+            assert self.path is not None
+            files = (arrow_io.list_files(self.path) if self.spark is None
+                     else sorted(self._dataframe(self.spark).inputFiles()))
             segments = [f for f in files if stable_hash(f) % self.tasks == self.index]
         self._known = segments
         return segments
@@ -185,8 +202,13 @@ class DataFrameSpout(ReliableSpout):
         mark = self.marks.setdefault(segment, Watermark())
         skip = mark.position
         # rows in the source's order; the ones under the committed mark are skipped
-        for i, row in enumerate(self._dataframe(self.spark, None if self.query else segment)
-                                .toLocalIterator()):
+        if self.spark is None:
+            assert self.path is not None
+            rows: Iterator[Any] = arrow_io.read_rows(segment, self.path, self.format,
+                                                     self.options, self.schema)
+        else:
+            rows = self._dataframe(self.spark, None if self.query else segment).toLocalIterator()
+        for i, row in enumerate(rows):
             if i < skip:
                 continue
             mark.emitted(i, i + 1)
@@ -230,173 +252,6 @@ class DataFrameSpout(ReliableSpout):
         return len([s for s in self._known if s not in self.done_segments])
 
 
-def _jsonable(value: Any) -> str:
-    return json.dumps(value, default=repr)
-
-
-class DataFrameWriterBolt(Bolt):
-    """Writes tuples through Spark in batches; acks a batch once it is written.
-
-    ``format`` (default Parquet), ``mode`` ("append"), ``partition_by`` columns and
-    ``options`` as ``DataFrame.write`` takes them; ``schema`` (a DDL string) when the types
-    cannot be inferred (for example columns that may be None); ``json_columns`` are written
-    as JSON text. A batch is written when ``batch_rows`` tuples wait, and on the tick every
-    ``flush_secs``. ``fields``: the tuple fields to write (default: all of the first tuple's).
-    """
-
-    def __init__(self, path: str | os.PathLike, *, format: str = "parquet", mode: str = "append",
-                 partition_by: Iterable[str] = (), options: dict | None = None,
-                 schema: str | None = None, json_columns: Iterable[str] = (),
-                 fields: Iterable[str] | None = None, batch_rows: int = 1000,
-                 flush_secs: float = 1.0) -> None:
-        self.path, self.format, self.mode = str(path), format, mode
-        self.partition_by = list(partition_by)
-        self.options, self.schema = dict(options or {}), schema
-        self.json_columns = frozenset(json_columns)
-        self.fields = list(fields) if fields is not None else None
-        self.batch_rows, self.flush_secs = int(batch_rows), flush_secs
-
-    def get_component_configuration(self) -> dict | None:
-        """A tick every ``flush_secs`` writes what waits."""
-        return {"topology.tick.tuple.freq.secs": self.flush_secs}
-
-    def prepare(self, conf: dict, context: Any, collector: Any) -> None:
-        """Start a session if needed, and the thread that writes."""
-        self.collector = collector
-        self.spark = session(conf)
-        self.batch: list[Tuple] = []
-        self.written = 0
-        # Writes run on a thread of their own, one at a time, so that a Spark job (a second
-        # or more) does not stall the worker's other tasks; their outcomes are acked or
-        # failed on the task's thread, at the next tuple or tick.
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="squall-df-writer")
-        self._writes: deque[tuple[Future, list[Tuple]]] = deque()
-
-    def execute(self, tup: Tuple) -> None:
-        """Gather the tuple; write the batch when full (or on the tick)."""
-        if tup.is_tick():
-            self.flush()
-        else:
-            self.batch.append(tup)
-            if len(self.batch) >= self.batch_rows:
-                self.flush()
-        if self._writes:
-            self._settle(block=False)
-
-    def flush(self, wait: bool = False) -> None:
-        """Start writing the waiting tuples, unless ``MAX_WRITES`` writes are under way.
-
-        Then the tuples keep waiting and the batch grows until a write finishes (group
-        commit: the slower Spark writes, the larger each write), and the task's thread is
-        never held; ``topology.max.spout.pending`` bounds the batch. ``wait``: wait for a
-        write to finish instead (a graceful stop).
-        """
-        if not self.batch:
-            return
-        self._settle(block=False)
-        while len(self._writes) >= MAX_WRITES:
-            if not wait:
-                return
-            self._settle(block=True, one=True)
-        batch, self.batch = self.batch, []
-        names = self.fields if self.fields is not None else list(batch[0].fields)
-        rows = [tuple(_jsonable(t[n]) if n in self.json_columns else t[n] for n in names)
-                for t in batch]
-        self._writes.append((self._pool.submit(self._write, rows, names), batch))
-
-    def _write(self, rows: list[tuple], names: list[str]) -> int:
-        df = self.spark.createDataFrame(rows, self.schema or names)
-        if self.schema:
-            df = df.toDF(*names)
-        writer = df.write.format(self.format).mode(self.mode).options(**self.options)
-        if self.partition_by:
-            writer = writer.partitionBy(*self.partition_by)
-        self._save(writer)
-        return len(rows)
-
-    def _settle(self, block: bool, one: bool = False) -> None:
-        """Ack the batches whose write succeeded, fail those whose write failed (in order)."""
-        writes = self._writes
-        while writes and (block or writes[0][0].done()):
-            future, batch = writes.popleft()
-            try:
-                self.written += future.result()
-            except Exception as e:  # noqa: BLE001 - Spark's errors are many; the batch replays
-                text = str(e).splitlines()[0] if str(e) else ""
-                self.collector.report_error(RuntimeError(
-                    f"DataFrameWriterBolt: writing {len(batch)} rows to {self.path} failed: "
-                    f"{type(e).__name__}: {text}"))
-                for t in batch:
-                    self.collector.fail(t)
-            else:
-                for t in batch:
-                    self.collector.ack(t)
-            if one:
-                return
-
-    def _save(self, writer: Any) -> None:
-        # Two Spark jobs appending to one directory share its _temporary folder, and the
-        # first to commit deletes it under the other. On a local path each batch is written
-        # to a staging folder of its own and its files moved in (their names are unique);
-        # elsewhere the writes of this process to one path take turns.
-        local = _local_path(self.path)
-        if local is None or self.mode != "append":
-            with _path_lock(self.path):
-                writer.save(self.path)
-            return
-        stage = local / STAGING / uuid.uuid4().hex
-        try:
-            writer.save(str(stage))
-            _move_data_files(stage, local)
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
-
-    def cleanup(self) -> None:
-        """Write what waits and wait for the writes (a graceful stop)."""
-        self.flush(wait=True)
-        self._settle(block=True)
-        self._pool.shutdown(wait=True)
-
-
-MAX_WRITES = 2  # batches being written per task before flush waits for the oldest
-STAGING = "_squall_staging"  # a name Spark's readers skip (it starts with "_")
-_locks: dict[str, threading.Lock] = {}
-_locks_guard = threading.Lock()
-
-
-def _path_lock(path: str) -> threading.Lock:
-    with _locks_guard:
-        return _locks.setdefault(path, threading.Lock())
-
-
-def _local_path(path: str) -> Path | None:
-    """The local directory ``path`` names (a plain path or ``file:``), else None."""
-    if path.startswith("file:"):  # file:///a/b or file:/a/b
-        return Path("/" + path[len("file:"):].lstrip("/"))
-    if "://" in path:
-        return None
-    return Path(path)
-
-
-def _move_data_files(stage: Path, target: Path) -> None:
-    """Move the data files Spark wrote under ``stage`` to the same places under ``target``."""
-    for root, dirs, files in os.walk(stage):
-        dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
-        rel = Path(root).relative_to(stage)
-        for name in files:
-            if name.startswith(("_", ".")):
-                continue  # _SUCCESS, checksums
-            (target / rel).mkdir(parents=True, exist_ok=True)
-            os.replace(Path(root) / name, target / rel / name)
-
-
-def dead_letter_writer(path: str | os.PathLike, **kwargs: Any) -> DataFrameWriterBolt:
-    """A Parquet folder of dead letters: subscribe it to a spout's ``__dead_letter`` stream."""
-    kwargs.setdefault("flush_secs", 1.0)
-    return DataFrameWriterBolt(path, schema=DEAD_LETTER_SCHEMA, json_columns=("msg_id", "values"),
-                               fields=list(DEAD_LETTER_FIELDS), **kwargs)
-
-
 class _Stop(Exception):
     """The spout closed while a micro-batch waited for its rows: the batch is not committed."""
 
@@ -438,6 +293,11 @@ class StreamingDataFrameSpout(ReliableSpout):
         self.query: Any = None
         if context.get_this_task_index() != 0:
             return
+        if in_spark_executor():
+            raise ValueError(
+                f"StreamingDataFrameSpout {context.component_id!r}: a streaming query needs a "
+                f"SparkSession, which a task in a Spark executor (SparkCluster) cannot have; run "
+                f"it on LocalCluster in a Spark driver program, or read the files with DataFrameSpout")
         spark = session(conf)
         self.query = (self.stream(spark).writeStream.foreachBatch(self._batch)
                       .option("checkpointLocation", self.checkpoint)

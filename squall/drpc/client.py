@@ -75,6 +75,10 @@ class _HttpClient:
         except OSError as e:
             raise DRPCExecutionError(
                 f"cannot reach the DRPC server {self.host}:{self.port}: {e}", UNREACHABLE) from None
+        except http.client.HTTPException as e:  # cut off mid-answer (a server stopping), or not HTTP
+            raise DRPCExecutionError(
+                f"the DRPC server {self.host}:{self.port} broke off its answer: "
+                f"{type(e).__name__}: {e}", UNREACHABLE) from None
         finally:
             conn.close()
         try:

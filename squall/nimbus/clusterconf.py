@@ -55,6 +55,7 @@ class ClusterConf:
     nimbus: dict[str, Any] = field(default_factory=dict)  # Nimbus settings, by their keys
     topology: dict[str, Any] = field(default_factory=dict)  # cluster-wide topology defaults
     urls: list[str] = field(default_factory=list)  # where the client finds Nimbus
+    port: int | None = None  # nimbus.thrift.port: where Nimbus listens (and clients look)
     ignored: list[str] = field(default_factory=list)  # Storm keys without a meaning here
     lines: dict[str, int] = field(default_factory=dict)  # key -> line in the file
 
@@ -107,14 +108,14 @@ def classify(data: dict, path: str, lines: dict[str, int],
         where = f"{path}:{lines.get(str(key), '?')}"
         if not isinstance(key, str):
             raise ClusterConfError(f"{where}: key {key!r} is not a string")
-        if key in nimbus_keys:
+        if key == STORM_PORT:  # Nimbus listens on it, and clients find Nimbus there
+            port = value
+        elif key in nimbus_keys:
             nimbus[key] = value
         elif key == CLIENT_URL:
             url = value
         elif key in STORM_SEEDS:
             seeds = value
-        elif key == STORM_PORT:
-            port = value
         elif key in SELECTORS:
             raise ClusterConfError(f"{where}: {key} chooses the workers of one gray upgrade; it belongs in "
                                    f"the new version's configuration or on the upgrade command, not in the "
@@ -131,7 +132,11 @@ def classify(data: dict, path: str, lines: dict[str, int],
     if ignored:
         log.warning("%s: Storm keys with no meaning in squall, ignored: %s", path, ", ".join(ignored))
     urls = nimbus_urls(url, seeds, port, path, lines)
-    return ClusterConf(path=path, nimbus=nimbus, topology=topology, urls=urls, ignored=ignored, lines=lines)
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        raise ClusterConfError(f"{path}:{lines.get(STORM_PORT)}: {STORM_PORT} must be a port number, "
+                               f"got {port!r}")
+    return ClusterConf(path=path, nimbus=nimbus, topology=topology, urls=urls, ignored=ignored, lines=lines,
+                       port=None if port is None else int(port))
 
 
 def check_value(key: str, value: Any, where: str) -> None:

@@ -48,6 +48,7 @@ class NimbusConfig:
     conf_file: str | None = None  # the cluster configuration file read (squall.yaml)
     topology_defaults: dict[str, Any] = field(default_factory=dict)  # its topology.* defaults
     history_interval_secs: float = 10.0  # how often the UI's metric history samples topologies
+    code_sync_freq_secs: float = 120.0  # Storm's nimbus.code.sync.freq.secs: full check of the copies
 
     def resolved(self) -> NimbusConfig:
         """A copy with every default path and URL filled in."""
@@ -64,6 +65,8 @@ class NimbusConfig:
 
 # --conf keys -> NimbusConfig fields
 CONF_KEYS: dict[str, tuple[str, str]] = {
+    "nimbus.thrift.port": ("port", f"the port Nimbus serves its API and UI on (default {DEFAULT_PORT}; "
+                                   f"--port wins; Storm's name, also where clients look)"),
     "squall.spark.master": ("spark_master", "Spark master of new topologies unless theirs says"),
     "nimbus.spark.submit": ("spark_submit", "the spark-submit executable"),
     "nimbus.submit.timeout.secs": ("submit_timeout_secs", "longest wait for a topology to start"),
@@ -84,6 +87,9 @@ CONF_KEYS: dict[str, tuple[str, str]] = {
     "nimbus.topology.action.notifier.plugin.class": (
         "notifier_class", "import path of a class told of every topology action (Storm's "
                           "ITopologyActionNotifierPlugin: prepare(conf), notify(name, action), cleanup())"),
+    "nimbus.code.sync.freq.secs": ("code_sync_freq_secs", "how often every copy of the topologies' "
+                                                          "code is checked against its digest (new "
+                                                          "versions are copied within a second)"),
     "nimbus.history.interval.secs": ("history_interval_secs", "how often the metric history of the "
                                                               "UI samples each topology"),
 }

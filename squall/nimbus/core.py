@@ -21,10 +21,19 @@ from typing import Any
 
 from squall.nimbus import clusterconf
 from squall.nimbus.config import NimbusConfig
-from squall.nimbus.errors import Conflict, NimbusError, NotFound, NotLeader
+from squall.nimbus.errors import Conflict, InvalidRequest, NimbusError, NotFound, NotLeader
 from squall.nimbus.launcher import Launch, Launcher, pid_alive, stop_group
 from squall.nimbus.masters import call_master
 from squall.nimbus.notifier import ActionNotifier
+from squall.nimbus.replication import (
+    CodeSync,
+    Replication,
+    ReplicationError,
+    publish,
+    register_holder,
+    replication_settings,
+    wait_for_replication,
+)
 from squall.runtime import clock
 from squall.store import BlobStore, Election, Store
 from squall.store import keys as K
@@ -57,6 +66,7 @@ class NimbusCore:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self.notifier: ActionNotifier | None = None
+        self.sync: CodeSync | None = None  # code replication (None: this Nimbus replicates nothing)
 
     # ---- time, notifications, cluster defaults ------------------------------------------
 
@@ -171,6 +181,48 @@ class NimbusCore:
     def status_after(rec: dict) -> str:
         """The status once an operation is over: ACTIVE or INACTIVE as the spouts are."""
         return K.ACTIVE if rec.get("active", True) else K.INACTIVE
+
+    # ---- the blob store and its replicas -----------------------------------------------
+
+    def store_version(self, name: str, topology_id: str, version: int, *, code: bytes, topology: bytes,
+                      conf: dict) -> Replication:
+        """Write a version here, publish its digest, and wait for enough Nimbus nodes to hold it.
+
+        Enough is ``topology.min.replication.count``, the wait is bounded by
+        ``topology.max.replication.wait.time.sec`` (see ``squall.nimbus.replication``).
+        """
+        try:
+            min_count, max_wait = replication_settings(conf)
+        except ValueError as e:
+            raise InvalidRequest(f"topology {name!r}: {e}") from None
+        blobs = self.blobs.write(topology_id, version, code=code, topology=topology, conf=conf)
+        digest = blobs.digest()
+        assert digest is not None
+        register_holder(self.store, topology_id, version, self.config.url or "", digest)
+        publish(self.store, name, topology_id, version, digest)  # standbys start copying
+        rep = wait_for_replication(self.store, topology_id, version, min_count, max_wait, self.require_leader)
+        if not rep.achieved:
+            log.warning("topology %r: %s", name, rep.message())
+        return rep
+
+    def ensure_code(self, rec: dict) -> None:
+        """Make sure this Nimbus holds verified copies of the versions ``rec`` runs.
+
+        A leader that took over launches from its own copies: one that is missing or
+        corrupt is fetched (and checked) from a Nimbus that holds it, else ``NimbusError``.
+        """
+        versions = {rec["version"]}
+        up = rec.get("upgrade")
+        if isinstance(up, dict):
+            versions |= {v for v in (up.get("from"), up.get("to")) if isinstance(v, int)}
+        for version in sorted(versions):
+            try:
+                if self.sync is not None:
+                    self.sync.ensure(rec["id"], version)
+                elif not self.blobs.version(rec["id"], version).exists():
+                    raise ReplicationError(f"{rec['id']} v{version} is not in this Nimbus's blob directory")
+            except ReplicationError as e:
+                raise NimbusError(f"topology {rec['name']!r} cannot be launched here: {e}") from None
 
     # ---- launching and stopping masters -------------------------------------------------
 

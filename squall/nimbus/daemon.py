@@ -22,6 +22,7 @@ from squall.nimbus.launcher import Launcher
 from squall.nimbus.monitor import Monitor
 from squall.nimbus.notifier import ActionNotifier, load_plugin
 from squall.nimbus.observer import Observer
+from squall.nimbus.replication import CodeSync, http_fetcher
 from squall.nimbus.server import NimbusServer
 from squall.nimbus.upgrades import Nimbus
 from squall.store import BlobStore, open_store
@@ -34,7 +35,7 @@ def run_nimbus(config: NimbusConfig) -> int:
     config = config.resolved()
     if bool(config.tls_cert) != bool(config.tls_key):
         raise OSError("TLS needs both a certificate and its key (--tls-cert and --tls-key)")
-    assert config.store and config.token_file and config.blob_dir and config.log_dir
+    assert config.store and config.token_file and config.blob_dir and config.log_dir and config.url
     for directory in (config.data_dir, config.blob_dir, config.log_dir):
         private_dir(directory)  # tokens, uploaded code, logs: its owner's only, whatever exists
     token = load_or_create_token(config.token_file)
@@ -52,6 +53,10 @@ def run_nimbus(config: NimbusConfig) -> int:
     launcher = Launcher(store_uri=config.store, blob_dir=config.blob_dir, log_dir=config.log_dir,
                         spark_submit=config.spark_submit, bind_host=config.host, store_auth=config.zk_auth)
     nimbus = Nimbus(config, store, election, launcher, BlobStore(config.blob_dir))
+    cafile = str(config.tls_cert) if config.tls_cert else None  # a cluster's shared self-signed cert
+    nimbus.sync = CodeSync(store, nimbus.blobs, config.url, http_fetcher(token, cafile),
+                           freq_secs=config.code_sync_freq_secs,
+                           leader_url=lambda: (election.leader() or {}).get("url"))
     if config.notifier_class:
         try:
             nimbus.notifier = ActionNotifier(load_plugin(config.notifier_class), notifier_conf(config))
@@ -73,6 +78,7 @@ def run_nimbus(config: NimbusConfig) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     election.start()
+    nimbus.sync.start()
     monitor.start()
     observer.start()
     log.info("squall nimbus %s serving (store %s, blobs %s)", config.url, config.store, config.blob_dir)
@@ -81,6 +87,7 @@ def run_nimbus(config: NimbusConfig) -> int:
         server.serve_forever()
     finally:
         monitor.stop()
+        nimbus.sync.stop()
         observer.stop()
         election.stop()
         if nimbus.notifier is not None:

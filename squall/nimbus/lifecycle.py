@@ -17,6 +17,7 @@ import cloudpickle
 from squall.nimbus import clusterconf, gray
 from squall.nimbus.core import NimbusCore, history_key, log
 from squall.nimbus.errors import Conflict, InvalidRequest, NimbusError
+from squall.nimbus.replication import forget, holders
 from squall.nimbus.validation import check_topology_name, decode_upload, json_conf
 from squall.store import keys as K
 
@@ -59,17 +60,19 @@ class Lifecycle(NimbusCore):
                 raise Conflict(f"topology {name!r} is already running; kill it first or pick another name")
             self.store.delete(K.master_key(name))  # a registration left by an earlier topology
             try:
-                self.blobs.write(topology_id, 1, code=upload.code, topology=upload.topology_bytes, conf=conf)
+                replication = self.store_version(name, topology_id, 1, code=upload.code,
+                                                 topology=upload.topology_bytes, conf=conf)
                 self.start(rec)
             except BaseException:
                 self.store.delete(K.topology_key(name))
                 self.store.delete(K.master_key(name))
+                forget(self.store, topology_id)
                 self.blobs.remove(topology_id)
                 self.launches.pop(name, None)
                 raise
-            log.info("topology %r submitted as %s", name, topology_id)
+            log.info("topology %r submitted as %s; %s", name, topology_id, replication.message())
             self.notify(name, "submitTopology")
-            return self.summary(self.record(name))
+            return {**self.summary(self.record(name)), "replication": replication.as_dict()}
 
     # ---- reads -------------------------------------------------------------------------
 
@@ -106,6 +109,8 @@ class Lifecycle(NimbusCore):
         m = self.master(name) or {}
         out["master"] = {"state": rec.get("state"), "pid": m.get("pid"), "host": m.get("host"),
                          "app_id": m.get("app_id"), "registered_epoch": m.get("epoch")}
+        held = holders(self.store, rec["id"], rec["version"])
+        out["replication"] = {"count": len(held), "holders": sorted(held.values())}
         if self.live_master(rec) is not None:
             try:
                 live = self.control(rec, "GET", "/info", timeout=10.0)
@@ -229,5 +234,6 @@ class Lifecycle(NimbusCore):
         self.store.delete(K.topology_key(name))
         self.store.delete(K.master_key(name))
         self.store.delete(history_key(name))
+        forget(self.store, rec["id"])
         self.blobs.remove(rec["id"])
         log.info("topology %r (%s) killed", name, rec["id"])

@@ -6,7 +6,9 @@ record's epoch says FAILED or STOPPED, when its heartbeat counter has not moved 
 do not matter and a freshly started Nimbus gives every master a full timeout), when its
 launch process on this host has exited, or when a launch never registered within the
 submit timeout. A dead master is relaunched under a new epoch (which fences the old one,
-should it still be running somewhere), after a backoff that doubles with each restart.
+should it still be running somewhere), after a backoff that doubles with each restart,
+from this Nimbus's own copy of the code (checked against its digest, and fetched from
+another Nimbus first if it is missing or corrupt: ``squall.nimbus.replication``).
 Its workers recover as after any failure: stateful bolts from their last checkpoint,
 spouts by replaying. Topologies busy with an operation are left to that operation; a
 malformed record (``keys.check_record``: forged or corrupted) is reported and left alone.
@@ -19,6 +21,7 @@ import threading
 import time
 
 from squall.nimbus import gray
+from squall.nimbus.errors import NimbusError
 from squall.nimbus.launcher import pid_alive, stop_group
 from squall.nimbus.upgrades import Nimbus
 from squall.store import StoreError
@@ -164,6 +167,13 @@ class Monitor:
         """Start a new master for ``name`` under a new epoch (not waiting for it)."""
         nimbus = self.nimbus
         restarts = int(rec.get("restarts") or 0) + 1
+        try:
+            nimbus.ensure_code(rec)  # launched from this Nimbus's own checked copy
+        except NimbusError as e:
+            if rec.get("last_error") != str(e):
+                log.error("topology %r: %s; %s", name, reason, e)
+                nimbus.update(name, last_error=str(e))
+            return
         log.warning("topology %r: %s; relaunching its master (restart %d)", name, reason, restarts)
         launcher = rec.get("launcher") or {}
         if launcher.get("pid") and launcher.get("host") == nimbus.host:

@@ -76,6 +76,15 @@ def _paths() -> dict:
         f"{t}/kill": {"parameters": _NAME, "post": _op(
             "deactivate, wait, stop and remove the topology", summary, auth=True, body="Kill",
             errors=("404", "409"))},
+        "/blobs/{topology_id}/{version}/{file}": {
+            "parameters": [{"name": n, "in": "path", "required": True, "schema": {"type": k}} for n, k in
+                           (("topology_id", "string"), ("version", "integer"), ("file", "string"))],
+            "get": _op("one file (code.zip, topology.pkl or conf.json) of a version this Nimbus holds, "
+                       "for another Nimbus's replica (checked there against the version's digest)",
+                       {"description": "the file's bytes",
+                        "content": {"application/octet-stream": {"schema": {"type": "string",
+                                                                            "format": "binary"}}}},
+                       auth=True, errors=("404",))},
     }
 
 

@@ -109,6 +109,11 @@ class NimbusServer:
         self.redacted |= {id(r) for r, (m, p, _, _) in zip(ui, self.ui.routes(), strict=True)
                           if m == "GET" and p.startswith("/topology/")}
         routes = core + ui
+        # code replication between Nimbus nodes (squall.nimbus.replication): token only
+        routes.append(("GET", re.compile(f"^{PREFIX}/blobs/(?P<topology_id>[A-Za-z0-9_.-]{{1,160}})/"
+                                         r"(?P<version>[0-9]{1,9})/(?P<file>code\.zip|topology\.pkl|conf\.json)$"),
+                       True, lambda q, b, topology_id, version, file:
+                       self.blob_file(topology_id, version, file)))
         # outside the API: the web UI and Prometheus's scrape target
         routes += [("GET", re.compile(r"^/(index\.html)?$"), False, lambda q, b: page()),
                    ("GET", re.compile(r"^/ui/(?P<name>[A-Za-z0-9_.-]+)$"), False,
@@ -128,6 +133,15 @@ class NimbusServer:
         return {**self.health(), "store": n.config.store, "blob_dir": str(n.config.blob_dir),
                 "spark_master": n.config.spark_master, "started": n.started,
                 "topologies": len(n.store.children("topologies"))}
+
+    def blob_file(self, topology_id: str, version: str, name: str) -> Raw:
+        """One file of a version this Nimbus holds, for another Nimbus's copy (token only)."""
+        try:
+            path = self.nimbus.blobs.version(topology_id, int(version)).directory / name
+            data = path.read_bytes()
+        except (ValueError, OSError):
+            raise NotFound(f"this Nimbus holds no {name} of {topology_id} v{version}") from None
+        return Raw(data, "application/octet-stream")
 
     def serve_forever(self) -> None:
         """Serve until ``shutdown``."""

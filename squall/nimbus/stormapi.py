@@ -304,7 +304,7 @@ def topology_page(view: TopologyView, window: str) -> dict:
         "workersTotal": info.get("num_workers") or len(info.get("workers") or []),
         "msgTimeout": int(view.conf.get("topology.message.timeout.secs") or 30),
         "window": window, "windowHint": window_hint(window), "schedulerDisplayResource": False,
-        "replicationCount": 1, "debug": bool(debug),
+        "replicationCount": (info.get("replication") or {}).get("count", 1), "debug": bool(debug),
         "samplingPct": round(100.0 * (debug or {}).get("rate", 0.0), 3),
         "assignedMemOnHeap": mem, "assignedMemOffHeap": 0.0, "assignedTotalMem": mem, "assignedCpu": cpu,
         "requestedMemOnHeap": mem, "requestedMemOffHeap": 0.0, "requestedTotalMem": mem, "requestedCpu": cpu,

@@ -84,8 +84,8 @@ class Nimbus(Lifecycle):
 
     def _new_version(self, rec: dict, upload: Upload) -> int:
         version = max(rec["versions"]) + 1
-        self.blobs.write(rec["id"], version, code=upload.code, topology=upload.topology_bytes,
-                         conf=upload.conf)
+        self.store_version(rec["name"], rec["id"], version, code=upload.code, topology=upload.topology_bytes,
+                           conf=upload.conf)
         self.update(rec["name"], versions=[*rec["versions"], version])
         return version
 

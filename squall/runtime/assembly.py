@@ -22,7 +22,6 @@ from squall.runtime.checkpoint import CHECKPOINT_STREAM, Barrier
 from squall.runtime.collectors import StreamRoute
 from squall.runtime.plan import ACKER, SYSTEM
 from squall.runtime.routing import DirectOnly, LoadAwareness, make_router
-from squall.runtime.stateful import StatefulBoltTask
 from squall.runtime.tasks import AckerTask, BoltTask, SpoutTask, Task
 
 if TYPE_CHECKING:
@@ -60,7 +59,16 @@ def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
 
         cls: type[BoltTask] = AsyncBoltTask
     else:
-        cls = StatefulBoltTask if isinstance(obj, StatefulBolt) else BoltTask
+        # a sink that declares ``follows_checkpoints`` (DataFrameWriterBolt) runs as a
+        # stateful bolt where checkpoints flow: its writes are staged and committed with them
+        checkpointed = any(inp.stream == CHECKPOINT_STREAM for inp in spec.inputs)
+        stateful = isinstance(obj, StatefulBolt) or (
+            checkpointed and getattr(type(obj), "follows_checkpoints", False) is True)
+        # imported here: stateful -> collectors -> worker -> assembly would be a cycle when
+        # stateful is the first runtime module a program imports (compiled collectors cimport worker)
+        from squall.runtime.stateful import StatefulBoltTask
+
+        cls = StatefulBoltTask if stateful else BoltTask
     bolt = cls(worker, task_id, comp, ctx, conf, obj, routes)
     senders = sum(len(worker.plan.component_tasks[inp.component])
                   for inp in spec.inputs if inp.stream == CHECKPOINT_STREAM)

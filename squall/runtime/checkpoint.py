@@ -13,6 +13,8 @@ INITSTATE. Then PREPARE(txid + 1) and onwards.
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -129,33 +131,69 @@ class CheckpointCoordinator:
         self._retry_at = now + self.interval
 
 
+def emission_of(item: object) -> tuple[int, ...]:
+    """Which emission of the checkpoint spout ``item`` belongs to: its tuple tree's roots.
+
+    Every copy of one checkpoint tuple, however many bolts forwarded it, descends from one
+    spout tuple; a retry of the same (txid, action) is a new spout tuple with a new root.
+    Untracked items (acking off) all share the empty key, which is never taken as over.
+    """
+    ident = getattr(item, "id", None)
+    roots = ident.roots() if ident is not None and hasattr(ident, "roots") else ()
+    return tuple(sorted(roots))
+
+
 class Barrier:
     """Collects one checkpoint's tuples from every upstream task (alignment per task).
 
     A bolt acts on checkpoint (txid, action) once it has arrived from each of the
-    ``expected`` upstream tasks. A second copy from the same task (a retried checkpoint)
-    replaces the first, so retries never stand in for a task that has not delivered.
+    ``expected`` upstream tasks, all copies of one emission of the checkpoint spout (one
+    tuple tree). Copies of different emissions never complete a barrier together: the
+    spout retries a (txid, action) after a failure or timeout, and a copy of an earlier
+    attempt left here (its other copies lost with a restarted worker) would otherwise pair
+    with a copy of the retry and leave the retry's last copy waiting for ever, so that
+    every retry timed out (the stall after a worker restart mid-COMMIT). A copy of a new
+    emission supersedes what has arrived; a copy of an emission already superseded or
+    completed here, or of a transaction older than the last one acted on (Storm's
+    ``lastTxid``), is superseded at once. Superseded items are failed by the caller: their
+    trees are over at the spout, which has one checkpoint in flight at a time.
+
     Tuples on other streams are not held back meanwhile (as Storm): a bolt with several
     inputs may count tuples that arrived after the barrier on one input into the
     transaction, which at-least-once allows (they may be counted again on replay).
     """
 
-    def __init__(self, expected: int) -> None:
+    FORGET_AFTER = 64  # emissions remembered as over, per barrier
+
+    def __init__(self, expected: int, emission: Callable[[object], Hashable] = emission_of) -> None:
         self.expected = expected
-        self.key: tuple[int, str] | None = None
+        self.emission = emission
+        self.key: tuple[int, str, Hashable] | None = None
         self.arrived: dict[int, object] = {}
+        self.last_txid: int | None = None  # of the last checkpoint completed here
+        self._over: deque[Hashable] = deque(maxlen=self.FORGET_AFTER)
 
     def add(self, txid: int, action: str, source: int, item: object) -> tuple[list, list]:
         """Add ``item`` from task ``source``; returns (complete items, superseded items)."""
+        emission = self.emission(item)
+        if (emission and emission in self._over) or (self.last_txid is not None and txid < self.last_txid):
+            return [], [item]  # a late copy of a checkpoint that is over here
         superseded: list = []
-        if self.key != (txid, action):
+        key = (txid, action, emission)
+        if self.key != key:
+            if self.key is not None and self.key[2]:
+                self._over.append(self.key[2])
             superseded, self.arrived = list(self.arrived.values()), {}
-            self.key = (txid, action)
+            self.key = key
         previous = self.arrived.get(source)
         if previous is not None:
-            superseded.append(previous)
+            superseded.append(previous)  # a duplicate from one task stands in for no other
         self.arrived[source] = item
         if len(self.arrived) >= self.expected:
             done, self.arrived, self.key = list(self.arrived.values()), {}, None
+            if emission:
+                self._over.append(emission)
+            # Storm's lastTxid: a rollback of t takes the bolt back to t - 1
+            self.last_txid = txid - 1 if action == Action.ROLLBACK else txid
             return done, superseded
         return [], superseded

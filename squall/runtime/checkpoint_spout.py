@@ -26,6 +26,9 @@ from squall.runtime.checkpoint import (
 log = logging.getLogger("squall.checkpoint")
 CHECKPOINT_FIELDS = Fields("txid", "action")
 RECORD_KEY = "txstate"
+# the txid the record started from (never committed): a task state missing while the record
+# has not moved past it is a topology that never committed, not a lost state
+ORIGIN_KEY = "origin"
 
 
 class CheckpointSpout(Spout):
@@ -49,6 +52,7 @@ class CheckpointSpout(Spout):
         # one checkpoint per millisecond or slower, so surviving bolts never see txids go back.
         first = TxState(runtime_clock.time_ms(), Phase.COMMITTED)
         self._durable = TxState(saved[0], Phase(saved[1])) if saved else first
+        self._origin = None if saved else first.txid  # saved with the first record
         self._coordinator = CheckpointCoordinator(self._durable, self._interval)
         log.info("checkpoint spout of %r recovers from %s", context.topology_name, self._durable)
 
@@ -67,7 +71,10 @@ class CheckpointSpout(Spout):
     def ack(self, msg_id: Any) -> None:
         """Every bolt did its part: advance and save the record."""
         txid, action = msg_id
+        recovering = self._coordinator.recovering
         record = self._coordinator.acked(txid, Action(action))
+        if recovering and not self._coordinator.recovering:
+            log.info("checkpoint recovery done at transaction %d", txid)
         if record is not None and not self._save(record):
             # the advance is not durable: go back to what is, and recover from there
             self._coordinator = CheckpointCoordinator(self._durable, self._interval)
@@ -82,6 +89,8 @@ class CheckpointSpout(Spout):
     def _save(self, record: TxState) -> bool:
         try:
             self._state.put(RECORD_KEY, [record.txid, record.phase.value])  # type: ignore[attr-defined]
+            if self._origin is not None:
+                self._state.put(ORIGIN_KEY, self._origin)  # type: ignore[attr-defined]
             committed = self._state.committed_txid() or 0  # type: ignore[attr-defined]
             self._state.commit(committed + 1)
         except Exception as e:  # noqa: BLE001 - any store failure: report, retry later
@@ -92,11 +101,27 @@ class CheckpointSpout(Spout):
                 pass
             return False
         self._durable = record
+        self._origin = None
         return True
 
     def declare_output_fields(self, declarer: Any) -> None:
         """The ``$checkpoint`` stream."""
         declarer.declare(CHECKPOINT_FIELDS, stream=CHECKPOINT_STREAM)
+
+
+def ever_committed(record: list | None, origin: int | None) -> bool:
+    """Whether the checkpoint spout's saved ``record`` says some task may have committed.
+
+    COMMITTED(t) and COMMITTING(t) have t, PREPARING(t) has t - 1 as the last transaction
+    that may have committed; none did if that is the record's ``origin``. A record saved
+    without an origin (by an older squall) is taken to have committed.
+    """
+    if record is None:
+        return False
+    if origin is None:
+        return True
+    last = record[0] - 1 if record[1] == Phase.PREPARING.value else record[0]
+    return last > origin
 
 
 def add_checkpointing(topology: StormTopology) -> StormTopology:

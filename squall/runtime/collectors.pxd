@@ -4,6 +4,7 @@ cimport cython
 from squall.api.tuple cimport Tuple
 from squall.runtime.ids cimport SplitMix64, u64
 from squall.runtime.metrics cimport TaskMetrics
+from squall.runtime.routing cimport RouterBase
 from squall.runtime.tasks cimport BoltTask, SpoutTask, Task
 from squall.runtime.worker cimport Worker
 
@@ -11,7 +12,7 @@ cdef class StreamRoute:
     cdef public object stream
     cdef public Py_ssize_t arity
     cdef public list routers
-    cdef public object single
+    cdef public RouterBase single
     cdef public object direct
 
 cdef class _Emitter:
@@ -21,21 +22,21 @@ cdef class _Emitter:
     cdef public TaskMetrics _metrics
     cdef public object _component
     cdef public SplitMix64 _edges
-    @cython.locals(route=StreamRoute)
+    @cython.locals(route=StreamRoute, single=RouterBase)
     cpdef tuple _route(self, object stream, object values)
 
 cdef class SpoutOutputCollector(_Emitter):
     cdef public SpoutTask _spout_task
-    @cython.locals(task=SpoutTask, worker=Worker, edges=SplitMix64, ack_val=u64, edge=u64)
+    @cython.locals(task=SpoutTask, worker=Worker, edges=SplitMix64, ack_val=u64, edge=u64, root=u64)
     cpdef _send(self, object stream, list values, list targets, object msg_id)
 
 cdef class OutputCollector(_Emitter):
     cdef public BoltTask _bolt_task
     cdef public bint _acking
     cpdef list emit(self, object values, object anchors=*, object stream=*)
-    @cython.locals(task=BoltTask, worker=Worker, anchor=Tuple, edges=SplitMix64, acc=u64, edge=u64)
+    @cython.locals(task=BoltTask, worker=Worker, anchor=Tuple, edges=SplitMix64, acc=u64, edge=u64, root=u64, nroots=int)
     cpdef _send(self, object stream, list values, list targets, object anchors)
-    @cython.locals(ids=dict, task=BoltTask, m=TaskMetrics)
+    @cython.locals(task=BoltTask, m=TaskMetrics, nroots=int, extra=u64, value=u64)
     cpdef ack(self, Tuple tup)
     cpdef fail(self, Tuple tup)
 

@@ -12,7 +12,7 @@ from squall.api.errors import FailedException
 from squall.api.tuple import DEFAULT_STREAM, TICK_STREAM, Tuple
 from squall.runtime.ids import id_source
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
-from squall.runtime.routing import DirectOnly, Router
+from squall.runtime.routing import DirectOnly, Router, RouterBase
 
 if TYPE_CHECKING:
     from squall.runtime.tasks import BoltTask, SpoutTask, Task
@@ -28,7 +28,9 @@ class StreamRoute:
         self.stream = stream
         self.arity = arity
         self.routers = routers
-        self.single = routers[0] if len(routers) == 1 else None  # the common case, called directly
+        # the common case, one subscriber: its router called directly (a C call, compiled)
+        self.single = (routers[0] if len(routers) == 1 and isinstance(routers[0], RouterBase)
+                       else None)
         self.direct = direct
 
 
@@ -51,7 +53,7 @@ class _Emitter:
         values = values.copy()  # the caller may reuse its list after emit
         single = route.single
         if single is not None:
-            return route, values, single(values)
+            return route, values, single.route(values)
         targets: list[int] = []
         for r in route.routers:
             targets.extend(r(values))
@@ -177,18 +179,16 @@ class SpoutOutputCollector(_Emitter):
             for t in targets:
                 edge = edges.next()
                 ack_val ^= edge
-                worker.deliver(t, task, stream, values, {root: edge})
+                worker.deliver1(t, task, stream, values, root, edge)
         except Exception:
             # never tracked, so no ack or timeout would ever come: fail it (after
             # next_tuple returns), so the spout's message is not silently lost
             task.fail_soon(msg_id)
             raise
         task.track(root, msg_id)
-        acker = task.acker_for(root)
-        init = [root, ack_val, task.task_id]
         if hooks is not None:  # Storm's hooks see the messages to the ackers as emits too
-            hooks.emit(init, ACK_INIT, [acker])
-        worker.deliver(acker, task, ACK_INIT, init, None)
+            hooks.emit([root, ack_val, task.task_id], ACK_INIT, [task.acker_for(root)])
+        task.send_init(root, ack_val)
 
 
 class OutputCollector(_Emitter):
@@ -231,25 +231,25 @@ class OutputCollector(_Emitter):
             return
         if isinstance(anchors, Tuple):
             anchor = anchors  # typed as a Tuple when compiled
-            ids_of = anchor._ids
-            if ids_of is None:
+            nroots = anchor._nroots
+            if nroots == 0:
                 for t in targets:
                     worker.deliver(t, task, stream, values, None)
                 return
-            if len(ids_of) == 1:  # the common case: one anchor from one spout tuple
-                (root,) = ids_of
+            if nroots == 1:  # the common case: one anchor from one spout tuple, no dict
+                root = anchor._root
                 edges = self._edges
                 acc = anchor._ack_val
                 for t in targets:
                     edge = edges.next()
                     acc ^= edge
-                    worker.deliver(t, task, stream, values, {root: edge})
+                    worker.deliver1(t, task, stream, values, root, edge)
                 anchor._ack_val = acc
                 return
             tracked = [anchor]
         else:
             # anchoring twice to one input must not cancel the edge (A4)
-            tracked = [a for a in {id(a): a for a in anchors}.values() if a._ids]
+            tracked = [a for a in {id(a): a for a in anchors}.values() if a._nroots]
         if not tracked:
             for t in targets:
                 worker.deliver(t, task, stream, values, None)
@@ -273,15 +273,21 @@ class OutputCollector(_Emitter):
         if tup._done:
             return
         tup._done = True
-        ids = tup._ids
         task = self._bolt_task
         hooks = task.hooks
-        if ids is not None and self._acking:
+        nroots = tup._nroots
+        if nroots and self._acking:
             extra = tup._ack_val
-            for root, value in ids.items():
+            if nroots == 1:
+                value = tup._edge ^ extra
                 if hooks is not None:  # as Storm's: the ack message is an emit to the acker
-                    hooks.emit([root, value ^ extra], ACK_ACK, [task.acker_for(root)])
-                task.send_ack(root, value ^ extra)
+                    hooks.emit([tup._root, value], ACK_ACK, [task.acker_for(tup._root)])
+                task.send_ack(tup._root, value)
+            else:
+                for root, edge in tup._idmap.items():  # type: ignore[union-attr]
+                    if hooks is not None:
+                        hooks.emit([root, edge ^ extra], ACK_ACK, [task.acker_for(root)])
+                    task.send_ack(root, edge ^ extra)
         if tup.stream is not TICK_STREAM:  # acking a tick is a no-op, not a metric
             m = self._metrics
             m.acked += 1

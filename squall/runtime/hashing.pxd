@@ -1,4 +1,10 @@
 # C declarations for the compiled hot path (scripts/compile.py); hashing.py is the source.
+cimport cython
+
+cdef bint _COMPILED
 
 cpdef object stable_hash(object value)
 cpdef object hash_values(object values)
+cpdef object _hash_str(str value)
+@cython.locals(poly=cython.uint, full=cython.uint, crc=cython.uint, b=cython.uchar, _k=cython.int)
+cpdef cython.uint crc32_bytes(bytes data)

@@ -10,9 +10,12 @@ the faster of the two there.
 from __future__ import annotations
 
 import os
+import sys
+from array import array
 from random import getrandbits
 
 _MASK = 0xFFFFFFFFFFFFFFFF
+LITTLE = sys.byteorder == "little"
 
 
 class SplitMix64:
@@ -54,3 +57,23 @@ class RandomIds(SplitMix64):
 def id_source() -> SplitMix64:
     """A task's generator of ids: splitmix64 when this module runs compiled."""
     return RandomIds() if __file__.endswith(".py") else SplitMix64()
+
+
+def u64_bytes(ints: array, n: int) -> bytes:
+    """The first ``n`` of an ``array("Q")`` as the wire has them: little-endian, 8 bytes each."""
+    data = memoryview(ints)[:n].tobytes()
+    if LITTLE:
+        return data
+    swapped = array("Q")
+    swapped.frombytes(data)
+    swapped.byteswap()
+    return swapped.tobytes()
+
+
+def u64_array(data: bytes) -> array:
+    """Little-endian 64-bit ints from the wire as an ``array("Q")`` (a C array, compiled)."""
+    ints = array("Q")
+    ints.frombytes(data)
+    if not LITTLE:
+        ints.byteswap()
+    return ints

@@ -1,31 +1,43 @@
 # C layout for the compiled hot path (scripts/compile.py); routing.py is the source.
+cimport cython
+
 from squall.runtime.hashing cimport hash_values, stable_hash
 
-cdef class ShuffleRouter:
+cdef class RouterBase:
+    cpdef list route(self, object values)
+
+cdef class ShuffleRouter(RouterBase):
     cdef public list _singles, _order
     cdef public Py_ssize_t _pos
     cdef public object _rng
+    @cython.locals(pos=Py_ssize_t)
+    cpdef list route(self, object values)
 
-cdef class LoadAwareShuffleRouter:
-    cdef public ShuffleRouter _local, _all
-    cdef public object _current, _local_targets, _mean_load
+cdef class LoadAwareShuffleRouter(RouterBase):
+    cdef public ShuffleRouter _local, _all, _current
+    cdef public object _local_targets, _mean_load
     cdef public double _high, _low
     cdef public Py_ssize_t _countdown
     cdef public bint local_scope
+    cpdef list route(self, object values)
 
-cdef class FieldsRouter:
+cdef class FieldsRouter(RouterBase):
     cdef public list _singles, _indexes
     cdef public Py_ssize_t _n
+    cpdef list route(self, object values)
 
-cdef class PartialKeyRouter:
+cdef class PartialKeyRouter(RouterBase):
     cdef public list _singles, _indexes, _sent
     cdef public Py_ssize_t _n
+    cpdef list route(self, object values)
 
-cdef class ConstantRouter:
+cdef class ConstantRouter(RouterBase):
     cdef public object _targets
+    cpdef list route(self, object values)
 
-cdef class CustomRouter:
+cdef class CustomRouter(RouterBase):
     cdef public object _grouping, _task, _targets, _component
+    cpdef list route(self, object values)
 
 cdef class DirectOnly:
     cdef public object targets

@@ -21,7 +21,21 @@ LOAD_CHECK_EVERY = 64
 _MASK = 0xFFFFFFFF
 
 
-class ShuffleRouter:
+class RouterBase:
+    """A grouping's choice of targets: ``route(values)`` (compiled, a C-level call), or call it."""
+
+    __slots__ = ()
+
+    def route(self, values: list) -> list[int]:
+        """Target task ids for ``values``."""
+        raise NotImplementedError
+
+    def __call__(self, values: list) -> list[int]:
+        """Target task ids for ``values``."""
+        return self.route(values)
+
+
+class ShuffleRouter(RouterBase):
     """Cycles through the targets in an order reshuffled every cycle (balanced)."""
 
     __slots__ = ("_singles", "_order", "_pos", "_rng")
@@ -33,7 +47,7 @@ class ShuffleRouter:
         self._rng.shuffle(self._order)
         self._pos = 0
 
-    def __call__(self, values: list) -> list[int]:
+    def route(self, values: list) -> list[int]:
         """Target task ids for ``values``."""
         pos = self._pos
         if pos == len(self._order):
@@ -43,7 +57,7 @@ class ShuffleRouter:
         return self._order[pos]
 
 
-class LoadAwareShuffleRouter:
+class LoadAwareShuffleRouter(RouterBase):
     """Storm 2's load-aware shuffle: this worker's targets first, while their queues keep up.
 
     Two scopes, as Storm's ``LoadAwareShuffleGrouping`` with only worker-local and
@@ -69,13 +83,13 @@ class LoadAwareShuffleRouter:
         self._countdown = 0
         self.local_scope = True
 
-    def __call__(self, values: list) -> list[int]:
+    def route(self, values: list) -> list[int]:
         """Target task ids for ``values``."""
         self._countdown -= 1
         if self._countdown <= 0:
             self._countdown = LOAD_CHECK_EVERY
             self.refresh()
-        return self._current(values)
+        return self._current.route(values)
 
     def refresh(self) -> None:
         """Re-read the local queues and change scope if they crossed a bound."""
@@ -88,7 +102,7 @@ class LoadAwareShuffleRouter:
             self._current = self._local
 
 
-class FieldsRouter:
+class FieldsRouter(RouterBase):
     """Equal values of the grouping fields go to the same task, in every process."""
 
     __slots__ = ("_singles", "_indexes", "_n")
@@ -98,7 +112,7 @@ class FieldsRouter:
         self._indexes = [stream_fields.index(f) for f in fields]
         self._n = len(targets)
 
-    def __call__(self, values: list) -> list[int]:
+    def route(self, values: list) -> list[int]:
         """Target task ids for ``values``."""
         if len(self._indexes) == 1:
             h = stable_hash(values[self._indexes[0]])
@@ -127,7 +141,7 @@ def two_choices(h: int, n: int) -> tuple[int, int]:
     return first, second
 
 
-class PartialKeyRouter:
+class PartialKeyRouter(RouterBase):
     """Storm's partial key grouping: the less loaded of a key's two candidate tasks.
 
     The candidates come from two stable hashes of the grouping fields (distinct tasks when
@@ -155,7 +169,7 @@ class PartialKeyRouter:
             h = hash_values([values[i] for i in self._indexes])
         return two_choices(h, self._n)
 
-    def __call__(self, values: list) -> list[int]:
+    def route(self, values: list) -> list[int]:
         """Target task ids for ``values``."""
         first, second = self._choices(values)
         sent = self._sent
@@ -164,7 +178,7 @@ class PartialKeyRouter:
         return self._singles[pick]
 
 
-class ConstantRouter:
+class ConstantRouter(RouterBase):
     """The same targets every time (all and global groupings)."""
 
     __slots__ = ("_targets",)
@@ -172,12 +186,12 @@ class ConstantRouter:
     def __init__(self, targets: list[int]) -> None:
         self._targets = targets
 
-    def __call__(self, values: list) -> list[int]:
+    def route(self, values: list) -> list[int]:
         """Target task ids for ``values``."""
         return self._targets
 
 
-class CustomRouter:
+class CustomRouter(RouterBase):
     """A user ``CustomStreamGrouping``, with its answers checked."""
 
     __slots__ = ("_grouping", "_task", "_targets", "_component")
@@ -189,7 +203,7 @@ class CustomRouter:
         self._targets = frozenset(targets)
         self._component = component
 
-    def __call__(self, values: list) -> list[int]:
+    def route(self, values: list) -> list[int]:
         """Target task ids for ``values``."""
         chosen = self._grouping.choose_tasks(self._task, values)
         chosen = list(chosen)

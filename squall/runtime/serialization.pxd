@@ -3,5 +3,6 @@
 cdef class Encoder:
     cdef public object _packer
     cpdef bytes pack(self, list message)
+    cpdef bytes pack_frame(self, list batches)
 
 cpdef list messages_of(object data)

@@ -1,11 +1,15 @@
 """Wire format between workers: msgpack for plain values, pickle for the rest.
 
-A message is ``[target_task, source_task, stream, values, ids]``. Messages are packed one
-by one when emitted (so an unserializable value fails at ``emit``, naming the component and
-stream) and joined into frames: a 12-byte header (magic, payload length, CRC-32) and a
-payload that is a msgpack array of the messages (its header, then the packed messages). A
-frame whose CRC does not match, or whose payload is not such an array, is dropped whole and
-counted; its tuples are replayed by the ackers' timeouts.
+A frame is a 12-byte header (magic, payload length, CRC-32) and a payload that is a
+msgpack array of messages. The worker's messages are batches,
+``[target_task, source_task, stream, [values, ...], ids, others]``: the tuples one task
+sent another on one stream since the last flush, packed with the whole frame in one call
+(``Encoder.pack_frame``); ``ids`` is None when none is tracked, else a bytes string of two
+little-endian 64-bit ints per tuple (root, edge), and ``others`` maps the index of each
+tuple that is untracked or of several trees to None or its ``{root: edge}`` map (see
+``squall.runtime.worker._Batch``). A frame whose CRC does not match, or whose payload
+is not such an array, is dropped whole and counted; its tuples are replayed by the
+ackers' timeouts.
 """
 
 from __future__ import annotations
@@ -68,6 +72,37 @@ class Encoder:
             # e.g. an int beyond 64 bits: send the whole message through pickle
             self._packer = msgpack.Packer(default=_default, strict_types=True, autoreset=True)
             return self._packer.pack(msgpack.ExtType(PICKLE_EXT, _pickle_message(message)))
+
+
+    def pack_frame(self, batches: list) -> bytes:
+        """One checked frame whose payload is ``batches`` packed in one call.
+
+        A value msgpack cannot take as it is (an int beyond 64 bits, a str with lone
+        surrogates) makes its whole values list travel through pickle, as ``pack`` does for
+        a message; raises ``SerializationError`` if even that fails.
+        """
+        try:
+            payload = self._packer.pack(batches)
+        except (OverflowError, ValueError, TypeError):  # SerializationError is a ValueError
+            self._packer = msgpack.Packer(default=_default, strict_types=True, autoreset=True)
+            payload = self._packer.pack([_pickled_values(b) for b in batches])
+        return HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+
+
+def _pickled_values(batch: list) -> list:
+    """``batch`` with each values list that msgpack refuses sent through pickle instead."""
+    check = msgpack.Packer(default=_default, strict_types=True, autoreset=True)
+    values = []
+    for v in batch[3]:
+        try:
+            check.pack(v)
+        except SerializationError:
+            raise
+        except (OverflowError, ValueError, TypeError):
+            check = msgpack.Packer(default=_default, strict_types=True, autoreset=True)
+            v = msgpack.ExtType(PICKLE_EXT, _pickle_message(v))
+        values.append(v)
+    return [*batch[:3], values, *batch[4:]]
 
 
 def _pickle_message(message: list) -> bytes:

@@ -78,12 +78,13 @@ class InconsistentStateError(RuntimeError):
 def check_recovered(state: Any, conf: dict, context: TopologyContext) -> None:
     """Refuse to start a task on a state that was lost or does not match the checkpoints.
 
-    Every task commits at every checkpoint, so once the checkpoint spout's record exists
-    each task's state has a committed txid; none means its namespace (partition) was lost.
+    Every task commits at every checkpoint, so once the checkpoint spout's record shows a
+    commit each task's state has a committed txid; none means its namespace (partition) was
+    lost. (Before the first commit, a task restarted after a rolled back PREPARE has none.)
     A task state with commits while the record is gone means the record was lost. Either
     way the task must not silently start empty: its checkpoints fail with this error.
     """
-    from squall.runtime.checkpoint_spout import RECORD_KEY
+    from squall.runtime.checkpoint_spout import ORIGIN_KEY, RECORD_KEY, ever_committed
     from squall.state import load_provider
 
     meta: Any = load_provider(conf).new_state(f"{context.topology_name}/{CHECKPOINT_SPOUT}",
@@ -91,7 +92,9 @@ def check_recovered(state: Any, conf: dict, context: TopologyContext) -> None:
     record = meta.get(RECORD_KEY)
     committed = state.committed_txid()
     where = f"task {context.task_id} of {context.component_id!r} ({state.namespace})"
-    if record is not None and committed is None and state.prepared_txid() is None:
+    # a task restarted before the topology's first commit has nothing to find, rightly
+    if (ever_committed(record, meta.get(ORIGIN_KEY)) and committed is None
+            and state.prepared_txid() is None):
         raise MissingStateError(
             f"{where}: its state is missing, but the topology committed checkpoint "
             f"{record[0]}; restore the state store, or kill the topology and clear its state "

@@ -6,7 +6,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from squall.api.config import check_component_conf, effective_conf
+from squall.api.config import check_component_conf, check_positive, effective_conf
 from squall.api.errors import InvalidTopologyError
 from squall.api.topology import StormTopology
 from squall.runtime.window_checks import check_windows
@@ -25,14 +25,7 @@ def check_name(name: object) -> str:
 
 
 def _positive(conf: dict, key: str, *, allow_none: bool, integer: bool) -> None:
-    value = conf.get(key)
-    if value is None and allow_none:
-        return
-    ok_type = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, ok_type) or value <= 0:
-        kind = "a positive integer" if integer else "a positive number"
-        extra = " or None" if allow_none else ""
-        raise InvalidTopologyError(f"config {key} must be {kind}{extra}, got {value!r}")
+    check_positive("config", key, conf.get(key), integer=integer, allow_none=allow_none)
 
 
 def _hook_paths(paths: Any, where: str) -> None:

@@ -3,10 +3,10 @@ cimport cython
 
 from squall.api.tuple cimport Tuple
 from squall.runtime.acker cimport AckerLedger
-from squall.runtime.ids cimport SplitMix64
+from squall.runtime.ids cimport SplitMix64, u64
 from squall.runtime.metrics cimport TaskMetrics
 from squall.runtime.collectors cimport BasicOutputCollector, OutputCollector, SpoutOutputCollector
-from squall.runtime.rotating cimport RotatingMap
+from squall.runtime.rotating cimport PendingMap
 from squall.runtime.worker cimport Worker
 
 cdef class Task:
@@ -26,20 +26,23 @@ cdef class Task:
     cdef public bint acking
     cdef public SplitMix64 _root_ids
     cdef public bint inline
+    cdef public list _open
     cdef public unsigned long owner
     cdef dict __dict__
     cdef object __weakref__
     cpdef object new_root(self)
-    cpdef object acker_for(self, object root)
-    @cython.locals(acker=AckerTask)
-    cpdef send_ack(self, object root, object value)
+    cpdef object acker_for(self, u64 root)
+    @cython.locals(acker=AckerTask, i=Py_ssize_t)
+    cpdef send_ack(self, u64 root, u64 value)
+    @cython.locals(acker=AckerTask, i=Py_ssize_t)
+    cpdef send_init(self, u64 root, u64 value)
     cpdef Py_ssize_t process(self, Py_ssize_t budget)
     cpdef handle(self, Tuple tup)
 
 cdef class SpoutTask(Task):
     cdef public object spout
     cdef public SpoutOutputCollector collector
-    cdef public RotatingMap pending
+    cdef public PendingMap pending
     cdef public object max_pending
     cdef public list _ack_soon, _fail_soon
     cdef public bint active
@@ -52,7 +55,12 @@ cdef class SpoutTask(Task):
     cpdef went_idle(self, double now)
     cpdef Py_ssize_t next_tuple(self)
     cpdef track(self, object root, object msg_id)
+    @cython.locals(n=Py_ssize_t)
+    cpdef Py_ssize_t process(self, Py_ssize_t budget)
+    @cython.locals(pending=PendingMap)
     cpdef handle(self, Tuple tup)
+    @cython.locals(pending=PendingMap)
+    cpdef _acked(self, u64 root)
 
 cdef class BoltTask(Task):
     cdef public object bolt
@@ -75,7 +83,11 @@ cdef class BoltTask(Task):
 cdef class AckerTask(Task):
     cdef public AckerLedger ledger
     cpdef handle(self, Tuple tup)
-    @cython.locals(ledger=AckerLedger, i=Py_ssize_t)
+    @cython.locals(ledger=AckerLedger, i=Py_ssize_t, code=int, pairs="unsigned long long[::1]")
     cpdef apply(self, object stream, list v)
-    cpdef on_ack(self, object root, object value)
-    cpdef _tell(self, object outcome)
+    @cython.locals(code=int)
+    cpdef on_ack(self, u64 root, u64 value)
+    @cython.locals(code=int)
+    cpdef on_init(self, u64 root, u64 value, long long spout_task)
+    @cython.locals(ledger=AckerLedger)
+    cpdef _tell(self, int code, u64 root)

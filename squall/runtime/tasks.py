@@ -15,7 +15,7 @@ from squall.api.context import TopologyContext
 from squall.api.errors import FailedException, ReportedFailedException
 from squall.api.fields import Fields
 from squall.api.tuple import Tuple
-from squall.runtime.acker import AckerLedger, Outcome
+from squall.runtime.acker import ACKED, FAILED_TREE, AckerLedger
 from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action, Barrier
 from squall.runtime.collectors import (
     BasicOutputCollector,
@@ -25,10 +25,10 @@ from squall.runtime.collectors import (
 )
 from squall.runtime.failures import TIMEOUT, Failure, describe, from_detail
 from squall.runtime.hooks import TaskHooks, add_auto_hooks
-from squall.runtime.ids import id_source
+from squall.runtime.ids import id_source, u64_array
 from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACK_FAIL, ACK_INIT, ACK_RESET
-from squall.runtime.rotating import RotatingMap
+from squall.runtime.rotating import PendingMap
 
 if TYPE_CHECKING:
     from squall.runtime.worker import Worker
@@ -40,7 +40,6 @@ MAX_COUNTED_FAILURES = 65536  # failing msg ids counted per spout task for max r
 
 class MaxRetriesError(RuntimeError):
     """A spout message failed more often than ``squall.spout.max.retries`` allows."""
-_VERDICT_STREAMS = {"ack": ACK_ACK, "fail": ACK_FAIL, "reset": ACK_RESET}
 
 
 class Task:
@@ -76,6 +75,8 @@ class Task:
         # True for tasks whose ``apply`` runs no user code and so may be called in place of
         # queueing (the acker): saves a tuple, a queue round trip and a dispatch per ack.
         self.inline = False
+        # target task id -> this task's open batch for it in another worker (the worker's)
+        self._open: list[Any] | None = None
 
     def bind_ackers(self, tasks: dict[int, Task]) -> None:
         """Note which acker tasks live in this worker (their ledger is updated in place)."""
@@ -110,6 +111,15 @@ class Task:
             acker.on_ack(root, value)
         else:
             self.worker.buffer_ack(self._ackers[i], self, root, value)
+
+    def send_init(self, root: int, value: int) -> None:
+        """Tell ``root``'s acker that this spout task emitted it with edges XOR-ing to ``value``."""
+        i = root % self._num_ackers
+        acker = self._local_ackers[i]  # an AckerTask or None (typed when compiled)
+        if acker is not None:
+            acker.on_init(root, value, self.task_id)
+        else:
+            self.worker.deliver(self._ackers[i], self, ACK_INIT, [root, value, self.task_id], None)
 
     def start(self) -> None:
         """Open or prepare the user component."""
@@ -154,7 +164,7 @@ class SpoutTask(Task):
         self.spout = spout
         self.collector = SpoutOutputCollector(self, routes)
         # root id -> (msg_id, emit time); timed out by rotation, never by a scan
-        self.pending: RotatingMap = RotatingMap(PENDING_BUCKETS)
+        self.pending = PendingMap(PENDING_BUCKETS)
         max_pending = conf.get("topology.max.spout.pending")
         self.max_pending: int | None = int(max_pending) if max_pending else None
         self._ack_soon: list[Any] = []
@@ -229,7 +239,7 @@ class SpoutTask(Task):
 
     def track(self, root: int, msg_id: Any) -> None:
         """Remember a tracked emit until its tree is acked, failed or timed out."""
-        self.pending.put_new(root, (msg_id, self.worker.clock()))
+        self.pending.put_new(root, msg_id, self.worker.clock())
 
     def ack_soon(self, msg_id: Any) -> None:
         """Ack ``msg_id`` once ``next_tuple`` returns (acking off, or no subscriber)."""
@@ -250,34 +260,54 @@ class SpoutTask(Task):
             if self.hooks is not None:
                 self.hooks.spout_ack(msg_id, 0.0)  # acked at once, as Storm's timeDelta 0
 
+    def process(self, budget: int) -> int:
+        """Take up to ``budget`` queued verdicts: a bare root is an ack from a local acker."""
+        inbox = self.inbox
+        popleft = inbox.popleft
+        n = min(budget, len(inbox))
+        for _ in range(n):
+            item = popleft()
+            if type(item) is int:
+                self._acked(item)
+            else:
+                self.handle(item)
+        return n
+
     def handle(self, tup: Tuple) -> None:
-        """An acker's verdict on one of this task's roots."""
+        """An acker's verdict on one of this task's roots, as a tuple."""
         stream = tup.stream
         root = tup.values[0]
         if stream == ACK_RESET:
             self.pending.touch(root)
-            return
-        entry = self.pending.pop(root)
-        if entry is None:
-            log.debug("task %d: %s for unknown or timed-out root %x", self.task_id, stream, root)
-            return
-        msg_id, emitted_at = entry
-        if stream == ACK_ACK:
-            latency = (self.worker.clock() - emitted_at) * 1000.0
-            self.metrics.acked += 1
-            self.metrics.record_complete(latency)
-            if self._failures:
-                self._forget(msg_id)
-            self._call(self.spout.ack, msg_id)
-            if self.hooks is not None:
-                self.hooks.spout_ack(msg_id, latency)
+        elif stream == ACK_ACK:
+            self._acked(root)
         elif stream == ACK_FAIL:
-            self._failed(msg_id, emitted_at, tup.values)
+            pending = self.pending
+            if not pending.take(root):
+                log.debug("task %d: fail for unknown or timed-out root %x", self.task_id, root)
+                return
+            self._failed(pending.msg_id, pending.emitted_at, tup.values)
+
+    def _acked(self, root: int) -> None:
+        """The tree of ``root`` completed: the spout's ``ack``."""
+        pending = self.pending
+        if not pending.take(root):
+            log.debug("task %d: ack for unknown or timed-out root %x", self.task_id, root)
+            return
+        msg_id = pending.msg_id
+        latency = (self.worker.clock() - pending.emitted_at) * 1000.0
+        self.metrics.acked += 1
+        self.metrics.record_complete(latency)
+        if self._failures:
+            self._forget(msg_id)
+        self._call(self.spout.ack, msg_id)
+        if self.hooks is not None:
+            self.hooks.spout_ack(msg_id, latency)
 
     def expire(self) -> int:
         """Rotate the pending buckets; fail what timed out. Returns how many."""
         expired = self.pending.rotate()
-        for msg_id, emitted_at in expired.values():
+        for msg_id, emitted_at in expired:
             self._failed(msg_id, emitted_at, None)
         return len(expired)
 
@@ -533,45 +563,59 @@ class AckerTask(Task):
         self.apply(tup.stream, tup.values)
 
     def apply(self, stream: str, v: list) -> None:
-        """Apply one ledger message and forward any verdict to its spout task (queued there)."""
-        outcome: Outcome | None
+        """Apply one ledger message and forward any verdict to its spout task."""
+        ledger = self.ledger
         if stream == ACK_ACKS:
-            ledger = self.ledger
-            for i in range(0, len(v) - 1, 2):
+            data = v[0] if len(v) == 1 else None
+            if type(data) is not bytes or len(data) % 16:
+                log.warning("acker %d ignores a malformed ack batch", self.task_id)
+                return
+            pairs = u64_array(data)
+            for i in range(0, len(pairs), 2):
                 self.metrics.executed += 1
-                outcome = ledger.ack(v[i], v[i + 1])
-                if outcome is not None:
-                    self._tell(outcome)
+                code = ledger.ack_code(pairs[i], pairs[i + 1], True)
+                if code:
+                    self._tell(code, pairs[i])
             return
         if stream == ACK_ACK:
-            outcome = self.ledger.ack(v[0], v[1])
+            code = ledger.ack_code(v[0], v[1], True)
         elif stream == ACK_INIT:
-            outcome = self.ledger.init(v[0], v[1], v[2])
+            code = ledger.init_code(v[0], v[1], v[2])
         elif stream == ACK_FAIL:
-            outcome = self.ledger.fail(v[0], v[1:4] if len(v) > 1 else None)
+            code = ledger.fail_code(v[0], v[1:4] if len(v) > 1 else None)
         elif stream == ACK_RESET:
-            outcome = self.ledger.reset_timeout(v[0])
+            code = ledger.reset_code(v[0])
         else:
             log.warning("acker %d ignores tuple on stream %r", self.task_id, stream)
             return
         self.metrics.executed += 1
-        if outcome is not None:
-            self._tell(outcome)
+        if code:
+            self._tell(code, v[0])
 
     def on_ack(self, root: int, value: int) -> None:
         """An ack from a task of this worker (the hottest ledger message, taken directly)."""
         self.metrics.executed += 1
-        outcome = self.ledger.ack(root, value, False)
-        if outcome is not None:
-            self._tell(outcome)
+        code = self.ledger.ack_code(root, value, False)
+        if code:
+            self._tell(code, root)
 
-    def _tell(self, outcome: Outcome) -> None:
-        stream = _VERDICT_STREAMS[outcome.kind]
-        if stream == ACK_FAIL:
-            detail = outcome.detail or (None, None, None)
-            self.worker.deliver(outcome.spout_task, self, stream, [outcome.root, *detail], None)
-            return
-        self.worker.deliver(outcome.spout_task, self, stream, [outcome.root], None)
+    def on_init(self, root: int, value: int, spout_task: int) -> None:
+        """An init from a spout task of this worker, taken directly (no message list)."""
+        self.metrics.executed += 1
+        code = self.ledger.init_code(root, value, spout_task)
+        if code:
+            self._tell(code, root)
+
+    def _tell(self, code: int, root: int) -> None:
+        """Send the ledger's verdict ``code`` on ``root`` to its spout task."""
+        ledger = self.ledger
+        if code == ACKED:
+            self.worker.verdict(ledger.task, self, root)
+        elif code == FAILED_TREE:
+            detail = ledger.detail or (None, None, None)
+            self.worker.deliver(ledger.task, self, ACK_FAIL, [root, *detail], None)
+        else:
+            self.worker.deliver(ledger.task, self, ACK_RESET, [root], None)
 
     def expire(self) -> int:
         """Drop roots older than the message timeout (their spouts fail them)."""

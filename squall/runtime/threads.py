@@ -34,6 +34,7 @@ IDLE_WAIT = 0.05
 
 DELIVER = 0
 ACK = 1
+DELIVER1 = 2
 
 
 class DeferredHost(Worker):
@@ -60,6 +61,11 @@ class DeferredHost(Worker):
         """Record a tuple for ``target``; the loop delivers it."""
         self.sink().append((DELIVER, target, src, stream, values, ids))
 
+    def deliver1(self, target: int, src: Task, stream: str, values: list, root: int,
+                 edge: int) -> None:
+        """Record a tuple of one tree for ``target``; the loop delivers it."""
+        self.sink().append((DELIVER1, target, src, stream, values, root, edge))
+
     def buffer_ack(self, acker: int, src: Task, root: int, value: int) -> None:
         """Record an ack for ``acker``; the loop sends it."""
         self.sink().append((ACK, acker, src, root, value))
@@ -73,7 +79,9 @@ class DeferredHost(Worker):
 def replay(worker: Worker, records: list[tuple]) -> int:
     """Carry out, on the loop thread, what a task off it asked for; returns how many."""
     for r in records:
-        if r[0] == DELIVER:
+        if r[0] == DELIVER1:
+            worker.deliver1(r[1], r[2], r[3], r[4], r[5], r[6])
+        elif r[0] == DELIVER:
             worker.deliver(r[1], r[2], r[3], r[4], r[5])
         else:
             worker.buffer_ack(r[1], r[2], r[3], r[4])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from array import array
 from collections import deque
 from collections.abc import Callable
 from time import perf_counter
@@ -23,18 +24,19 @@ from typing import Any
 from squall.api.errors import TopologyStartError
 from squall.api.fields import Fields
 from squall.api.topology import StormTopology
-from squall.api.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple, new_tuple
+from squall.api.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple, new_tuple, new_tuple1
 from squall.runtime import clock as runtime_clock
+from squall.runtime.acker import AckBuffer
 from squall.runtime.assembly import make_task
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT
 from squall.runtime.errors import ErrorLog
-from squall.runtime.plan import ACK_ACKS, ACKER, SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
+from squall.runtime.ids import u64_array, u64_bytes
+from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACKER, SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
 from squall.runtime.serialization import (
     CorruptFrameError,
     Encoder,
     SerializationError,
     TupleTooLargeError,
-    frame,
     messages_of,
 )
 from squall.runtime.tasks import PENDING_BUCKETS, AckerTask, BoltTask, SpoutTask, Task
@@ -62,6 +64,111 @@ class Timer:
         self.due = due
         self.interval = interval
         self.action = action
+
+
+class _Peer:
+    """Another worker, as this one sends to it: the batches of the frame being filled."""
+
+    __slots__ = ("index", "batches", "count")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.batches: list[_Batch] = []
+        self.count = 0  # tuples in those batches
+
+
+NO_IDS = array("Q")
+
+
+class _Batch:
+    """Tuples of one source task for one task of another worker on one stream, in order.
+
+    A batch stays open for more of the same until its peer's frame is flushed or the
+    source sends that target a tuple on another stream (which opens a new batch behind it:
+    what one task sends another stays in order, checkpoint barriers behind their data).
+
+    Once a tuple of the batch is tracked, ``ids`` (a C array of 64-bit ints, compiled) holds
+    two per tuple: its root and edge for a tuple of one tree, ``0, 0`` for the others,
+    whose entry in ``others`` says what they are (None: untracked; ``{root: edge, ...}``:
+    several trees). On the wire the ids are one bytes string, 16 bytes per tuple.
+    """
+
+    __slots__ = ("target", "src", "stream", "values", "idbuf", "ids", "nids", "others",
+                 "tracked", "peer")
+
+    def __init__(self, target: int, src: Task, stream: str) -> None:
+        self.target = target
+        self.src = src
+        self.stream = stream
+        self.values: list[list] = []
+        self.idbuf = NO_IDS  # the array ``ids`` views (its owner)
+        self.ids = NO_IDS
+        self.nids = 0  # entries of ``ids`` in use
+        self.others: dict[int, Any] | None = None
+        self.tracked = False
+        self.peer: _Peer | None = None
+
+    def _room(self, need: int) -> None:
+        """Make ``ids`` hold at least ``need`` entries (doubling; the new ones are 0)."""
+        size = len(self.idbuf)
+        if need <= size:
+            return
+        size = max(32, size * 2, need)
+        buf = array("Q", [0]) * size
+        buf[:self.nids] = self.idbuf[:self.nids]
+        self.idbuf = buf
+        self.ids = buf
+
+    def _track_from(self, index: int) -> None:
+        """The first tracked tuple is number ``index``: ids for the untracked ones before it."""
+        self.tracked = True
+        self._room(2 * index + 2)
+        self.nids = 2 * index
+        if index:
+            self.others = dict.fromkeys(range(index))
+
+    def add1(self, index: int, root: int, edge: int) -> None:
+        """Tuple ``index`` (just appended) belongs to one tree."""
+        if not self.tracked:
+            self._track_from(index)
+        n = self.nids
+        if n + 2 > len(self.idbuf):
+            self._room(n + 2)
+        self.ids[n] = root
+        self.ids[n + 1] = edge
+        self.nids = n + 2
+
+    def add_other(self, index: int, ids: dict[int, int] | None) -> None:
+        """Tuple ``index`` (just appended) is untracked (None) or of several trees."""
+        if not self.tracked:
+            if ids is None:
+                return  # nothing tracked yet: nothing to say
+            self._track_from(index)
+        self.add1(index, 0, 0)
+        if self.others is None:
+            self.others = {}
+        self.others[index] = ids
+
+    def wire_ids(self) -> bytes | None:
+        """The ids as sent: little-endian 64-bit ints, or None when no tuple is tracked."""
+        if not self.tracked:
+            return None
+        return u64_bytes(self.idbuf, self.nids)
+
+
+PLAIN_CHARS = LARGE_TUPLE_BYTES // 4  # str or bytes this long are at most LARGE bytes packed
+
+
+def _plain(values: list) -> bool:
+    """True when ``values`` surely pack (alone or through pickle) to under ``LARGE_TUPLE_BYTES``."""
+    size = 0
+    for v in values:
+        t = type(v)
+        if t is str or t is bytes:
+            size += len(v)
+        elif not (t is int or t is float or v is None or t is bool):
+            return False
+    return size <= PLAIN_CHARS
 
 
 class Worker:
@@ -103,9 +210,12 @@ class Worker:
         self._watchdog: Any = None
         self._task_worker = plan.task_worker()
         self._encoder = Encoder()
-        self._out: dict[int, list[bytes]] = {}
+        # peer worker -> its batches since the last flush (None for this worker)
+        self._peers: list[_Peer | None] = [None] * plan.num_workers
+        self._slots = max(plan.task_component, default=0) + 1  # task ids index Task._open
         self._unsent: dict[int, deque[bytes]] = {}
-        self._acks: dict[int, dict[int, int]] = {}  # remote acker -> root -> XOR this round
+        self._acks: dict[int, AckBuffer] = {}  # remote acker -> root -> XOR this round
+        self._acks_due = False
         self._ack_src: Task | None = None
         self._batch = int(conf.get("squall.transfer.batch.size") or 512)
         self._max_tuple = int(conf.get("squall.max.tuple.bytes") or DEFAULT_MAX_TUPLE_BYTES)
@@ -128,6 +238,7 @@ class Worker:
         self.stopped = threading.Event()
         self.start_error: BaseException | None = None
         self.corrupt_frames = 0
+        self.unsendable_frames = 0
         self.misrouted = 0
         self.rounds = 0
         self.idle_rounds = 0
@@ -176,7 +287,7 @@ class Worker:
                            if not isinstance(t, SpoutTask) and t.task_id not in own]
         for peer in range(plan.num_workers):
             if peer != self.index:
-                self._out[peer] = []
+                self._peers[peer] = _Peer(peer)
                 self._unsent[peer] = deque()
 
     # ---- the data path (hot) -----------------------------------------------------------
@@ -194,21 +305,81 @@ class Worker:
                 new_tuple(values, src.out_fields[stream], src.component, stream, src.task_id, ids)
             )
             return
-        peer = self._task_worker[target]
+        size = 0 if _plain(values) else self._check_values(src, stream, values)
+        batch = self._batch_to(target, src, stream)
+        batch.values.append(values)
+        batch.add_other(len(batch.values) - 1, ids or None)
+        self._added(batch.peer, size)  # type: ignore[arg-type]  # set with the batch
+
+    def deliver1(self, target: int, src: Task, stream: str, values: list, root: int,
+                 edge: int) -> None:
+        """``deliver`` for a tuple of one tree (the common case): its root and edge, no map."""
+        task = self.tasks.get(target)
+        if task is not None:
+            if task.inline:
+                acker: AckerTask = task  # type: ignore[assignment]  # typed when compiled
+                acker.apply(stream, values)
+                return
+            task.inbox.append(new_tuple1(values, src.out_fields[stream], src.component, stream,
+                                         src.task_id, root, edge))
+            return
+        size = 0 if _plain(values) else self._check_values(src, stream, values)
+        batch = self._batch_to(target, src, stream)
+        batch.values.append(values)
+        batch.add1(len(batch.values) - 1, root, edge)
+        self._added(batch.peer, size)  # type: ignore[arg-type]  # set with the batch
+
+    def verdict(self, target: int, src: Task, root: int) -> None:
+        """An acker's ack of ``root`` for spout task ``target``: the bare root in its queue.
+
+        A spout task of this worker takes a bare root as an ack (``SpoutTask.process``), so
+        the commonest verdict makes no list and no ``Tuple``; another worker's gets the
+        ``__ack_ack`` tuple.
+        """
+        task = self.tasks.get(target)
+        if task is not None and isinstance(task, SpoutTask):
+            task.inbox.append(root)  # type: ignore[arg-type]  # a bare root: an ack
+            return
+        self.deliver(target, src, ACK_ACK, [root], None)
+
+    def _batch_to(self, target: int, src: Task, stream: str) -> _Batch:
+        """The open (source, target, stream) batch for a task of another worker.
+
+        Values of plain types (str, bytes, int, float, bool, None) of moderate size are
+        packed at the flush, with the whole frame; the callers pack any other value first
+        (``_check_values``), so a value that cannot cross workers fails at ``emit`` naming
+        the component and stream, and a large one closes its frame.
+        """
+        opens = src._open
+        if opens is None:
+            opens = src._open = [None] * self._slots
+        batch: _Batch = opens[target]
+        if batch is None or batch.stream != stream:
+            peer: _Peer = self._peers[self._task_worker[target]]  # type: ignore[assignment]
+            batch = _Batch(target, src, stream)
+            opens[target] = batch
+            peer.batches.append(batch)
+            batch.peer = peer
+        return batch
+
+    def _added(self, peer: _Peer, size: int) -> None:
+        """A tuple of ``size`` packed bytes (0: not packed) joined ``peer``'s frame."""
+        peer.count += 1
+        if peer.count >= self._batch or size > LARGE_TUPLE_BYTES:
+            self._flush(peer.index)  # a large tuple closes its frame: frames stay far below the limit
+
+    def _check_values(self, src: Task, stream: str, values: list) -> int:
+        """Pack ``values`` once to check them; their size in bytes. Raises naming the emitter."""
         try:
-            data = self._encoder.pack([target, src.task_id, stream, values, ids])
+            size = len(self._encoder.pack(values))
         except SerializationError as e:
             raise SerializationError(
                 f"component {src.component!r} cannot send a tuple on stream {stream!r} to "
                 f"another worker: {e}"
             ) from None
-        size = len(data)
         if size > LARGE_TUPLE_BYTES:
             self._check_size(src, stream, size)
-        buf = self._out[peer]
-        buf.append(data)
-        if len(buf) >= self._batch or size > LARGE_TUPLE_BYTES:
-            self._flush(peer)  # a large tuple closes its frame: frames stay far below the limit
+        return size
 
     def _check_size(self, src: Task, stream: str, size: int) -> None:
         if size > self._max_tuple:
@@ -222,46 +393,58 @@ class Worker:
         """Ack for an acker in another worker: combined per root until the round ends.
 
         The ledger only XORs what it receives, so the acks a round produces for one root
-        travel as one message (their XOR) instead of one per tuple.
+        travel as one (root, value) pair (their XOR) instead of one per tuple.
         """
-        acks = self._acks.get(acker)
-        if acks is None:
-            acks = self._acks[acker] = {}
-        acks[root] = acks.get(root, 0) ^ value
+        buf = self._acks.get(acker)
+        if buf is None:
+            buf = self._acks[acker] = AckBuffer()
+        buf.add(root, value)
         self._ack_src = src
+        self._acks_due = True
 
     def _send_acks(self) -> None:
-        """One message per remote acker for the round's acks: ``[root, value, root, ...]``."""
-        pending, self._acks = self._acks, {}
+        """One message per remote acker for the round's acks: ``[bytes of root, value, ...]``."""
+        self._acks_due = False
         src = self._ack_src
         assert src is not None  # set with every buffered ack
-        for acker, acks in pending.items():
-            flat: list[int] = []
-            for root, value in acks.items():
-                if value:  # acks that cancel out tell the ledger nothing
-                    flat.append(root)
-                    flat.append(value)
-            if flat:
-                self.deliver(acker, src, ACK_ACKS, flat, None)
+        for acker, buf in self._acks.items():
+            data = buf.drain()
+            if data is not None:  # acks that cancel out tell the ledger nothing
+                self.deliver(acker, src, ACK_ACKS, [data], None)
 
-    def _flush(self, peer: int) -> None:
-        buf = self._out[peer]
-        if not buf:
+    def _flush(self, index: int) -> None:
+        """Send peer ``index``'s batches as one frame (or queue it behind unsent ones)."""
+        peer: _Peer = self._peers[index]  # type: ignore[assignment]  # a peer, not this worker
+        batches = peer.batches
+        if not batches:
             return
-        self._out[peer] = []
-        data = frame(buf)
-        unsent = self._unsent[peer]
-        if unsent or not self.transport.send(peer, data):
+        peer.batches = []
+        peer.count = 0
+        wire: list[list] = []
+        for batch in batches:
+            batch.src._open[batch.target] = None  # type: ignore[index]  # batches after a flush start anew
+            wire.append([batch.target, batch.src.task_id, batch.stream, batch.values,
+                         batch.wire_ids(), batch.others])
+        try:
+            data = self._encoder.pack_frame(wire)
+        except SerializationError as e:
+            # a value mutated after its emit so that it no longer packs: its trees time out
+            self.unsendable_frames += 1
+            log.warning("worker %d could not send a frame to worker %d: %s (its tuples will "
+                        "be replayed)", self.index, index, e)
+            return
+        unsent = self._unsent[index]
+        if unsent or not self.transport.send(index, data):
             unsent.append(data)  # behind what is already waiting, so order holds
 
     def _flush_all(self) -> bool:
         """Send the round's batches; returns True while some peer is full."""
         blocked = False
-        for peer, buf in self._out.items():
-            if buf:
-                self._flush(peer)
-        for peer, unsent in self._unsent.items():
-            while unsent and self.transport.send(peer, unsent[0]):
+        for peer in self._peers:
+            if peer is not None and peer.batches:
+                self._flush(peer.index)
+        for index, unsent in self._unsent.items():
+            while unsent and self.transport.send(index, unsent[0]):
                 unsent.popleft()
             blocked = blocked or bool(unsent)
         return blocked
@@ -285,20 +468,43 @@ class Worker:
                 log.warning("worker %d dropped a frame: %s (its tuples will be replayed)",
                             self.index, e)
                 continue
-            for target, src, stream, values, ids in messages:
-                task = tasks.get(target)
-                if task is None:
-                    self.misrouted += 1
-                    continue
-                if task.inline:
-                    acker: AckerTask = task  # type: ignore[assignment]  # typed when compiled
-                    acker.apply(stream, values)
-                    n += 1
-                    continue
-                comp, out_fields = sources[src]
-                task.inbox.append(new_tuple(values, out_fields[stream], comp, stream, src, ids))
-                n += 1
+            for batch in messages:
+                n += self._take_batch(batch, tasks, sources)
         return n
+
+    def _take_batch(self, batch: list, tasks: dict, sources: dict) -> int:
+        """Queue one received batch's tuples (or apply them, for an acker); how many."""
+        target, src, stream, vals, ids, others = batch
+        task = tasks.get(target)
+        count = len(vals)
+        if task is None:
+            self.misrouted += count
+            return 0
+        if ids is not None and (type(ids) is not bytes or len(ids) != 16 * count):
+            self.corrupt_frames += 1
+            log.warning("worker %d dropped a batch whose ids do not match its %d tuples (they "
+                        "will be replayed)", self.index, count)
+            return 0
+        if task.inline:
+            acker: AckerTask = task  # type: ignore[assignment]  # typed when compiled
+            for values in vals:
+                acker.apply(stream, values)
+            return count
+        comp, out_fields = sources[src]
+        fields = out_fields[stream]
+        inbox = task.inbox
+        if ids is None:
+            for values in vals:
+                inbox.append(new_tuple(values, fields, comp, stream, src, None))
+            return count
+        view = u64_array(ids)
+        for i in range(count):
+            if others is not None and i in others:
+                inbox.append(new_tuple(vals[i], fields, comp, stream, src, others[i]))
+            else:
+                inbox.append(new_tuple1(vals[i], fields, comp, stream, src, view[2 * i],
+                                        view[2 * i + 1]))
+        return count
 
     # ---- the loop ----------------------------------------------------------------------
 
@@ -337,7 +543,7 @@ class Worker:
                 work += th.drain()
         for at in self.asyncs:
             work += at.pump()
-        if self._acks:
+        if self._acks_due:
             self._send_acks()
         blocked = self._flush_all()
         fullest = self._fullest()
@@ -650,6 +856,7 @@ class Worker:
     def is_idle(self) -> bool:
         """True when no task has queued tuples and nothing waits to be sent."""
         return (not any(t.inbox for t in self.tasks.values())
-                and not any(self._out.values()) and not any(self._unsent.values())
+                and not any(p.batches for p in self._peers if p is not None)
+                and not any(self._unsent.values())
                 and all(th.idle() for th in self.threads)
                 and all(at.idle() for at in self.asyncs))

@@ -41,6 +41,7 @@ from squall.spark.master import TopologyMaster
 from squall.spark.placement import old_from_record, placement_record, schedule_on_spark
 from squall.spark.settings import setting
 from squall.spark.shipping import environment_settings
+from squall.spark.transport import bind_address
 from squall.spark.worker_main import WorkerCode, use_code
 from squall.state.codec import STATE_KEY
 from squall.store import BlobStore, Store, StoreError, open_store
@@ -168,8 +169,7 @@ class TopologyApp:
         last = self.store.get(K.master_key(self.name))
         if last is not None and last.get("epoch") != self.epoch:
             self._previous = old_from_record(last.get("placement"))
-        host = rec.get("bind_host") or "127.0.0.1"
-        self.control = ControlServer(host, rec["secret"], self._routes())
+        self.control = self._control_server(rec)
         self.control_url = self.control.start()
         # heartbeats start now, not once the workers run: starting Spark takes seconds
         beater = threading.Thread(target=self._heartbeat_until_exit, name="squall-app-heartbeat",
@@ -200,6 +200,16 @@ class TopologyApp:
             return self._shutdown(3)
         self._beat_now()  # STOPPED, after a kill
         return self._shutdown(0)
+
+    def _control_server(self, rec: dict) -> ControlServer:
+        """The control endpoint, on the master's bind host and ``squall.spark.master.control.port``."""
+        try:
+            conf = self.blobs.version(rec["id"], rec["version"]).conf()
+        except (OSError, ValueError):
+            conf = {}  # the start reports the missing version; the endpoint says so to Nimbus
+        bind, advertised = bind_address(str(rec.get("bind_host") or setting(conf, S.MASTER_BIND_HOST)))
+        return ControlServer("0.0.0.0" if bind == "*" else bind, rec["secret"], self._routes(),
+                             port=setting(conf, S.MASTER_CONTROL_PORT), advertised=advertised)
 
     def _start(self, rec: dict) -> None:
         base = self.load_version(rec["version"])

@@ -1,11 +1,12 @@
 """The topology master's control endpoint: JSON over HTTP, for Nimbus.
 
 A ``ThreadingHTTPServer`` on the master's bind host (127.0.0.1 by default) and a random
-port. Every request must carry ``Authorization: Bearer <topology secret>``; others get
-401 and are logged. Routes are ``(method, path) -> handler(body) -> dict``; a handler
-raises ``ControlError`` for a refusal with an HTTP status, anything else is a 500. Each
-request runs on its own thread, so handlers must be thread-safe (the app serialises the
-ones that change the topology).
+port, or the first free one of ``squall.spark.master.control.port`` (``squall.spark.ports``).
+Every request must carry ``Authorization: Bearer <topology secret>``; others get 401 and
+are logged. Routes are ``(method, path) -> handler(body) -> dict``; a handler raises
+``ControlError`` for a refusal with an HTTP status, anything else is a 500. Each request
+runs on its own thread, so handlers must be thread-safe (the app serialises the ones that
+change the topology).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from squall.spark.ports import bind_first_free, os_in_use
+from squall.spark.settings import MASTER_CONTROL_PORT
 
 log = logging.getLogger("squall.spark.control")
 MAX_BODY = 1 << 20
@@ -36,12 +40,15 @@ class ControlError(Exception):
 class ControlServer:
     """Serves ``routes`` to holders of ``secret`` (see the module docstring)."""
 
-    def __init__(self, host: str, secret: str, routes: dict[tuple[str, str], Handler]) -> None:
+    def __init__(self, host: str, secret: str, routes: dict[tuple[str, str], Handler], *,
+                 port: Any = 0, advertised: str | None = None) -> None:
         self.secret = secret
         self.routes = routes
-        self._server = ThreadingHTTPServer((host, 0), self._handler_class())
+        handler = self._handler_class()
+        self._server = bind_first_free(lambda p: ThreadingHTTPServer((host, p), handler), port,
+                                       MASTER_CONTROL_PORT, host, os_in_use)
         self._server.daemon_threads = True
-        self.url = f"http://{host}:{self._server.server_address[1]}"
+        self.url = f"http://{advertised or host}:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="squall-control",
                                         daemon=True)
 

@@ -44,6 +44,7 @@ from squall.spark.errors import spark_job_error
 from squall.spark.liveness import TaskLiveness
 from squall.spark.master_info import master_info
 from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus, worker_rdd
+from squall.spark.ports import bind_zmq
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
 from squall.spark.transport import bind_address
@@ -95,7 +96,8 @@ class TopologyMaster:
         self._router.setsockopt(zmq.MAXMSGSIZE, co.MAX_MESSAGE_BYTES)
         self._links: dict[bytes, co.Link] = {}  # worker process identity -> its sealed link
         bind, host = bind_address(str(setting(conf, S.MASTER_BIND_HOST)))
-        self.address = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{bind}')}"
+        port = bind_zmq(self._router, bind, setting(conf, S.MASTER_PORT), S.MASTER_PORT)
+        self.address = f"tcp://{host}:{port}"
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._jobs: dict[tuple[int, int], threading.Thread] = {}
         self._jobs_lock = threading.Lock()
@@ -311,6 +313,7 @@ class TopologyMaster:
             topology_name=self.name, topology=code.topology, conf=code.conf, plan=self.plan,
             index=index, launch=launch, master_address=self.address,
             bind_host=setting(self.conf, S.WORKER_BIND_HOST),
+            port=setting(self.conf, S.WORKER_PORT),
             heartbeat_secs=self._heartbeat,
             master_timeout_secs=float(setting(self.conf, S.MASTER_TIMEOUT)),
             code_path=code.code_path, secret=self.secret,

@@ -15,6 +15,9 @@ MASTER_BIND_HOST = "squall.spark.master.bind.host"
 MASTER_TIMEOUT = "squall.spark.master.timeout.secs"
 MASTER_UI_URL = "squall.spark.master.ui.url"
 WORKER_BIND_HOST = "squall.spark.worker.bind.host"
+MASTER_PORT = "squall.spark.master.port"
+MASTER_CONTROL_PORT = "squall.spark.master.control.port"
+WORKER_PORT = "squall.spark.worker.port"
 HEARTBEAT = "squall.spark.worker.heartbeat.secs"
 HEARTBEAT_TIMEOUT = "squall.spark.worker.heartbeat.timeout.secs"
 START_TIMEOUT = "squall.spark.worker.start.timeout.secs"
@@ -35,6 +38,12 @@ SPARK_SETTINGS: tuple[Setting, ...] = (
                                  "(default http://<master host>:8080/json)"),
     Setting(WORKER_BIND_HOST, "127.0.0.1", "host each worker's receive socket binds (auto: its "
                                            "executor's address; 0.0.0.0: every interface)"),
+    Setting(MASTER_PORT, 0, "port (or LOW-HIGH range) of the topology master's socket that workers "
+                            "register to; 0: any free port (squall.spark.ports)"),
+    Setting(MASTER_CONTROL_PORT, 0, "port (or LOW-HIGH range) of the topology master's control endpoint "
+                                    "that Nimbus calls; 0: any free port"),
+    Setting(WORKER_PORT, 0, "port range (LOW-HIGH) of the workers' receive sockets, one port per "
+                            "worker on a host; 0: any free port"),
     Setting(HEARTBEAT, 1.0, "seconds between a worker's heartbeats (they carry its metrics)"),
     Setting(HEARTBEAT_TIMEOUT, 10.0, "seconds of silence after which a worker is declared dead"),
     Setting(START_TIMEOUT, 120.0, "seconds a launched worker has to register and open its tasks"),

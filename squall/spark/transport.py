@@ -45,11 +45,14 @@ import socket
 import struct
 import threading
 from collections import deque
+from typing import Any
 
 import zmq
 
 from squall.runtime.serialization import HEADER as FRAME_HEADER
 from squall.runtime.serialization import MAX_FRAME_BYTES
+from squall.spark.ports import bind_zmq
+from squall.spark.settings import WORKER_PORT as WORKER_PORT_KEY
 
 _wake_ids = itertools.count()
 log = logging.getLogger("squall.spark.transport")
@@ -105,7 +108,8 @@ class ZmqTransport:
     """One worker's ZeroMQ link to its peers; implements ``squall.runtime.transport.Transport``."""
 
     def __init__(self, context: zmq.Context, bind_host: str = "127.0.0.1", hwm: int = 64,
-                 secret: bytes | None = None, *, index: int | None = None, insecure: bool = False) -> None:
+                 secret: bytes | None = None, *, index: int | None = None, insecure: bool = False,
+                 port: Any = 0) -> None:
         if not secret and not insecure:
             raise ValueError("ZmqTransport needs the topology's secret: frames carry pickles, and "
                              "without it anyone who reaches the port could run code in the worker "
@@ -123,8 +127,8 @@ class ZmqTransport:
         self._pull.setsockopt(zmq.LINGER, 0)
         self._pull.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
         bind, advertised = bind_address(bind_host)
-        port = self._pull.bind_to_random_port(f"tcp://{bind}")
-        self.address = f"tcp://{advertised}:{port}"
+        bound = bind_zmq(self._pull, bind, port, WORKER_PORT_KEY)  # squall.spark.ports
+        self.address = f"tcp://{advertised}:{bound}"
         self._nonces: dict[int, bytes] = {}  # peer -> its current nonce (from the master's map)
         self._retired: set[bytes] = set()  # nonces of peers' earlier processes
         self._send_seq: dict[int, int] = {}  # peer -> last sequence number sent to it

@@ -13,11 +13,14 @@ the worker's loop thread (all user code and the data path).
 from __future__ import annotations
 
 import gc
+import hashlib
 import logging
 import os
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import cloudpickle
@@ -59,6 +62,7 @@ class WorkerSpec:
     launch: int
     master_address: str
     bind_host: str = "127.0.0.1"
+    port: Any = 0  # squall.spark.worker.port: 0, a port, or "LOW-HIGH"
     heartbeat_secs: float = 1.0
     master_timeout_secs: float = 30.0
     code_path: str | None = None
@@ -76,11 +80,44 @@ def spark_task(spec: WorkerSpec) -> Any:
             yield run_worker(spec)
         return run
     path, blob = spec.code_path, cloudpickle.dumps(spec)
+    code = Path(path).read_bytes()  # for executors on hosts without the blob directory
 
     def run_shipped(_partition: Any) -> Any:
-        use_code(path)
+        use_code(local_code(path, code))
         yield run_worker(cloudpickle.loads(blob))
     return run_shipped
+
+
+def local_code(path: str, code: bytes) -> str:
+    """``path`` where this host has it with that content, else a copy of ``code`` here.
+
+    Nimbus's topology master names the zip in its own blob directory, which an executor
+    on another machine does not have: the zip travels in the task, and is written once per
+    content under the temporary directory (a restarted worker reuses it).
+    """
+    try:
+        if Path(path).read_bytes() == code:
+            return path
+    except OSError:
+        pass
+    digest = hashlib.sha256(code).hexdigest()[:32]
+    directory = Path(tempfile.gettempdir()) / f"squall-code-{os.getuid()}"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    st = directory.lstat()
+    if st.st_uid != os.getuid() or st.st_mode & 0o077 or not directory.is_dir() or directory.is_symlink():
+        raise PermissionError(f"{directory} is not a private directory of this user: refusing to "
+                              f"put the topology's code there")
+    target = directory / f"{digest}.zip"
+    try:
+        if target.read_bytes() == code:
+            return str(target)
+    except OSError:
+        pass
+    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".zip")
+    with os.fdopen(fd, "wb") as f:
+        f.write(code)
+    os.replace(tmp, target)
+    return str(target)
 
 
 def use_code(path: str) -> None:
@@ -132,7 +169,7 @@ def run_worker(spec: WorkerSpec) -> dict:
     ctx = zmq.Context()
     hwm = max(4, int(spec.conf["topology.executor.send.buffer.size"])
               // int(spec.conf["squall.transfer.batch.size"]))
-    transport = ZmqTransport(ctx, spec.bind_host, hwm, secret=spec.secret, index=spec.index)
+    transport = ZmqTransport(ctx, spec.bind_host, hwm, secret=spec.secret, index=spec.index, port=spec.port)
     link = _MasterLink(ctx, spec, _attempt(), transport.address, transport.nonce)
     try:
         welcome = link.register()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import uuid
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -56,10 +57,10 @@ _feed_ids = itertools.count(1)
 class FeederSpout(Spout):
     """A spout that emits the tuples a test feeds it (Storm's ``FeederSpout``).
 
-    ``feed(values, msg_id=None)`` queues one tuple; a tuple with a ``msg_id`` is tracked
-    by the ackers, and its outcome lands in ``acked`` or ``failed``. The queue is shared
-    through this process, so a feeder works on ``LocalCluster`` (not across processes);
-    several tasks of one feeder take from the same queue.
+    ``feed(values, msg_id=None)`` queues one tuple, tracked by the ackers under ``msg_id``
+    (a fresh UUID string when not given, as Storm's); its outcome lands in ``acked`` or
+    ``failed``. The queue is shared through this process, so a feeder works on
+    ``LocalCluster`` (not across processes); several tasks of one feeder take from the same queue.
     """
 
     def __init__(self, fields: Fields, stream: str = DEFAULT_STREAM) -> None:
@@ -77,11 +78,15 @@ class FeederSpout(Spout):
         return _FEEDS[self.feed_id]
 
     def feed(self, values: list, msg_id: Any = None) -> None:
-        """Queue ``values`` for emission (tracked when ``msg_id`` is given)."""
+        """Queue ``values`` for emission, tracked under ``msg_id``.
+
+        Without ``msg_id`` the tuple gets a fresh one (a UUID string, as Storm's
+        ``FeederSpout.feed(tuple)``), so every fed tuple is tracked and acked or failed.
+        """
         if len(values) != len(self.fields):
             raise ValueError(f"FeederSpout declares {len(self.fields)} fields "
                              f"{list(self.fields)}, fed {len(values)} values {values!r}")
-        self._feed.queue.append((list(values), msg_id))
+        self._feed.queue.append((list(values), str(uuid.uuid4()) if msg_id is None else msg_id))
 
     def feed_no_wait(self, values: list, msg_id: Any = None) -> None:
         """Storm's name for ``feed`` (feeding never blocks here)."""
@@ -137,15 +142,20 @@ class TrackedTopology:
         self.cluster = cluster
         self.name = name
 
-    def wait_idle(self, timeout: float = 10.0) -> None:
-        """Return once every emitted tuple was processed and every tuple tree decided.
+    def wait_idle(self, timeout: float = 10.0, *, trees: bool = False) -> None:
+        """Return once every emitted tuple was processed, acking traffic included (Storm's ``trackedWait``).
 
-        Each worker answers on its own loop thread between rounds (tuples queued, work
-        done, trees pending), twice with a round in between, so the answer is exact, not
-        a guess from counters and sleeps. ``TimeoutError`` if the topology is still busy
-        after ``timeout`` real seconds (a spout that never stops emitting, a tree never acked).
+        Every tuple tree that can be decided is then decided and its spout told: what is
+        still pending waits on a bolt holding its tuples or on its message timeout, as in
+        Storm (a bolt that aggregates three tuples before acking keeps the first two trees
+        open). Each worker answers on its own loop thread between rounds (tuples queued,
+        work done), twice with a round in between, so the answer is exact, not a guess from
+        counters and sleeps. ``TimeoutError`` if the topology is still busy after
+        ``timeout`` real seconds (a spout that never stops emitting). ``trees=True`` also
+        waits until no tree is pending (for trees decided by time: checkpoints that release
+        a stateful bolt's acks, message timeouts on real time).
         """
-        self.cluster.wait_quiet(timeout, names=[self.name], trees=True)
+        self.cluster.wait_quiet(timeout, names=[self.name], trees=trees)
 
     def info(self) -> dict:
         """``get_topology_info`` of the tracked topology."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from squall import Bolt, Fields, ReliableSpout
+from squall import Bolt, Fields, ReliableSpout, StatefulBolt
 from squall.connectors.reliable import DEAD_LETTER_STREAM
 from tests.integration.components import RECORD, record  # noqa: F401 - RECORD is re-exported
 
@@ -151,16 +151,21 @@ class LineSink(Bolt):
 
 class SplitWords(Bolt):
     """[id, sentence] -> [id, pos, word] per word, anchored; holds the ids in ``hold``,
-    raises on ``bad``; records every id it sees."""
+    raises on ``bad``; records every id it sees; sleeps ``delay`` per sentence."""
 
-    def __init__(self, hold: frozenset = frozenset(), bad: int | None = None) -> None:
-        self.hold, self.bad = hold, bad
+    def __init__(self, hold: frozenset = frozenset(), bad: int | None = None,
+                 delay: float = 0.0) -> None:
+        self.hold, self.bad, self.delay = hold, bad, delay
 
     def prepare(self, conf, context, collector):
         self.collector = collector
 
     def execute(self, tup):
         sid = tup["id"]
+        if self.delay:
+            import time
+
+            time.sleep(self.delay)
         record("split.seen", sid)
         if sid in self.hold:
             return
@@ -172,3 +177,35 @@ class SplitWords(Bolt):
 
     def declare_output_fields(self, declarer):
         declarer.declare(Fields("id", "pos", "word"))
+
+
+class SentenceTally(StatefulBolt):
+    """A stateful bolt (so the topology has checkpoints): counts sentences in its state.
+
+    ``fail_prepare_after``: the first ``pre_prepare`` once that many sentences were seen
+    raises, once per process (the checkpoint fails and every stateful bolt rolls back).
+    """
+
+    def __init__(self, fail_prepare_after: int | None = None) -> None:
+        self.fail_prepare_after = fail_prepare_after
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+        self.seen = 0
+
+    def init_state(self, state):
+        self.state = state
+
+    def execute(self, tup):
+        self.seen += 1
+        self.state.put("sentences", (self.state.get("sentences") or 0) + 1)
+        self.collector.ack(tup)
+
+    def pre_prepare(self, txid):
+        limit = self.fail_prepare_after
+        if limit is not None and self.seen >= limit and not RECORD["tally.failed"]:
+            record("tally.failed", txid)
+            raise RuntimeError(f"prepare of transaction {txid} fails on purpose")
+
+    def pre_rollback(self):
+        record("tally.rollback", self.seen)

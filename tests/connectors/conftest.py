@@ -34,3 +34,15 @@ def subprocess_env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     return env
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """A SparkSession on local[2], shared by a test module."""
+    pyspark_sql = pytest.importorskip("pyspark.sql")
+    s = (pyspark_sql.SparkSession.builder.master("local[2]").appName("squall-connector-tests")
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+         .getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()

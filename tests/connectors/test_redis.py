@@ -225,3 +225,51 @@ def test_redis_stopped_mid_run_fails_writes_reports_and_loses_nothing(tmp_path):
 def test_bad_arguments_are_one_line_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         RedisStreamSpout(**kwargs)
+
+
+def test_in_a_stateful_topology_a_rollback_leaves_the_output_stream_exact(redis_server, redis_client):
+    from tests.connectors.components import RECORD, SentenceTally
+
+    fill(redis_client, 300)
+    b = TopologyBuilder()
+    b.set_spout("entries", RedisStreamSpout("in", "g", ("n", "text"), port=redis_server.port), 2)
+    b.set_bolt("upper", Upper(), 2).shuffle_grouping("entries")
+    b.set_bolt("tally", SentenceTally(fail_prepare_after=150)).shuffle_grouping("entries")
+    b.set_bolt("out", RedisStreamBolt("out", port=redis_server.port), 2).shuffle_grouping("upper")
+    c = conf()
+    c["topology.state.checkpoint.interval.ms"] = 200
+    with LocalCluster() as cluster:
+        cluster.submit_topology("aligned-redis", c, b.create_topology())
+        assert wait_for(lambda: set(outputs(redis_client)) == set(range(300))
+                        and pending(redis_client) == 0, timeout=60)
+    assert RECORD["tally.failed"] and RECORD["tally.rollback"], "no rollback happened"
+    out = outputs(redis_client)
+    assert set(out) == set(range(300))
+    duplicates = {n: k for n, k in out.items() if k > 1}
+    assert not duplicates, f"{len(duplicates)} entries written twice, e.g. {list(duplicates)[:5]}"
+    assert not redis_client.keys("out:_squall_txn:*:tx:*"), "staged entries left behind"
+    [entry] = [f for _, f in redis_client.xrange("out") if f["n"] == "7"]
+    assert entry["text"] == "ENTRY 7"
+
+
+def test_staged_transactions_publish_once_and_recovery_discards_the_uncommitted(redis_server):
+    from squall.connectors.redis_txn import StreamTxnStaging
+
+    client = redis.Redis(port=redis_server.port)
+    s = StreamTxnStaging(client, "out", "sink-0", maxlen=None)
+    s.add({"n": "1"})
+    s.add({"n": "2"})
+    assert s.seal(5) and not s.seal(6)  # nothing open for 6
+    s.add({"n": "3"})
+    assert client.xlen("out") == 0  # nothing visible before the commit
+    assert s.publish(5) == 2 and s.publish(5) == 0  # a replayed commit appends nothing
+    s.seal(6)
+    s.add({"n": "4"})
+    assert StreamTxnStaging(client, "out", "sink-0", None).recover(committed=5) == (0, [6])
+    assert [f[b"n"] for _, f in client.xrange("out")] == [b"1", b"2"]
+    assert client.keys("out:_squall_txn:*") == []
+    s.add({"n": "5"})
+    s.seal(6)
+    assert s.recover(committed=6) == (1, [])
+    assert [f[b"n"] for _, f in client.xrange("out")] == [b"1", b"2", b"5"]
+    client.close()

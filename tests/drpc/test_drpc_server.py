@@ -118,6 +118,41 @@ def test_an_unreachable_server_is_a_clear_error():
     assert info.value.type == "UNREACHABLE"
 
 
+def test_an_answer_cut_off_mid_way_is_a_clear_error_not_a_dead_thread():
+    # a server that stops while answering leaves a short body: the fetcher must see a
+    # DRPCExecutionError (and back off), not an http.client exception that kills its thread
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def answer_short():
+        conn, _ = listener.accept()
+        with conn:
+            got = b""
+            while b"\r\n\r\n" not in got:  # the whole request, so closing sends no reset
+                got += conn.recv(65536)
+            head, body = got.split(b"\r\n\r\n", 1)
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))
+            while len(body) < length:
+                body += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 22\r\n\r\n{")
+            conn.shutdown(socket.SHUT_WR)
+
+    t = threading.Thread(target=answer_short, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(DRPCExecutionError) as info:
+            DRPCInvocationsClient("127.0.0.1", port, token=TOKEN).fetch_request("f", wait=0.1)
+    finally:
+        t.join(5)
+        listener.close()
+    assert info.value.type == "UNREACHABLE"
+    assert "broke off its answer" in str(info.value) and "IncompleteRead" in str(info.value)
+
+
 def _cli(*args, env=None, **kw):
     return [sys.executable, "-m", "squall.cli.main", *args]
 

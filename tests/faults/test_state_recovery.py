@@ -20,7 +20,7 @@ def local(tmp_path):
 
 def first_run(c):
     with LocalCluster() as cluster:
-        tracked_topology(cluster, "d11", c, topology(SENTENCES * 4)).wait_idle(timeout=60)
+        tracked_topology(cluster, "d11", c, topology(SENTENCES * 4)).wait_idle(timeout=60, trees=True)
         cluster.kill_topology("d11")
     assert committed_counts(c, "d11") == expected(SENTENCES * 4)
 
@@ -69,7 +69,7 @@ def test_d11_a_healthy_store_recovers_without_errors(tmp_path, rounds):
     first_run(c)
     with LocalCluster() as cluster:
         tracked = tracked_topology(cluster, "d11", c, topology(SENTENCES))
-        tracked.wait_idle(timeout=60)
+        tracked.wait_idle(timeout=60, trees=True)
         assert tracked.info()["errors"] == []
         cluster.kill_topology("d11")
     assert committed_counts(c, "d11") == expected(SENTENCES * 5)

@@ -41,8 +41,10 @@ def seq_conf():
 def run_with_fault(tmp_path, fault, until_secs=600):
     out = str(tmp_path)
     with simulated_time(), LocalCluster() as cluster:
-        cluster.submit_topology("t", seq_conf(), sequence_topology(out))
+        # inactive until the fault is in place, so the spouts cannot finish before it is
+        cluster.submit_topology("t", seq_conf(), sequence_topology(out), inactive=True)
         cluster.set_transport_fault("t", fault)
+        cluster.activate("t")
         elapsed = 0
         while elapsed < until_secs and check(out, KEYS, COUNT).unacked:
             cluster.advance_time(5)  # timeouts fail what vanished; the spouts replay it
@@ -81,8 +83,10 @@ def test_c11_a_link_that_drops_everything_one_way_recovers_when_it_heals(tmp_pat
     fault = drop_frames(1.0, seed=1, between=(1, 0))
     out = str(tmp_path)
     with simulated_time(), LocalCluster() as cluster:
-        cluster.submit_topology("t", seq_conf(), sequence_topology(out))
+        # inactive until the fault is in place, so the spouts cannot finish before it is
+        cluster.submit_topology("t", seq_conf(), sequence_topology(out), inactive=True)
         cluster.set_transport_fault("t", fault)
+        cluster.activate("t")
         cluster.advance_time(60)
         assert check(out, KEYS, COUNT).unacked  # not everything completes across the partition
         cluster.set_transport_fault("t", None)

@@ -55,7 +55,8 @@ def committed_counts(c, name, component="count"):
 
 
 def run_until_acked(cluster, name, c, sentences, n_acked):
-    tracked_topology(cluster, name, c, topology(sentences)).wait_idle(timeout=60)
+    # a stateful bolt's acks wait for the checkpoint that commits them: wait for the trees
+    tracked_topology(cluster, name, c, topology(sentences)).wait_idle(timeout=60, trees=True)
     assert len(RECORD["spout.acked"]) >= n_acked, (
         f"acked {len(RECORD['spout.acked'])} of {n_acked}; errors: "
         f"{[e['message'] for e in cluster.get_topology_info(name)['errors']]}"

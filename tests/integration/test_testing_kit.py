@@ -3,7 +3,7 @@ tracked topologies that know when they are idle; test tuples."""
 
 import pytest
 
-from squall import BasicBolt, Bolt, Config, Fields, LocalCluster, TopologyBuilder
+from squall import BasicBolt, Bolt, Config, Fields, LocalCluster, Spout, TopologyBuilder
 from squall.runtime import clock
 from squall.testing import FeederSpout, simulated_time, test_tuple, tracked_topology
 from tests.integration.components import RECORD, NeverAckBolt, TickBolt, record
@@ -62,7 +62,8 @@ def test_wait_idle_returns_when_every_tuple_is_processed_and_every_tree_decided(
         assert feeder.acked[-1] == "x" and len(RECORD["count"]) == 202
 
 
-def test_wait_idle_raises_when_a_tree_is_never_decided():
+def test_wait_idle_returns_while_a_bolt_holds_a_tree_and_the_timeout_decides_it():
+    # Storm's trackedWait: processed, not necessarily decided (a held tree waits for its timeout)
     feeder = FeederSpout(Fields("value"))
     b = TopologyBuilder()
     b.set_spout("spout", feeder, 1)
@@ -70,11 +71,43 @@ def test_wait_idle_raises_when_a_tree_is_never_decided():
     with simulated_time(), LocalCluster() as cluster:
         tracked = tracked_topology(cluster, "t", conf(1), b.create_topology())
         feeder.feed([1], msg_id=1)
-        with pytest.raises(TimeoutError):
-            tracked.wait_idle(timeout=0.5)
+        tracked.wait_idle(timeout=10)
+        assert RECORD["never.got"] and feeder.acked == [] and feeder.failed == []
         cluster.advance_time(46)  # the timeout decides it
         tracked.wait_idle(timeout=10)
         assert feeder.failed == [1]
+
+
+class Endless(Spout):
+    def open(self, conf, context, collector):
+        self.collector = collector
+
+    def next_tuple(self):
+        self.collector.emit([1])
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("value"))
+
+
+def test_wait_idle_raises_while_a_spout_keeps_emitting():
+    b = TopologyBuilder()
+    b.set_spout("spout", Endless(), 1)
+    b.set_bolt("hold", NeverAckBolt(), 1).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        tracked = tracked_topology(cluster, "t", conf(1), b.create_topology())
+        with pytest.raises(TimeoutError):
+            tracked.wait_idle(timeout=0.5)
+
+
+def test_a_feed_without_msg_id_is_tracked_under_a_fresh_id():
+    feeder = FeederSpout(Fields("sentence"))
+    with LocalCluster() as cluster:
+        tracked = tracked_topology(cluster, "wc", conf(1), word_count(feeder))
+        feeder.feed(["a b"])
+        feeder.feed(["c"])
+        tracked.wait_idle(timeout=30)
+        assert len(feeder.acked) == 2 and len(set(feeder.acked)) == 2
+        assert all(isinstance(m, str) and len(m) == 36 for m in feeder.acked)
 
 
 def test_message_timeout_on_simulated_time():

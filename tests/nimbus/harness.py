@@ -66,15 +66,16 @@ class Cli:
 
 
 class NimbusProcess:
-    """One ``squall nimbus`` process on 127.0.0.1."""
+    """One ``squall nimbus`` process (on 127.0.0.1 unless ``host`` says another loopback address)."""
 
     def __init__(self, home: Path, workdir: Path, *, port: int | None = None, store: str | None = None,
                  conf: dict | None = None, name: str = "nimbus", args: list[str] | None = None,
-                 conf_file: Path | None = None) -> None:
+                 conf_file: Path | None = None, host: str = "127.0.0.1") -> None:
         self.home = home
         self.workdir = workdir
+        self.host = host
         self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         self.store = store
         self.conf = {"squall.spark.master": "local[4]", "nimbus.master.timeout.secs": "8",
                      "nimbus.submit.timeout.secs": "150", **(conf or {})}
@@ -84,7 +85,7 @@ class NimbusProcess:
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 30.0) -> NimbusProcess:
-        args = [PYTHON, "-m", "squall.cli.main", "nimbus", "--port", str(self.port),
+        args = [PYTHON, "-m", "squall.cli.main", "nimbus", "--host", self.host, "--port", str(self.port),
                 "--data-dir", str(self.home)]
         if self.store:
             args += ["--store", self.store]
@@ -95,7 +96,8 @@ class NimbusProcess:
             args += ["--conf", str(self.conf_file)]
         self.workdir.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(args, cwd=self.workdir, env=base_env(self.home), stdout=log,
+            env = {**base_env(self.home), "SPARK_LOCAL_IP": self.host}
+            self.proc = subprocess.Popen(args, cwd=self.workdir, env=env, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -50,6 +50,9 @@ class FakeWorker(Worker):
     def deliver(self, target, src, stream, values, ids):
         self.sent.append((target, src.component, stream, values, ids))
 
+    def deliver1(self, target, src, stream, values, root, edge):  # one tree: no map on the path
+        self.deliver(target, src, stream, values, {root: edge})
+
     def report_error(self, task, error):
         self.errors.append(error)
 
@@ -86,6 +89,9 @@ class _FakeTask:
 
     def send_ack(self, root, value):  # as a task whose acker lives in another worker
         self.worker.deliver(self.acker_for(root), self, ACK_ACK, [root, value], None)
+
+    def send_init(self, root, value):  # as a spout task whose acker lives in another worker
+        self.worker.deliver(self.acker_for(root), self, ACK_INIT, [root, value, self.task_id], None)
 
     def track(self, root, msg_id):
         self.tracked[root] = msg_id

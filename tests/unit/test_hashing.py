@@ -7,13 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from squall.runtime.hashing import hash_values, stable_hash
+from squall.runtime.hashing import crc32_bytes, hash_values, stable_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -154,3 +155,18 @@ def test_frozenset_keys_hash_the_same_across_processes():
     src = "[frozenset({'a', 'b', 'c', 'd', 'e', 'f'}), {'x', 'y', 'z', 'w'}]"
     results = {tuple(hashes_in_subprocess(seed, src)) for seed in ("0", "1", "2", "3", "4", "5")}
     assert len(results) == 1
+
+
+@given(st.text())
+def test_str_hash_is_zlib_crc32_of_its_utf8_bytes(text):
+    # the compiled path computes the CRC itself: it must be zlib's, so that a compiled and
+    # a plain worker route a word to the same task
+    data = text.encode("utf-8", "surrogatepass")
+    assert stable_hash(text) == zlib.crc32(data)
+    assert crc32_bytes(data) == zlib.crc32(data)
+
+
+def test_str_hash_of_known_words_is_pinned():
+    assert [stable_hash(w) for w in ("the", "cow", "", "日本", "\ud800")] == [
+        zlib.crc32(w.encode("utf-8", "surrogatepass")) for w in ("the", "cow", "", "日本", "\ud800")]
+    assert stable_hash("the") == 0x3C456DE6

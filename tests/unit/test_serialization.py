@@ -212,3 +212,19 @@ def test_a_frame_with_a_good_crc_but_a_bad_payload_is_corrupt(payload):
     # not noise (the CRC holds) but a sender's bug: dropped and counted like noise
     with pytest.raises(CorruptFrameError, match="not a list of messages"):
         messages_of(_raw_frame(payload))
+
+
+def test_a_frame_of_batches_sends_values_msgpack_refuses_through_pickle():
+    batches = [[3, 1, "default", [["ok", 1], [2**70], ["\ud800", 2.5]], None],
+               [4, 1, "s", [[None]], [7, 9]]]
+    back = messages_of(Encoder().pack_frame(batches))
+    assert back == batches
+    assert type(back[0][3][1][0]) is int
+
+
+def test_a_frame_with_a_value_that_cannot_be_pickled_raises_serialization_error():
+    encoder = Encoder()
+    with pytest.raises(SerializationError, match="Exploding"):
+        encoder.pack_frame([[3, 1, "default", [[1], [Exploding()]], None]])
+    assert messages_of(encoder.pack_frame([[3, 1, "default", [[1]], None]])) == [
+        [3, 1, "default", [[1]], None]]  # still usable

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from types import SimpleNamespace
 
 import pytest
@@ -24,6 +25,7 @@ class FakeWorker(Worker):
 
     def __init__(self, ackers=(ACKER,)):
         self.plan = SimpleNamespace(acker_tasks=list(ackers))
+        self.tasks: dict = {}  # no task of its own: verdicts go through deliver
         self.sent: list[tuple] = []
         self.errors: list[BaseException] = []
         self.tap = None
@@ -32,6 +34,9 @@ class FakeWorker(Worker):
 
     def deliver(self, target, src, stream, values, ids):
         self.sent.append((target, stream, values, ids))
+
+    def deliver1(self, target, src, stream, values, root, edge):  # one tree: no map on the path
+        self.deliver(target, src, stream, values, {root: edge})
 
     def buffer_ack(self, acker, src, root, value):  # the real worker sends these at round end
         self.deliver(acker, src, ACK_ACK, [root, value], None)
@@ -249,14 +254,19 @@ def test_acker_task_forwards_verdicts_to_the_spout_task():
     assert acker.metrics.executed == 3
 
 
+def pairs(*ints):
+    """An ``__ack_acks`` payload: (root, value) pairs as little-endian 64-bit ints."""
+    return struct.pack(f"<{len(ints)}Q", *ints)
+
+
 def test_acker_task_applies_a_round_of_remote_acks_in_one_message():
     worker = FakeWorker()
     acker = AckerTask(worker, ACKER, "__acker", None, {})
     acker.apply(ACK_INIT, [7, 0b1100, 3])
     acker.apply(ACK_INIT, [8, 0b0011, 4])
-    acker.apply(ACK_ACKS, [7, 0b0100, 8, 0b0011, 7, 0b1000])
+    acker.apply(ACK_ACKS, [pairs(7, 0b0100, 8, 0b0011, 7, 0b1000)])
     assert [(t, s, v) for t, s, v, _ in worker.sent] == [(4, ACK_ACK, [8]), (3, ACK_ACK, [7])]
-    acker.apply(ACK_ACKS, [7, 0b0100])  # a redelivered batch completes nothing twice (A13)
+    acker.apply(ACK_ACKS, [pairs(7, 0b0100)])  # a redelivered batch completes nothing twice (A13)
     assert len(worker.sent) == 2
     assert acker.metrics.executed == 6
 

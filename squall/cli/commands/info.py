@@ -32,6 +32,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     row = {**info, "master": info["master"].get("state")}
     print(summary_table([row]))
+    replication = info.get("replication")
+    if replication:
+        print(f"code of version {info['version']} held by {replication['count']} Nimbus node(s): "
+              f"{', '.join(replication['holders']) or '-'}")
     uptime = info.get("uptime_secs") or 0.0
     comps = []
     for cid, c in sorted(info["components"].items()):

@@ -20,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p = sub.add_parser("nimbus", parents=[common], help="run Nimbus",
                        description=f"Run Nimbus. --conf keys: {keys}.")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=int, default=None,
+                   help=f"port (default nimbus.thrift.port of the cluster file, else {DEFAULT_PORT})")
     p.add_argument("--data-dir", default=None,
                    help="store, blobs, token and logs (default $SQUALL_HOME or ~/.squall)")
     p.add_argument("--store", default=None,
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             zk_auth = read_auth(args.zk_auth)
         except ValueError as e:
             raise CliError(ExitCode.USAGE, f"--zk-auth: {e}") from None
-    config = NimbusConfig(host=args.host, port=args.port, store=args.store, zk_auth=zk_auth,
+    config = NimbusConfig(host=args.host, port=DEFAULT_PORT, store=args.store, zk_auth=zk_auth,
                           data_dir=Path(args.data_dir) if args.data_dir else squall_home(),
                           tls_cert=Path(args.tls_cert) if args.tls_cert else None,
                           tls_key=Path(args.tls_key) if args.tls_key else None)
@@ -72,8 +73,12 @@ def run(args: argparse.Namespace) -> int:
         except clusterconf.ClusterConfError as e:
             raise CliError(ExitCode.USAGE, str(e)) from None
     pairs = {k: str(v) for k, v in cluster.nimbus.items()}  # the command line wins over the file
+    if cluster.port is not None:
+        pairs["nimbus.thrift.port"] = str(cluster.port)
     pairs.update({k: str(v) for k, v in key_values([c for c in args.conf or [] if "=" in c],
                                                    "--conf").items()})
+    if args.port is not None:
+        pairs["nimbus.thrift.port"] = str(args.port)
     try:
         config = with_conf(config, pairs)
     except ValueError as e:

@@ -142,6 +142,9 @@ def run(args: argparse.Namespace) -> int:
     with progress(f"submitting {name!r} and waiting for its workers"):
         summary = nimbus.post("/topologies", body, timeout=LONG_TIMEOUT)
     print_summary(args, summary, f"topology {name!r} submitted ({summary['id']}), {summary['status']}")
+    replication = summary.get("replication") or {}
+    if not args.json and replication and not replication.get("achieved", True):
+        print(f"warning: {replication.get('message')}", file=sys.stderr)
     return 0
 
 
