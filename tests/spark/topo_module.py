@@ -291,10 +291,11 @@ class AsyncSplitBolt(AsyncBolt):
 
 class CrashOnce(Bolt):
     """Relays ``[key, seq]``; the first time it sees seq ``at`` it crashes its worker
-    process the way ``mode`` says (``exit``: os._exit, ``segfault``: a real SIGSEGV)."""
+    process the way ``mode`` says (``exit``: os._exit, ``segfault``: a real SIGSEGV).
+    ``hold`` seconds per tuple keep trees open long enough to be caught in flight."""
 
-    def __init__(self, out_dir: str, mode: str, at: int) -> None:
-        self.out_dir, self.mode, self.at = out_dir, mode, at
+    def __init__(self, out_dir: str, mode: str, at: int, hold: float = 0.0) -> None:
+        self.out_dir, self.mode, self.at, self.hold = out_dir, mode, at, hold
 
     def prepare(self, conf, context, collector) -> None:
         self.collector = collector
@@ -308,6 +309,8 @@ class CrashOnce(Bolt):
 
                 ctypes.string_at(0)  # a segfault in user code (C extensions do this)
             os._exit(7)
+        if self.hold:
+            time.sleep(self.hold)
         self.collector.emit(tup.values, anchors=tup)
         self.collector.ack(tup)
 
@@ -316,13 +319,14 @@ class CrashOnce(Bolt):
 
 
 def sequence(out_dir: str, keys: int, count: int, *, crash: str | None = None, ackers: int | None = None,
-             workers: int = 2, timeout: float = 4.0, rate: float = 0.0) -> tuple[Config, object]:
+             workers: int = 2, timeout: float = 4.0, rate: float = 0.0,
+             hold: float = 0.0) -> tuple[Config, object]:
     """SequenceSpout -> relay (or CrashOnce) -> SequenceChecker, fields-grouped on the key."""
     from squall.testing.invariants import SequenceChecker, SequenceSpout
 
     b = TopologyBuilder()
     b.set_spout("seq", SequenceSpout(out_dir, keys=keys, count=count, rate=rate), 1)
-    relay = CrashOnce(out_dir, crash, count // 3) if crash else CrashOnce(out_dir, "never", -1)
+    relay = CrashOnce(out_dir, crash or "never", count // 3 if crash else -1, hold)
     b.set_bolt("relay", relay, 2).shuffle_grouping("seq")
     b.set_bolt("check", SequenceChecker(out_dir), 2).fields_grouping("relay", Fields("key"))
     conf = Config()
