@@ -8,6 +8,9 @@ from squall.runtime.routing cimport RouterBase
 from squall.runtime.tasks cimport BoltTask, SpoutTask, Task
 from squall.runtime.worker cimport Worker
 
+cdef extern from "pythread.h":
+    unsigned long _thread_id "PyThread_get_thread_ident" ()
+
 cdef class StreamRoute:
     cdef public object stream
     cdef public Py_ssize_t arity
@@ -33,11 +36,13 @@ cdef class SpoutOutputCollector(_Emitter):
 cdef class OutputCollector(_Emitter):
     cdef public BoltTask _bolt_task
     cdef public bint _acking
+    @cython.locals(route=StreamRoute, single=RouterBase, vals=list, targets=list)
     cpdef list emit(self, object values, object anchors=*, object stream=*)
     @cython.locals(task=BoltTask, worker=Worker, anchor=Tuple, edges=SplitMix64, acc=u64, edge=u64, root=u64, nroots=int)
     cpdef _send(self, object stream, list values, list targets, object anchors)
-    @cython.locals(task=BoltTask, m=TaskMetrics, nroots=int, extra=u64, value=u64)
     cpdef ack(self, Tuple tup)
+    @cython.locals(task=BoltTask, m=TaskMetrics, nroots=int, extra=u64, value=u64)
+    cpdef _ack(self, Tuple tup)
     cpdef fail(self, Tuple tup)
 
 cdef class BasicOutputCollector:

@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from squall.runtime.tasks import BoltTask, SpoutTask, Task
 
 
+def _thread_id() -> int:
+    """The calling thread's id (compiled, the .pxd makes this a C call with no Python int)."""
+    return get_ident()
+
+
 class StreamRoute:
     """How one task emits on one stream: arity check and routers (or direct targets)."""
 
@@ -141,7 +146,7 @@ class SpoutOutputCollector(_Emitter):
     def emit(self, values: list, stream: str = DEFAULT_STREAM, msg_id: Any = None) -> list[int]:
         """Emit ``values`` on ``stream``; returns the target task ids."""
         owner = self._task.owner
-        if owner and owner != get_ident():
+        if owner and owner != _thread_id():
             self._foreign("emit")
         route, values, targets = self._route(stream, values)
         self._send(route.stream, values, targets, msg_id)
@@ -203,11 +208,33 @@ class OutputCollector(_Emitter):
              stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to ``anchors``; returns target task ids."""
         owner = self._task.owner
-        if owner and owner != get_ident():
+        if owner and owner != _thread_id():
             self._foreign("emit")
-        route, values, targets = self._route(stream, values)
-        self._send(route.stream, values, targets, anchors)
-        return list(targets)
+        route = self._routes.get(stream)
+        if (route is None or route.direct is not None or type(values) is not list
+                or len(values) != route.arity):
+            route, vals, targets = self._route_checked(stream, values)
+            self._send(route.stream, vals, targets, anchors)
+            return list(targets)
+        vals = values  # a list (checked above; typed when compiled)
+        single = route.single
+        if single is None and not route.routers:
+            # nobody subscribes: the values go nowhere, so they need no copy unless a tap or
+            # a hook gets them
+            if self._worker.tap is not None or self._task.hooks is not None:
+                vals = vals[:]
+            targets = []
+            self._send(route.stream, vals, targets, anchors)
+            return targets  # a new list: the caller's own
+        vals = vals[:]  # the caller may reuse its list after emit
+        if single is not None:
+            targets = single.route(vals)
+        else:
+            targets = []
+            for r in route.routers:
+                targets.extend(r(vals))
+        self._send(route.stream, vals, targets, anchors)
+        return targets[:]  # routers reuse their lists; the caller gets its own
 
     def emit_direct(self, task: int, values: list, anchors: Tuple | list[Tuple] | None = None,
                     stream: str = DEFAULT_STREAM) -> None:
@@ -268,8 +295,12 @@ class OutputCollector(_Emitter):
     def ack(self, tup: Tuple) -> None:
         """The input ``tup`` is done; its tree completes when all its tuples are."""
         owner = self._task.owner
-        if owner and owner != get_ident():
+        if owner and owner != _thread_id():
             self._foreign("ack")
+        self._ack(tup)
+
+    def _ack(self, tup: Tuple) -> None:
+        """``ack`` from the task's own thread (the auto-ack of a ``BasicBolt``): no thread check."""
         if tup._done:
             return
         tup._done = True
@@ -308,7 +339,7 @@ class OutputCollector(_Emitter):
     def fail_with_error(self, tup: Tuple, error: str | None) -> None:
         """Fail ``tup``, telling its spouts where (this task) and why (``error``'s text)."""
         owner = self._task.owner
-        if owner and owner != get_ident():
+        if owner and owner != _thread_id():
             self._foreign("fail")
         if tup._done:
             return

@@ -542,7 +542,7 @@ class BoltTask(Task):
             self.worker.report_error(self, e)
             self.collector.fail_with_error(tup, describe(e))
         else:
-            self.collector.ack(tup)
+            self.collector._ack(tup)  # this task's thread: no thread check
         finally:
             basic.input = None
 
