@@ -210,6 +210,7 @@ class OutputCollector(_Emitter):
         owner = self._task.owner
         if owner and owner != _thread_id():
             self._foreign("emit")
+        targets: list[int]
         route = self._routes.get(stream)
         if (route is None or route.direct is not None or type(values) is not list
                 or len(values) != route.arity):

@@ -65,10 +65,30 @@ def stable_hash(value: Any) -> int:
 
 def _hash_str(value: str) -> int:
     """CRC-32 of ``value``'s UTF-8 bytes (lone surrogates kept, as ``surrogatepass``)."""
-    data = value.encode("utf-8", "surrogatepass")
     if _COMPILED:
-        return crc32_bytes(data)
-    return crc32(data)
+        crc = crc32_ascii(value)
+        if crc >= 0:
+            return crc
+        return crc32_bytes(value.encode("utf-8", "surrogatepass"))
+    return crc32(value.encode("utf-8", "surrogatepass"))
+
+
+def crc32_ascii(value: str) -> int:
+    """``crc32_bytes`` of ASCII ``value``'s bytes, read from the str (no encoded copy).
+
+    -1 when ``value`` has a character beyond ASCII (whose UTF-8 bytes are not its code).
+    """
+    poly = 0xEDB88320  # typed locals: compiled, a C loop over the characters
+    full = 0xFFFFFFFF
+    crc = full
+    for ch in value:
+        b = ord(ch)
+        if b > 127:
+            return -1
+        crc ^= b
+        for _k in range(8):
+            crc = (crc >> 1) ^ (poly & -(crc & 1))
+    return crc ^ full
 
 
 def crc32_bytes(data: bytes) -> int:

@@ -114,11 +114,12 @@ class FieldsRouter(RouterBase):
 
     def route(self, values: list) -> list[int]:
         """Target task ids for ``values``."""
-        if len(self._indexes) == 1:
-            h = stable_hash(values[self._indexes[0]])
+        indexes = self._indexes
+        if len(indexes) == 1:
+            h = stable_hash(values[indexes[0]])
         else:
-            h = hash_values([values[i] for i in self._indexes])
-        return self._singles[h % self._n]
+            h = hash_values([values[i] for i in indexes])
+        return self._singles[h % self._n]  # C arithmetic and a C index, compiled
 
 
 def second_hash(h: int) -> int:
