@@ -51,7 +51,8 @@ class ShuffleRouter(RouterBase):
         """Target task ids for ``values``."""
         pos = self._pos
         if pos == len(self._order):
-            self._rng.shuffle(self._order)
+            if pos > 1:  # shuffling one target is a no-op that draws nothing (a Python call)
+                self._rng.shuffle(self._order)
             pos = 0
         self._pos = pos + 1
         return self._order[pos]
