@@ -25,6 +25,8 @@ cdef class _Emitter:
     cdef public TaskMetrics _metrics
     cdef public object _component
     cdef public SplitMix64 _edges
+    cdef public object _last_stream
+    cdef public StreamRoute _last_route
     @cython.locals(route=StreamRoute, single=RouterBase)
     cpdef tuple _route(self, object stream, object values)
 

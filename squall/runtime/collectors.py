@@ -49,6 +49,9 @@ class _Emitter:
         self._metrics = task.metrics
         self._component = task.component
         self._edges = id_source()  # random 64-bit edge ids (splitmix64 when compiled)
+        # the route of the stream emitted last (mostly the same str object): no dict lookup
+        self._last_stream: str | None = None
+        self._last_route: StreamRoute | None = None
 
     def _route(self, stream: str, values: Any) -> tuple[StreamRoute, list, list[int]]:
         route = self._routes.get(stream)
@@ -211,7 +214,13 @@ class OutputCollector(_Emitter):
         if owner and owner != _thread_id():
             self._foreign("emit")
         targets: list[int]
-        route = self._routes.get(stream)
+        if stream is self._last_stream:
+            route = self._last_route
+        else:
+            route = self._routes.get(stream)
+            if route is not None:
+                self._last_stream = stream
+                self._last_route = route
         if (route is None or route.direct is not None or type(values) is not list
                 or len(values) != route.arity):
             route, vals, targets = self._route_checked(stream, values)

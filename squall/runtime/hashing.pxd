@@ -9,5 +9,6 @@ cpdef object hash_values(object values)
 cpdef object _hash_str(str value)
 @cython.locals(poly=cython.uint, full=cython.uint, crc=cython.uint, b=cython.uchar, _k=cython.int)
 cpdef cython.uint crc32_bytes(bytes data)
-@cython.locals(poly=cython.uint, full=cython.uint, crc=cython.uint, b=cython.uint, ch="Py_UCS4", _k=cython.int)
+cdef unsigned int _CRC_TABLE[256]
+@cython.locals(full=cython.uint, crc=cython.uint, b=cython.uint, ch="Py_UCS4")
 cpdef long long crc32_ascii(str value)
