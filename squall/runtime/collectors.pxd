@@ -42,9 +42,8 @@ cdef class OutputCollector(_Emitter):
     cpdef list emit(self, object values, object anchors=*, object stream=*)
     @cython.locals(task=BoltTask, worker=Worker, anchor=Tuple, edges=SplitMix64, acc=u64, edge=u64, root=u64, nroots=int)
     cpdef _send(self, object stream, list values, list targets, object anchors)
-    cpdef ack(self, Tuple tup)
     @cython.locals(task=BoltTask, m=TaskMetrics, nroots=int, extra=u64, value=u64)
-    cpdef _ack(self, Tuple tup)
+    cpdef ack(self, Tuple tup)
     cpdef fail(self, Tuple tup)
 
 cdef class BasicOutputCollector:

@@ -307,10 +307,6 @@ class OutputCollector(_Emitter):
         owner = self._task.owner
         if owner and owner != _thread_id():
             self._foreign("ack")
-        self._ack(tup)
-
-    def _ack(self, tup: Tuple) -> None:
-        """``ack`` from the task's own thread (the auto-ack of a ``BasicBolt``): no thread check."""
         if tup._done:
             return
         tup._done = True
