@@ -233,9 +233,8 @@ class OutputCollector(_Emitter):
             # a hook gets them
             if self._worker.tap is not None or self._task.hooks is not None:
                 vals = vals[:]
-            targets = []
-            self._send(route.stream, vals, targets, anchors)
-            return targets  # a new list: the caller's own
+            self._send(route.stream, vals, [], anchors)
+            return []
         vals = vals[:]  # the caller may reuse its list after emit
         if single is not None:
             targets = single.route(vals)
