@@ -4,6 +4,7 @@ cimport cython
 cdef class MessageId:
     cdef public object anchors_to_ids
 
+@cython.freelist(512)
 cdef class Tuple:
     cdef public object values
     cdef public object fields

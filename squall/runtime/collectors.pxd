@@ -8,6 +8,9 @@ from squall.runtime.routing cimport RouterBase
 from squall.runtime.tasks cimport BoltTask, SpoutTask, Task
 from squall.runtime.worker cimport Worker
 
+cdef extern from "pythread.h":
+    unsigned long _thread_id "PyThread_get_thread_ident" ()
+
 cdef class StreamRoute:
     cdef public object stream
     cdef public Py_ssize_t arity
@@ -22,6 +25,8 @@ cdef class _Emitter:
     cdef public TaskMetrics _metrics
     cdef public object _component
     cdef public SplitMix64 _edges
+    cdef public object _last_stream
+    cdef public StreamRoute _last_route
     @cython.locals(route=StreamRoute, single=RouterBase)
     cpdef tuple _route(self, object stream, object values)
 
@@ -33,6 +38,7 @@ cdef class SpoutOutputCollector(_Emitter):
 cdef class OutputCollector(_Emitter):
     cdef public BoltTask _bolt_task
     cdef public bint _acking
+    @cython.locals(route=StreamRoute, single=RouterBase, vals=list, targets=list)
     cpdef list emit(self, object values, object anchors=*, object stream=*)
     @cython.locals(task=BoltTask, worker=Worker, anchor=Tuple, edges=SplitMix64, acc=u64, edge=u64, root=u64, nroots=int)
     cpdef _send(self, object stream, list values, list targets, object anchors)

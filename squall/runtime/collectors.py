@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from squall.runtime.tasks import BoltTask, SpoutTask, Task
 
 
+def _thread_id() -> int:
+    """The calling thread's id (compiled, the .pxd makes this a C call with no Python int)."""
+    return get_ident()
+
+
 class StreamRoute:
     """How one task emits on one stream: arity check and routers (or direct targets)."""
 
@@ -44,6 +49,9 @@ class _Emitter:
         self._metrics = task.metrics
         self._component = task.component
         self._edges = id_source()  # random 64-bit edge ids (splitmix64 when compiled)
+        # the route of the stream emitted last (mostly the same str object): no dict lookup
+        self._last_stream: str | None = None
+        self._last_route: StreamRoute | None = None
 
     def _route(self, stream: str, values: Any) -> tuple[StreamRoute, list, list[int]]:
         route = self._routes.get(stream)
@@ -141,7 +149,7 @@ class SpoutOutputCollector(_Emitter):
     def emit(self, values: list, stream: str = DEFAULT_STREAM, msg_id: Any = None) -> list[int]:
         """Emit ``values`` on ``stream``; returns the target task ids."""
         owner = self._task.owner
-        if owner and owner != get_ident():
+        if owner and owner != _thread_id():
             self._foreign("emit")
         route, values, targets = self._route(stream, values)
         self._send(route.stream, values, targets, msg_id)
@@ -203,11 +211,39 @@ class OutputCollector(_Emitter):
              stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to ``anchors``; returns target task ids."""
         owner = self._task.owner
-        if owner and owner != get_ident():
+        if owner and owner != _thread_id():
             self._foreign("emit")
-        route, values, targets = self._route(stream, values)
-        self._send(route.stream, values, targets, anchors)
-        return list(targets)
+        targets: list[int]
+        if stream is self._last_stream:
+            route = self._last_route
+        else:
+            route = self._routes.get(stream)
+            if route is not None:
+                self._last_stream = stream
+                self._last_route = route
+        if (route is None or route.direct is not None or type(values) is not list
+                or len(values) != route.arity):
+            route, vals, targets = self._route_checked(stream, values)
+            self._send(route.stream, vals, targets, anchors)
+            return list(targets)
+        vals = values  # a list (checked above; typed when compiled)
+        single = route.single
+        if single is None and not route.routers:
+            # nobody subscribes: the values go nowhere, so they need no copy unless a tap or
+            # a hook gets them
+            if self._worker.tap is not None or self._task.hooks is not None:
+                vals = vals[:]
+            self._send(route.stream, vals, [], anchors)
+            return []
+        vals = vals[:]  # the caller may reuse its list after emit
+        if single is not None:
+            targets = single.route(vals)
+        else:
+            targets = []
+            for r in route.routers:
+                targets.extend(r(vals))
+        self._send(route.stream, vals, targets, anchors)
+        return targets[:]  # routers reuse their lists; the caller gets its own
 
     def emit_direct(self, task: int, values: list, anchors: Tuple | list[Tuple] | None = None,
                     stream: str = DEFAULT_STREAM) -> None:
@@ -268,7 +304,7 @@ class OutputCollector(_Emitter):
     def ack(self, tup: Tuple) -> None:
         """The input ``tup`` is done; its tree completes when all its tuples are."""
         owner = self._task.owner
-        if owner and owner != get_ident():
+        if owner and owner != _thread_id():
             self._foreign("ack")
         if tup._done:
             return
@@ -308,7 +344,7 @@ class OutputCollector(_Emitter):
     def fail_with_error(self, tup: Tuple, error: str | None) -> None:
         """Fail ``tup``, telling its spouts where (this task) and why (``error``'s text)."""
         owner = self._task.owner
-        if owner and owner != get_ident():
+        if owner and owner != _thread_id():
             self._foreign("fail")
         if tup._done:
             return

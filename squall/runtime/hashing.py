@@ -65,10 +65,41 @@ def stable_hash(value: Any) -> int:
 
 def _hash_str(value: str) -> int:
     """CRC-32 of ``value``'s UTF-8 bytes (lone surrogates kept, as ``surrogatepass``)."""
-    data = value.encode("utf-8", "surrogatepass")
     if _COMPILED:
-        return crc32_bytes(data)
-    return crc32(data)
+        crc = crc32_ascii(value)
+        if crc >= 0:
+            return crc
+        return crc32_bytes(value.encode("utf-8", "surrogatepass"))
+    return crc32(value.encode("utf-8", "surrogatepass"))
+
+
+def _crc_table() -> list[int]:
+    """The CRC-32 (reflected, polynomial 0xEDB88320) of each byte value: a byte per step."""
+    table = []
+    for n in range(256):
+        crc = n
+        for _k in range(8):
+            crc = (crc >> 1) ^ (0xEDB88320 if crc & 1 else 0)
+        table.append(crc)
+    return table
+
+
+_CRC_TABLE = _crc_table()  # compiled, a C array (see hashing.pxd)
+
+
+def crc32_ascii(value: str) -> int:
+    """``crc32_bytes`` of ASCII ``value``'s bytes, read from the str (no encoded copy).
+
+    -1 when ``value`` has a character beyond ASCII (whose UTF-8 bytes are not its code).
+    """
+    full = 0xFFFFFFFF  # typed locals: compiled, a C loop over the characters
+    crc = full
+    for ch in value:
+        b = ord(ch)
+        if b > 127:
+            return -1
+        crc = _CRC_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ full
 
 
 def crc32_bytes(data: bytes) -> int:

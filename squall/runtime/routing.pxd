@@ -24,6 +24,7 @@ cdef class LoadAwareShuffleRouter(RouterBase):
 cdef class FieldsRouter(RouterBase):
     cdef public list _singles, _indexes
     cdef public Py_ssize_t _n
+    @cython.locals(h="unsigned long long", indexes=list)
     cpdef list route(self, object values)
 
 cdef class PartialKeyRouter(RouterBase):

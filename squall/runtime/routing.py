@@ -51,7 +51,8 @@ class ShuffleRouter(RouterBase):
         """Target task ids for ``values``."""
         pos = self._pos
         if pos == len(self._order):
-            self._rng.shuffle(self._order)
+            if pos > 1:  # shuffling one target is a no-op that draws nothing (a Python call)
+                self._rng.shuffle(self._order)
             pos = 0
         self._pos = pos + 1
         return self._order[pos]
@@ -114,11 +115,12 @@ class FieldsRouter(RouterBase):
 
     def route(self, values: list) -> list[int]:
         """Target task ids for ``values``."""
-        if len(self._indexes) == 1:
-            h = stable_hash(values[self._indexes[0]])
+        indexes = self._indexes
+        if len(indexes) == 1:
+            h = stable_hash(values[indexes[0]])
         else:
-            h = hash_values([values[i] for i in self._indexes])
-        return self._singles[h % self._n]
+            h = hash_values([values[i] for i in indexes])
+        return self._singles[h % self._n]  # C arithmetic and a C index, compiled
 
 
 def second_hash(h: int) -> int:

@@ -72,6 +72,8 @@ cdef class BoltTask(Task):
     cdef public object _batched
     @cython.locals(n=Py_ssize_t)
     cpdef Py_ssize_t process(self, Py_ssize_t budget)
+    @cython.locals(n=Py_ssize_t, basic=BasicOutputCollector, collector=OutputCollector, m=TaskMetrics, every=Py_ssize_t, tup=Tuple)
+    cpdef Py_ssize_t _process_basic(self, Py_ssize_t budget)
     @cython.locals(n=Py_ssize_t, batch=list, tup=Tuple)
     cpdef Py_ssize_t _process_batches(self, Py_ssize_t budget)
     @cython.locals(count=Py_ssize_t, step=Py_ssize_t, i=Py_ssize_t, tup=Tuple, m=TaskMetrics, t0=double, ms=double, each=double)

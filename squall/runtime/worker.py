@@ -353,11 +353,12 @@ class Worker:
         opens = src._open
         if opens is None:
             opens = src._open = [None] * self._slots
-        batch: _Batch = opens[target]
+        slot: int = target  # a C index, compiled
+        batch: _Batch = opens[slot]
         if batch is None or batch.stream != stream:
             peer: _Peer = self._peers[self._task_worker[target]]  # type: ignore[assignment]
             batch = _Batch(target, src, stream)
-            opens[target] = batch
+            opens[slot] = batch
             peer.batches.append(batch)
             batch.peer = peer
         return batch
@@ -492,18 +493,20 @@ class Worker:
             return count
         comp, out_fields = sources[src]
         fields = out_fields[stream]
-        inbox = task.inbox
+        # the batch's tuples join the queue in one ``extend`` (not a method call per tuple)
         if ids is None:
-            for values in vals:
-                inbox.append(new_tuple(values, fields, comp, stream, src, None))
+            task.inbox.extend([new_tuple(values, fields, comp, stream, src, None)
+                               for values in vals])
             return count
         view = u64_array(ids)
+        tuples: list[Tuple] = []
         for i in range(count):
             if others is not None and i in others:
-                inbox.append(new_tuple(vals[i], fields, comp, stream, src, others[i]))
+                tuples.append(new_tuple(vals[i], fields, comp, stream, src, others[i]))
             else:
-                inbox.append(new_tuple1(vals[i], fields, comp, stream, src, view[2 * i],
-                                        view[2 * i + 1]))
+                tuples.append(new_tuple1(vals[i], fields, comp, stream, src, view[2 * i],
+                                         view[2 * i + 1]))
+        task.inbox.extend(tuples)
         return count
 
     # ---- the loop ----------------------------------------------------------------------

@@ -309,9 +309,16 @@ def test_bolt_execute_error_is_reported_and_the_input_failed():
     [("ok", [ACK_ACK], []), ("fail", [ACK_FAIL], []), ("reported", [ACK_FAIL], ["loud"]),
      ("boom", [ACK_FAIL], ["basic exploded"])],
 )
-def test_basic_bolt_acks_or_fails_its_input(value, streams, reported):
+@pytest.mark.parametrize("queued", [False, True], ids=["handle", "process"])
+def test_basic_bolt_acks_or_fails_its_input(value, streams, reported, queued):
     worker, task = bolt_task(EchoBasic())
-    task.handle(tracked(value))
+    if queued:  # through the queue: process's inlined loop for basic bolts
+        task._sample_every = 0
+        task.inbox.append(tracked(value))
+        assert task.process(10) == 1
+        assert task.metrics.executed == 1
+    else:
+        task.handle(tracked(value))
     assert acker_streams(worker) == streams
     assert [str(e) for e in worker.errors] == reported
     assert task._basic.input is None
