@@ -82,6 +82,10 @@ class InProcessTransport:
             out.append(q.popleft())
         return out
 
+    def waiting(self) -> bool:
+        """True while frames sent to this worker wait to be polled (for quiet checks)."""
+        return bool(self._queue)
+
     def wait(self, timeout: float) -> None:
         """Sleep until a frame or a wake-up arrives, at most ``timeout`` seconds."""
         if not self._queue:

@@ -853,8 +853,11 @@ class Worker:
             calls.append(spout.calls if self.active and spout.can_emit() else -1)
         for th in self.threads:
             th.poke()
-        return (self.work_done, self.is_idle(), sum(len(s.pending) for s in spouts),
-                tuple(calls))
+        # a frame another worker sent after this worker's last poll is work to come: the
+        # snapshot runs before this round's poll, so only the transport's queue shows it
+        waiting = getattr(self.transport, "waiting", None)
+        idle = self.is_idle() and not (waiting is not None and waiting())
+        return (self.work_done, idle, sum(len(s.pending) for s in spouts), tuple(calls))
 
     def is_idle(self) -> bool:
         """True when no task has queued tuples and nothing waits to be sent."""

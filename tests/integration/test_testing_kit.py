@@ -261,3 +261,25 @@ def test_wait_idle_sees_a_fed_tuple_behind_a_long_spout_wait():
         feeder.feed(["a b"], msg_id=1)
         tracked.wait_idle(timeout=30)
         assert feeder.acked == [1] and len(RECORD["count"]) == 2
+
+
+def test_a_frame_waiting_in_a_workers_queue_is_not_quiet():
+    """A frame sent after a worker's last poll is work to come, though no task holds it yet.
+
+    The quiet check's snapshot runs before the round's poll, so without looking at the
+    transport it would call such a worker idle (wait_idle once returned with 51 of 60 trees
+    decided under load).
+    """
+    feeder = FeederSpout(Fields("sentence"))
+    with LocalCluster() as cluster:
+        tracked = tracked_topology(cluster, "wc", conf(2), word_count(feeder))
+        tracked.wait_idle(timeout=30)
+        w0, w1 = cluster.workers("wc")
+
+        def send_then_look():
+            # on w0's loop thread, so w0 cannot poll between the send and the snapshot
+            assert w1.transport.send(w0.index, b"not a frame")
+            return w0.snapshot()
+
+        assert w0.query(send_then_look, 10)[1] is False
+        tracked.wait_idle(timeout=30)  # the bad frame is dropped and counted; quiet again
