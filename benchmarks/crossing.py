@@ -60,7 +60,8 @@ def per_sentence(before: dict[str, float], after: dict[str, float]) -> dict[str,
     }
 
 
-def on_cluster(seconds: float, workers: int, warmup: float = 3.0) -> dict[str, float]:
+def on_cluster(seconds: float, workers: int, warmup: float = 3.0,
+               extra: dict[str, Any] | None = None) -> dict[str, float]:
     """Per-sentence crossing figures of the benchmark's word count on ``SparkCluster``."""
     from benchmarks.workloads.wordcount import squall_conf, topology
     from squall.spark import SparkCluster
@@ -69,13 +70,19 @@ def on_cluster(seconds: float, workers: int, warmup: float = 3.0) -> dict[str, f
     with tempfile.TemporaryDirectory(prefix="squall-crossing-") as d, \
             SparkCluster(master=f"local[{workers}]", log_dir=os.path.join(d, "logs")) as cluster:
         cluster.start()
-        cluster.submit_topology("crossing", squall_conf(case), topology(d, workers))
+        conf = squall_conf(case)
+        conf.update(extra or {})
+        cluster.submit_topology("crossing", conf, topology(d, workers))
         time.sleep(warmup)
         before = _snapshot(cluster.get_topology_info("crossing"))
+        t0 = time.monotonic()
         time.sleep(seconds)
         after = _snapshot(cluster.get_topology_info("crossing"))
+        elapsed = time.monotonic() - t0
         cluster.kill_topology("crossing", wait_secs=0)
-    return per_sentence(before, after)
+    # the counters come with heartbeats (every second): the rate is as good as the window
+    return {"sentences/s (heartbeat-grained)": (after["acked"] - before["acked"]) / elapsed,
+            **per_sentence(before, after)}
 
 
 def in_process(workers: int, sentences: int = 3000) -> dict[str, float]:
@@ -108,14 +115,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instructions", action="store_true",
                         help="also count instructions per sentence with callgrind (1 vs N workers)")
     parser.add_argument("--no-cluster", action="store_true", help="skip the SparkCluster run")
+    parser.add_argument("--batch-time-ms", type=float, nargs="*", default=[],
+                        help="run the cluster once with each squall.transfer.batch.time.ms")
     args = parser.parse_args(argv)
     from benchmarks import opcodes
     from squall import _speedups
 
     print(f"hot path: {_speedups.STATE}; load average {os.getloadavg()[0]:.1f}")
-    if not args.no_cluster:
+    variants: list[float | None] = list(args.batch_time_ms) or [None]
+    for batch_ms in [] if args.no_cluster else variants:
+        extra = {} if batch_ms is None else {"squall.transfer.batch.time.ms": batch_ms}
+        load = os.getloadavg()[0]
+        figures = on_cluster(args.seconds, args.workers, extra=extra)
         _show(f"word count on SparkCluster, {args.workers} workers, ackers on, max rate, "
-              f"{args.seconds:g}s (per completed sentence):", on_cluster(args.seconds, args.workers))
+              f"{args.seconds:g}s, batch time {'default' if batch_ms is None else batch_ms} ms, "
+              f"load {load:.1f} (per completed sentence):", figures)
     driven = in_process(args.workers)
     _show(f"benchmarks.opcodes' word count, {args.workers} workers in this thread "
           "(per sentence):", driven)

@@ -51,7 +51,10 @@ class ShuffleRouter(RouterBase):
         """Target task ids for ``values``."""
         pos = self._pos
         if pos == len(self._order):
-            self._rng.shuffle(self._order)
+            # one target (a worker-local scope, commonly) has one order: shuffling it would
+            # be a Python call per tuple for nothing
+            if pos > 1:
+                self._rng.shuffle(self._order)
             pos = 0
         self._pos = pos + 1
         return self._order[pos]
