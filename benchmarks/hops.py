@@ -107,6 +107,7 @@ class TimedSpout(Spout):
                                    time.process_time()))
         else:
             self._cpu.pop(msg_id, None)
+        self._log.maybe_flush(now)  # a spout always behind never has an empty call
 
     def fail(self, msg_id: Any) -> None:
         self._emitted.pop(msg_id, None)
