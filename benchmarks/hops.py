@@ -24,8 +24,9 @@ local (same process) or crossing; for the slowest local hops, the CPU time their
 used meanwhile (wall far above CPU: the process was not running, e.g. other load on the
 machine); how many stretches of time the slowest 1% fall in (few: pauses, not structure);
 and the spout workers' CPU use. ``--batch-time-ms`` runs each of its values in turn as
-``squall.transfer.batch.time.ms`` (``1e9``: a send only at each round's end, as before). The extra fields make each tuple a little larger than the
-plain word count's; the rate is fixed, so runs at different builds are comparable.
+``squall.transfer.batch.time.ms`` (``1e9``: a send only at each round's end, as before).
+The extra fields make each tuple a little larger than the plain word count's; the rate is
+fixed, so runs at different builds are comparable.
 """
 
 from __future__ import annotations
