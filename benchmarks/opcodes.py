@@ -1,7 +1,11 @@
 """Python opcodes, CPU instructions and CPU time per word-count sentence, workers driven in this thread.
 
     python -m benchmarks.opcodes [--workers 2] [--sentences 2000]
-    python -m benchmarks.opcodes --instructions [--workers 2]
+    python -m benchmarks.opcodes --instructions [--workers 2] [--workload pipeline]
+
+``--workload pipeline`` measures the pipeline workload instead (a spout and three map
+bolts, each hop a shuffle, every component with one task per worker, as in the
+benchmark): per sentence through the whole chain.
 
 The opcode count (``sys.settrace`` opcode events) is the same on every run, so it measures a
 change to the hot path even on a busy machine, where wall and CPU times move by 20% or more.
@@ -77,12 +81,39 @@ class Count(Bolt):
         self.collector.ack(tup)
 
 
-def workers(n: int, sentences: int, acking: bool) -> list[Worker]:
-    """The word count's workers, opened, sharing an in-process hub."""
+class MapStep(BasicBolt):
+    """One of the pipeline's map steps (the benchmark's ``MapStep``, without its probe)."""
+
+    def __init__(self, step: Any) -> None:
+        self.step = step
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        collector.emit([self.step(tup[0])])
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(Fields("value"))
+
+
+WORKLOADS = ("wordcount", "pipeline")
+
+
+def workers(n: int, sentences: int, acking: bool, workload: str = "wordcount") -> list[Worker]:
+    """The workload's workers, opened, sharing an in-process hub."""
     builder = TopologyBuilder()
-    builder.set_spout("s", CountedSpout(sentences))
-    builder.set_bolt("split", Split()).shuffle_grouping("s")
-    builder.set_bolt("count", Count(), 2).fields_grouping("split", Fields("word"))
+    if workload == "pipeline":
+        from benchmarks.peers._common import PIPELINE_STEPS
+
+        # as the benchmark: every component one task per worker; the sentences split
+        # evenly over the spout tasks
+        builder.set_spout("s", CountedSpout(sentences // n), parallelism=n)
+        upstream = "s"
+        for i, step in enumerate(PIPELINE_STEPS):
+            builder.set_bolt(f"map{i + 1}", MapStep(step), parallelism=n).shuffle_grouping(upstream)
+            upstream = f"map{i + 1}"
+    else:
+        builder.set_spout("s", CountedSpout(sentences))
+        builder.set_bolt("split", Split()).shuffle_grouping("s")
+        builder.set_bolt("count", Count(), 2).fields_grouping("split", Fields("word"))
     conf = Config()
     conf.set_num_workers(n)
     conf.set_max_spout_pending(500)
@@ -91,6 +122,7 @@ def workers(n: int, sentences: int, acking: bool) -> list[Worker]:
     # cut rounds (and so frames) wherever the machine's load put the clock, and the
     # instruction count would move with it
     conf["squall.spout.round.budget.ms"] = 1e9
+    conf["squall.transfer.batch.time.ms"] = 1e9  # the same for the mid-round sends
     topology = builder.create_topology()
     merged = prepare_conf(conf, topology)
     topology = prepare_topology(topology)
@@ -105,17 +137,18 @@ def workers(n: int, sentences: int, acking: bool) -> list[Worker]:
 
 def drive(ws: list[Worker], sentences: int) -> None:
     """Run rounds until every sentence is emitted and completed."""
-    spout = next(s for w in ws for s in w.spouts if s.component == "s")
+    spouts = [s for w in ws for s in w.spouts if s.component == "s"]
     while True:
         for w in ws:
             w.run_once()
-        if spout.spout.i >= sentences and not spout.pending and all(w.is_idle() for w in ws):
+        if (all(s.spout.i >= s.spout.n for s in spouts) and not any(s.pending for s in spouts)
+                and all(w.is_idle() for w in ws)):
             return
 
 
-def opcodes(n: int, sentences: int, acking: bool) -> tuple[float, Counter]:
+def opcodes(n: int, sentences: int, acking: bool, workload: str = "wordcount") -> tuple[float, Counter]:
     """Opcodes per sentence, and per (file, function)."""
-    ws = workers(n, sentences, acking)
+    ws = workers(n, sentences, acking, workload)
     per: Counter = Counter()
 
     def local(frame: Any, event: str, arg: Any) -> Any:
@@ -136,21 +169,21 @@ def opcodes(n: int, sentences: int, acking: bool) -> tuple[float, Counter]:
     return sum(per.values()) / sentences, per
 
 
-def cpu_us(n: int, sentences: int, acking: bool, runs: int = 5) -> float:
+def cpu_us(n: int, sentences: int, acking: bool, runs: int = 5, workload: str = "wordcount") -> float:
     """Best CPU microseconds per sentence over ``runs`` untraced runs."""
     best = float("inf")
     for _ in range(runs):
-        ws = workers(n, sentences, acking)
+        ws = workers(n, sentences, acking, workload)
         t0 = time.process_time()
         drive(ws, sentences)
         best = min(best, time.process_time() - t0)
     return best / sentences * 1e6
 
 
-def _drive_once(n: int, sentences: int, acking: bool) -> None:
-    warm = workers(n, 200, acking)  # imports and first-call caches, outside the difference
+def _drive_once(n: int, sentences: int, acking: bool, workload: str = "wordcount") -> None:
+    warm = workers(n, 200, acking, workload)  # imports and first-call caches, outside the difference
     drive(warm, 200)
-    ws = workers(n, sentences, acking)
+    ws = workers(n, sentences, acking, workload)
     drive(ws, sentences)
 
 
@@ -172,13 +205,14 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
                "runtime_7hashing_", "stable_hash", "hash_values")),
     ("transfer", ("Worker_deliver", "Worker__flush", "Worker_flush", "Worker__receive",
                   "Worker_receive", "Worker__batch_to", "Worker__added", "Worker__take_batch", "_Batch",
+                  "Worker__send_and_take",
                   "_Peer", "worker_6_plain", "Worker__check_values", "transport", "InProcess",
                   "zmq", "Collector__send",
                   "Collector_send", "Collector_emit", "Collector_4emit", "new_tuple")),
     ("spout", ("SpoutTask_next_tuple", "Worker__run_spouts", "Worker_run_spouts")),
     ("execute", ("BoltTask_handle", "BoltTask_process", "Task_process", "_execute_basic",
                  "execute_batch", "_process_batches")),
-    ("loop", ("Worker_run_once", "Worker__fullest", "_wait_time")),
+    ("loop", ("Worker_run_once", "Worker__fullest", "_wait_time", "Worker__process")),
 ]
 STAGE_NAMES = [name for name, _ in STAGES] + ["other"]
 
@@ -259,10 +293,12 @@ def stage_costs(path: str) -> dict[str, float]:
     return out
 
 
-def _instructions(n: int, sentences: int, acking: bool, profile: str = "/dev/null") -> int:
+def _instructions(n: int, sentences: int, acking: bool, profile: str = "/dev/null",
+                  workload: str = "wordcount") -> int:
     out = subprocess.run(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile}", sys.executable,
-         "-m", "benchmarks.opcodes", "--drive", str(n), str(sentences), "on" if acking else "off"],
+         "-m", "benchmarks.opcodes", "--drive", str(n), str(sentences), "on" if acking else "off",
+         "--workload", workload],
         capture_output=True, text=True, check=True,
     )
     match = re.search(r"Collected : (\d+)", out.stderr)
@@ -271,8 +307,8 @@ def _instructions(n: int, sentences: int, acking: bool, profile: str = "/dev/nul
     return int(match.group(1))
 
 
-def instructions_per_sentence(n: int, acking: bool,
-                               keep: str | None = None) -> tuple[float, dict[str, float]]:
+def instructions_per_sentence(n: int, acking: bool, keep: str | None = None,
+                              workload: str = "wordcount") -> tuple[float, dict[str, float]]:
     """Machine instructions per sentence, in all and by stage.
 
     The difference of callgrind's totals at 3,000 and 1,000 sentences, so start-up cancels.
@@ -281,11 +317,16 @@ def instructions_per_sentence(n: int, acking: bool,
     with tempfile.TemporaryDirectory() as tmp:
         where = keep or tmp
         os.makedirs(where, exist_ok=True)
-        tag = f"{n}w-{'on' if acking else 'off'}"
+        tag = _tag(n, acking, workload)
         small, large = (os.path.join(where, f"{tag}-{k}.callgrind") for k in (1000, 3000))
-        _instructions(n, 3000, acking, large)
-        _instructions(n, 1000, acking, small)
+        _instructions(n, 3000, acking, large, workload)
+        _instructions(n, 1000, acking, small, workload)
         return stages_from(small, large)
+
+
+def _tag(n: int, acking: bool, workload: str) -> str:
+    tag = f"{n}w-{'on' if acking else 'off'}"
+    return tag if workload == "wordcount" else f"{workload}-{tag}"
 
 
 def stages_from(small: str, large: str) -> tuple[float, dict[str, float]]:
@@ -307,18 +348,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --instructions: keep the callgrind profiles in DIR")
     parser.add_argument("--from", dest="source", metavar="DIR",
                         help="print the stages of profiles kept by --keep (no new run)")
+    parser.add_argument("--workload", choices=WORKLOADS, default="wordcount")
     parser.add_argument("--drive", nargs=3, metavar=("WORKERS", "SENTENCES", "ACKING"),
                         help=argparse.SUPPRESS)  # one run, for --instructions
     args = parser.parse_args(argv)
     if args.drive:
-        _drive_once(int(args.drive[0]), int(args.drive[1]), args.drive[2] == "on")
+        _drive_once(int(args.drive[0]), int(args.drive[1]), args.drive[2] == "on", args.workload)
         return 0
     from squall import _speedups
 
     print(f"hot path: {_speedups.STATE}")
     if args.source:
         for acking in (True, False):
-            tag = f"{args.workers}w-{'on' if acking else 'off'}"
+            tag = _tag(args.workers, acking, args.workload)
             ir, stages = stages_from(*(os.path.join(args.source, f"{tag}-{k}.callgrind")
                                        for k in (1000, 3000)))
             print(f"ackers {'on ' if acking else 'off'}: {ir:,.0f} instructions/sentence "
@@ -329,14 +371,14 @@ def main(argv: list[str] | None = None) -> int:
         if shutil.which("valgrind") is None:
             raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
         for acking in (True, False):
-            ir, stages = instructions_per_sentence(args.workers, acking, args.keep)
+            ir, stages = instructions_per_sentence(args.workers, acking, args.keep, args.workload)
             print(f"ackers {'on ' if acking else 'off'}: {ir:,.0f} instructions/sentence "
                   f"({args.workers} worker(s))")
             print("    " + "  ".join(f"{s} {v / 1000:,.1f}k" for s, v in stages.items()))
         return 0
     for acking in (True, False):
-        ops, per = opcodes(args.workers, args.sentences, acking)
-        cpu = cpu_us(args.workers, args.sentences * 3, acking)
+        ops, per = opcodes(args.workers, args.sentences, acking, args.workload)
+        cpu = cpu_us(args.workers, args.sentences * 3, acking, workload=args.workload)
         print(f"ackers {'on ' if acking else 'off'}: {ops:,.0f} opcodes/sentence, "
               f"{cpu:.1f} CPU-us/sentence ({args.workers} worker(s))")
         if acking:

@@ -70,6 +70,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(TOPOLOGY_BACKPRESSURE_HIGH, 0.8, "queue fill that stops the spouts"),
     Setting(TOPOLOGY_BACKPRESSURE_LOW, 0.2, "queue fill that lets the spouts run again"),
     Setting(SQUALL_TRANSFER_BATCH_SIZE, 512, "tuples per batch sent to another worker"),
+    Setting("squall.transfer.batch.time.ms", 1.0,
+            "the longest a busy worker holds tuples batched for another worker (and leaves "
+            "arrived frames untaken) before sending and taking mid-round"),
     Setting("squall.metrics.window.secs", 10,
             "metrics window: capacity, and the recent figures of user histograms, timers, meters"),
     Setting("topology.auto.task.hooks", None,

@@ -192,7 +192,8 @@ class LocalCluster(ClusterBase[_Running]):
         stuck = [dict(s) for w in running.workers for s in list(w.stuck.values())]
         host, pid = socket.gethostname(), os.getpid()
         workers = [{"worker": w.index, "host": host, "pid": pid, "tasks": running.plan.worker_tasks(w.index),
-                    "corrupt_frames": w.corrupt_frames} for w in running.workers]
+                    "corrupt_frames": w.corrupt_frames, "transfer": w.transfer_stats()}
+                   for w in running.workers]
         return topology_info(name, running.status, running.plan, metrics,
                              running.errors.list(), time.monotonic() - running.started_at,
                              workers=workers, stuck=stuck)

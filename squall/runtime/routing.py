@@ -51,7 +51,9 @@ class ShuffleRouter(RouterBase):
         """Target task ids for ``values``."""
         pos = self._pos
         if pos == len(self._order):
-            if pos > 1:  # shuffling one target is a no-op that draws nothing (a Python call)
+            # one target (a worker-local scope, commonly) has one order: shuffling it would
+            # be a Python call per tuple for nothing
+            if pos > 1:
                 self._rng.shuffle(self._order)
             pos = 0
         self._pos = pos + 1

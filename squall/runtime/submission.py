@@ -65,6 +65,10 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
             raise InvalidTopologyError(f"config {key} must be a number >= 0, got {bound!r}")
     _positive(merged, "topology.executor.receive.buffer.size", allow_none=False, integer=True)
     _positive(merged, "squall.transfer.batch.size", allow_none=False, integer=True)
+    batch_ms = merged.get("squall.transfer.batch.time.ms")
+    if isinstance(batch_ms, bool) or not isinstance(batch_ms, (int, float)) or batch_ms < 0:
+        raise InvalidTopologyError(
+            f"config squall.transfer.batch.time.ms must be a number >= 0, got {batch_ms!r}")
     retries = merged.get("squall.spout.max.retries")
     if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
         raise InvalidTopologyError(

@@ -58,7 +58,9 @@ cdef class Worker:
     cdef public bint _running, _graceful
     cdef public object _thread, started, stopped, start_error
     cdef public Py_ssize_t corrupt_frames, unsendable_frames, misrouted, rounds, idle_rounds, work_done, _spout_cursor
-    cdef public double _spout_budget
+    cdef public Py_ssize_t early_sends, sent_frames, sent_bytes, sent_tuples, sent_acker
+    cdef public double _spout_budget, _batch_time, _io_at
+    cdef public bint _blocked
     cdef dict __dict__
     @cython.locals(task=Task, acker=AckerTask, batch=_Batch, size=Py_ssize_t)
     cpdef deliver(self, object target, Task src, object stream, object values, object ids)
@@ -69,7 +71,7 @@ cdef class Worker:
     @cython.locals(opens=list, batch=_Batch, peer=_Peer, slot=Py_ssize_t)
     cpdef _Batch _batch_to(self, object target, Task src, object stream)
     cpdef _added(self, _Peer peer, Py_ssize_t size)
-    @cython.locals(peer=_Peer, batches=list, wire=list, batch=_Batch)
+    @cython.locals(peer=_Peer, batches=list, wire=list, batch=_Batch, acker=Py_ssize_t, tuples=Py_ssize_t)
     cpdef _flush(self, Py_ssize_t index)
     @cython.locals(tasks=dict, sources=dict, n=Py_ssize_t)
     cpdef Py_ssize_t _receive(self, Py_ssize_t room)
@@ -79,6 +81,10 @@ cdef class Worker:
     cpdef Py_ssize_t run_once(self)
     @cython.locals(task=Task, fullest=Py_ssize_t, n=Py_ssize_t)
     cpdef Py_ssize_t _fullest(self)
+    @cython.locals(done=Py_ssize_t, n=Py_ssize_t)
+    cpdef Py_ssize_t _process(self, Task task)
+    @cython.locals(fullest=Py_ssize_t, n=Py_ssize_t)
+    cpdef Py_ssize_t _send_and_take(self)
     @cython.locals(spout=SpoutTask, emitted=Py_ssize_t, n=Py_ssize_t, count=Py_ssize_t, k=Py_ssize_t, start=Py_ssize_t, now=double, deadline=double)
     cpdef Py_ssize_t _run_spouts(self)
     @cython.locals(buf=AckBuffer)

@@ -6,6 +6,12 @@ while backpressure and ``topology.max.spout.pending`` allow, fires due timers (t
 timeouts, metrics) and sends the round's output to peers in one frame per peer. Under
 load rounds grow and so do batches; when idle, a tuple waits for at most one round.
 
+A long round does not hold a batch (or a peer's frame) for its whole length: every
+``squall.transfer.batch.time.ms`` of work (checked between slices of a task's queue and
+between spout calls) the loop sends what it has batched and takes what has arrived, as
+Heron's ``max.batch.time`` and Storm's flush tuple bound a batch's wait. Under light load
+rounds are short and this never fires; under heavy load frames stay large anyway.
+
 Backpressure: when a task's queue passes the high water mark or a peer cannot take more
 frames, the spouts stop until every queue is below the low water mark and the peers have
 taken what was waiting. Bolts never stop, so queues drain and nothing is dropped.
@@ -45,6 +51,7 @@ from squall.runtime.transport import Transport
 log = logging.getLogger("squall.worker")
 EMPTY = Fields()
 BOLT_BATCH = 256
+SLICE = 16  # tuples a task handles between two looks at the clock (for the batch time)
 SPOUT_BATCH = 64
 FRAMES_PER_ROUND = 64
 LARGE_TUPLE_BYTES = 65536  # above this a tuple's size is checked and it ends its frame
@@ -53,6 +60,7 @@ THREADED = "squall.task.threaded"  # component configuration: a thread per task
 THREAD_STOP_TIMEOUT = 30.0
 TIMER_SLACK = 1e-9  # float sums of intervals must not make a timer a round late
 IDLE_WAIT = 0.05  # the longest a worker with nothing to do sleeps before it looks again
+DEFAULT_BATCH_TIME_MS = 1.0
 
 
 class Timer:
@@ -218,6 +226,11 @@ class Worker:
         self._acks_due = False
         self._ack_src: Task | None = None
         self._batch = int(conf.get("squall.transfer.batch.size") or 512)
+        # the longest a batched tuple waits for its frame while the loop is busy (seconds)
+        batch_ms = conf.get("squall.transfer.batch.time.ms")
+        self._batch_time = float(DEFAULT_BATCH_TIME_MS if batch_ms is None else batch_ms) / 1000.0
+        self._io_at = 0.0  # real time of the next mid-round send-and-take
+        self._blocked = False  # a peer could not take a frame at the last send
         self._max_tuple = int(conf.get("squall.max.tuple.bytes") or DEFAULT_MAX_TUPLE_BYTES)
         self._capacity = int(conf.get("topology.executor.receive.buffer.size") or 32768)
         self._high = int(self._capacity * float(conf.get("topology.backpressure.water.mark.high", 0.8)))
@@ -243,6 +256,13 @@ class Worker:
         self.rounds = 0
         self.idle_rounds = 0
         self.work_done = 0
+        self.early_sends = 0  # mid-round sends (the batch time ran out before the round's end)
+        # what crossed to other workers: frames, their bytes (packed, before the transport's
+        # link header), tuples of the topology's streams and acker messages (``transfer_stats``)
+        self.sent_frames = 0
+        self.sent_bytes = 0
+        self.sent_tuples = 0
+        self.sent_acker = 0
 
     # ---- building --------------------------------------------------------------------
 
@@ -422,10 +442,16 @@ class Worker:
         peer.batches = []
         peer.count = 0
         wire: list[list] = []
+        acker = 0
+        tuples = 0
         for batch in batches:
             batch.src._open[batch.target] = None  # type: ignore[index]  # batches after a flush start anew
             wire.append([batch.target, batch.src.task_id, batch.stream, batch.values,
                          batch.wire_ids(), batch.others])
+            if batch.stream in SYSTEM_STREAM_FIELDS:
+                acker += len(batch.values)
+            else:
+                tuples += len(batch.values)
         try:
             data = self._encoder.pack_frame(wire)
         except SerializationError as e:
@@ -434,6 +460,10 @@ class Worker:
             log.warning("worker %d could not send a frame to worker %d: %s (its tuples will "
                         "be replayed)", self.index, index, e)
             return
+        self.sent_frames += 1
+        self.sent_bytes += len(data)
+        self.sent_tuples += tuples
+        self.sent_acker += acker
         unsent = self._unsent[index]
         if unsent or not self.transport.send(index, data):
             unsent.append(data)  # behind what is already waiting, so order holds
@@ -535,12 +565,13 @@ class Worker:
         fullest = self._fullest()
         if fullest < self._capacity:
             work += self._receive(self._capacity - fullest)
+        self._io_at = perf_counter() + self._batch_time
         for task in self.processors:
             if task.inbox:
-                work += task.process(BOLT_BATCH)
+                work += self._process(task)
         for spout in self.spouts:
             if spout.inbox:
-                work += spout.process(BOLT_BATCH)
+                work += self._process(spout)
         for th in self.threads:
             if th.outbox:
                 work += th.drain()
@@ -569,6 +600,53 @@ class Worker:
         self.work_done += work
         return work
 
+    def _process(self, task: Task) -> int:
+        """Let ``task`` handle up to ``BOLT_BATCH`` queued tuples, in slices.
+
+        Between slices, once the batch time has run out since the last send, the tuples
+        batched so far go to their peers and arrived frames are taken (``_send_and_take``),
+        so a tuple emitted early in a long round does not wait for the round's end.
+        """
+        done = 0
+        while done < BOLT_BATCH:
+            n = task.process(min(SLICE, BOLT_BATCH - done))
+            if n == 0:
+                break
+            done += n
+            if perf_counter() >= self._io_at:
+                done += self._send_and_take()
+        return done
+
+    def _send_and_take(self) -> int:
+        """Mid-round: send the acks and batches so far, take arrived frames; how many tuples came.
+
+        Frames are taken only while the fullest queue has room, as at a round's start, so
+        queues still pass capacity by at most one frame. Sets ``_blocked`` when a peer could
+        not take a frame (the spouts stop for the round).
+        """
+        self.early_sends += 1
+        if self._acks_due:
+            self._send_acks()
+        self._blocked = self._flush_all()
+        n = 0
+        fullest = self._fullest()
+        if fullest < self._capacity:
+            n = self._receive(self._capacity - fullest)
+        self._io_at = perf_counter() + self._batch_time
+        return n
+
+    def transfer_stats(self) -> dict[str, int]:
+        """What this worker sent to others since it started, and how the loop sent it.
+
+        ``tuples``: tuples of the topology's streams that crossed to another worker;
+        ``acker``: acker messages that did (inits, combined acks, verdicts); ``frames`` and
+        ``bytes``: the frames carrying both (packed, without the transport's link header);
+        ``early_sends``: sends made mid-round because ``squall.transfer.batch.time.ms`` ran
+        out; ``rounds``: loop rounds.
+        """
+        return {"frames": self.sent_frames, "bytes": self.sent_bytes, "tuples": self.sent_tuples,
+                "acker": self.sent_acker, "early_sends": self.early_sends, "rounds": self.rounds}
+
     def _fullest(self) -> int:
         """The length of the longest task queue."""
         fullest = 0
@@ -594,6 +672,7 @@ class Worker:
         now = perf_counter()
         deadline = now + self._spout_budget
         start = self._spout_cursor
+        self._blocked = False
         for k in range(count):
             spout = spouts[(start + k) % count]
             if spout.idle_until > now:
@@ -607,10 +686,15 @@ class Worker:
                     break
                 spout.idle_streak = 0
                 emitted += n
-                if perf_counter() >= deadline:
+                now = perf_counter()
+                if now >= self._io_at:
+                    emitted += self._send_and_take()
+                    if self._blocked:
+                        break  # a peer is full: no more emits this round (backpressure)
+                if now >= deadline:
                     break
             now = perf_counter()
-            if now >= deadline:
+            if now >= deadline or self._blocked:
                 self._spout_cursor = (start + k + 1) % count
                 break
         return emitted

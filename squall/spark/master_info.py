@@ -50,11 +50,13 @@ def worker_info(plan: TaskPlan, slot: Slot, inc: Incarnation | None, now: float)
         return {"worker": slot.index, "tasks": plan.worker_tasks(slot.index), "host": None,
                 "pid": None, "address": None, "launch": slot.launch, "attempt": None,
                 "restarts": slot.restarts, "state": state, "uptime_secs": 0.0,
-                "last_error": slot.last_error, "rejected_frames": 0, "corrupt_frames": 0}
+                "last_error": slot.last_error, "rejected_frames": 0, "corrupt_frames": 0,
+                "transfer": {}}
     return {
         "worker": slot.index, "tasks": plan.worker_tasks(slot.index), "host": inc.host,
         "pid": inc.pid, "address": inc.address, "launch": slot.launch, "attempt": inc.attempt,
         "restarts": slot.restarts, "state": "RUNNING" if inc.started else "STARTING",
         "uptime_secs": round(now - inc.registered_at, 3), "last_error": slot.last_error,
         "rejected_frames": inc.rejected_frames, "corrupt_frames": inc.corrupt_frames,
+        "transfer": dict(inc.transfer),
     }

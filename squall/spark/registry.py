@@ -41,6 +41,7 @@ class Incarnation:
     metrics: list[dict] = field(default_factory=list)
     rejected_frames: int = 0  # frames its transport dropped for lacking the topology's secret
     corrupt_frames: int = 0  # frames that failed their CRC or header check (E9)
+    transfer: dict = field(default_factory=dict)  # its Worker.transfer_stats() at the last heartbeat
     applied: int = 0  # the last activate/deactivate it confirmed (its seq)
     stuck: list[dict] = field(default_factory=list)  # its tasks stuck in one call, now
     nonce: bytes = b""  # its transport's end of every link (see ``squall.spark.transport``)

@@ -39,6 +39,7 @@ import hashlib
 import hmac
 import itertools
 import logging
+import math
 import os
 import secrets as random
 import socket
@@ -291,8 +292,13 @@ class ZmqTransport:
             log.warning("dropped %d frame(s); the last: %s", self.rejected_frames, what)
 
     def wait(self, timeout: float) -> None:
-        """Block until a frame or a wake-up arrives, at most ``timeout`` seconds."""
-        events = dict(self._poller.poll(max(0, int(timeout * 1000))))
+        """Block until a frame or a wake-up arrives, at most ``timeout`` seconds.
+
+        ZeroMQ polls in whole milliseconds: a wait that is not a whole number of them is
+        rounded up, not down, or every wait under a millisecond (a spout's progressive
+        wait, a timer about to fire) would return at once and the loop would spin.
+        """
+        events = dict(self._poller.poll(max(0, math.ceil(timeout * 1000))))
         if self._wake_rx in events:
             try:
                 while True:

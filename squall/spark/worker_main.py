@@ -275,7 +275,8 @@ class _MasterLink:
                 self.send(co.HEARTBEAT, metrics=metrics, errors=errors.list()[-new:] if new else [],
                           rejected_frames=transport.rejected_frames,
                           stuck=[dict(s) for s in list(worker.stuck.values())],
-                          corrupt_frames=worker.corrupt_frames, samples=samples)
+                          corrupt_frames=worker.corrupt_frames, samples=samples,
+                          transfer=worker.transfer_stats())
                 next_beat = now + spec.heartbeat_secs
             msg = self.recv(max(0.0, next_beat - time.monotonic()))
             if msg is not None:

@@ -38,6 +38,21 @@ def test_values_of_every_supported_type_cross_workers_intact():
         assert match, f"{sent!r} ({type(sent).__name__}) did not arrive intact: {got!r}"
 
 
+def test_topology_info_counts_the_tuples_and_acker_messages_that_crossed_workers():
+    items = [[i] for i in range(40)]
+    with LocalCluster() as cluster:
+        info = run_until_idle(cluster, crossing_topology(ListSpout(items, replay=False)),
+                              conf(2)).info()
+    worker_of = {t: w["worker"] for w in info["workers"] for t in w["tasks"]}
+    assert worker_of[1] != worker_of[2]  # sink and spout apart: every tuple crosses
+    sent = {w["worker"]: w["transfer"] for w in info["workers"]}
+    spout_side, sink_side = sent[worker_of[2]], sent[worker_of[1]]
+    assert spout_side["tuples"] == len(items) and sink_side["tuples"] == 0
+    assert spout_side["frames"] >= 1 and spout_side["bytes"] > len(items)
+    # the sink's acks reach the acker of each tree in the spout's worker (or its inits cross)
+    assert spout_side["acker"] + sink_side["acker"] > 0
+
+
 class UnserializableSpout(Spout):
     def open(self, conf, context, collector):
         self.collector = collector

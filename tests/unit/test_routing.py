@@ -70,6 +70,30 @@ def test_shuffle_order_changes_between_cycles():
     assert all(sorted(c) == list(range(1, 9)) for c in cycles)
 
 
+class CountingRandom:
+    """Stands in for a router's ``random.Random``: counts shuffles."""
+
+    def __init__(self) -> None:
+        self.shuffles = 0
+
+    def shuffle(self, order: list) -> None:
+        self.shuffles += 1
+
+
+def test_a_shuffle_over_one_target_never_reshuffles():
+    route = ShuffleRouter([7], seed=3)
+    route._rng = CountingRandom()
+    assert [route([])[0] for _ in range(50)] == [7] * 50
+    assert route._rng.shuffles == 0  # a Python call per tuple for an order of one
+
+
+def test_a_shuffle_over_two_targets_reshuffles_each_cycle():
+    route = ShuffleRouter([7, 8], seed=3)
+    route._rng = CountingRandom()
+    assert sorted(route([])[0] for _ in range(10)) == [7] * 5 + [8] * 5
+    assert route._rng.shuffles == 4  # at the start of cycles 2-5
+
+
 def test_shuffle_emitters_are_seeded_by_task_deterministically():
     a = [router("shuffle", task=5)([])[0] for _ in range(20)]
     b = [router("shuffle", task=5)([])[0] for _ in range(20)]
