@@ -30,6 +30,7 @@ MODULES = (
     "squall.runtime.tasks",
     "squall.runtime.worker",
     "squall.runtime.routing",
+    "squall.runtime.roottable",
     "squall.runtime.acker",
     "squall.runtime.hashing",
     "squall.runtime.rotating",

@@ -7,22 +7,24 @@ tuple is emitted, once when it is acked), so the value returns to 0 exactly when
 tuple of the tree has been acked. The spout task that emitted the root is learnt from
 ``init``; messages may arrive in any order, and duplicates are ignored.
 
-The roots in flight live in an open-addressing hash table keyed by the 64-bit root
-(linear probing, backward-shift deletion): parallel arrays of root, XOR value, rotation,
-spout task and flags. Compiled, the arrays are typed C memoryviews, so an ack is a probe
-and an XOR in C with no Python object per root; the plain-Python path runs the same code
-over ``array.array``.
+Two implementations with the same methods and results: compiled, the roots in flight
+live in an open-addressing table (``LedgerTable`` on ``roottable.RootTable``: parallel
+arrays of root, XOR value, rotation, spout task and flags), so an ack is a probe and an
+XOR in C with no Python object per root; the plain-Python path uses a dict of roots
+(``LedgerDict``), faster there than a probe loop in Python. ``AckerLedger`` is the one
+that suits the running path; ``AckBuffer`` likewise (``AckTable``, ``AckDict``).
 """
 
 from __future__ import annotations
 
 from array import array
-from typing import Literal, NamedTuple
+from itertools import chain
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from squall.runtime.ids import u64_bytes
+from squall.runtime.roottable import COMPILED, RootTable, zeros
 
-MIN_SLOTS = 64  # a power of two; the table doubles past half full
-# slot flags
+# slot flags (LedgerTable)
 USED = 1
 FAILED = 2
 KNOWN = 4  # the init arrived: the spout task is known
@@ -46,11 +48,53 @@ class Outcome(NamedTuple):
     detail: list | None = None  # a fail's [component, task, error], when a bolt said
 
 
-def _zeros(code: str, n: int) -> array:
-    return array(code, [0]) * n
+class LedgerCommon:
+    """What both ledgers share: the fields of rotation and verdict, messages as ``Outcome``s.
+
+    ``init``/``ack``/``fail``/``reset_timeout`` answer by the ``*_code`` methods (None:
+    nothing to tell). ``LedgerDict`` inherits these; ``LedgerTable``, a C type when
+    compiled, has them as class attributes.
+    """
+
+    _buckets: int
+    _gen: int
+    duplicates: int
+    task: int  # the spout task of the last verdict
+    detail: list | None  # the last fail verdict's [component, task, error]
+
+    def _start(self: Any, buckets: int) -> None:
+        if buckets < 2:
+            raise ValueError("a ledger needs at least 2 buckets")
+        self._buckets = buckets
+        self._gen = 0
+        self.duplicates = 0
+        self.task = 0
+        self.detail = None
+
+    def _outcome(self: Any, code: int, root: int) -> Outcome | None:
+        if code == NOTHING:
+            return None
+        detail = self.detail if code == FAILED_TREE else None
+        return Outcome(_KINDS[code], root, self.task, detail)  # type: ignore[arg-type]
+
+    def init(self: Any, root: int, value: int, spout_task: int) -> Outcome | None:
+        """``init_code`` as an ``Outcome`` (None: nothing to tell)."""
+        return self._outcome(self.init_code(root, value, spout_task), root)
+
+    def ack(self: Any, root: int, value: int, once: bool = True) -> Outcome | None:
+        """``ack_code`` as an ``Outcome`` (None: nothing to tell)."""
+        return self._outcome(self.ack_code(root, value, once), root)
+
+    def fail(self: Any, root: int, detail: list | None = None) -> Outcome | None:
+        """``fail_code`` as an ``Outcome`` (None: nothing to tell)."""
+        return self._outcome(self.fail_code(root, detail), root)
+
+    def reset_timeout(self: Any, root: int) -> Outcome | None:
+        """``reset_code`` as an ``Outcome`` (None: nothing to tell)."""
+        return self._outcome(self.reset_code(root), root)
 
 
-class AckerLedger:
+class LedgerTable(RootTable):
     """Roots in flight and their XOR values; expired roots are dropped on ``rotate``.
 
     Each root's slot is stamped with the rotation it was put (or last reset) in: ``b``
@@ -63,119 +107,53 @@ class AckerLedger:
     in ``detail``); ``init``/``ack``/``fail``/``reset_timeout`` wrap them in ``Outcome``.
     """
 
+    _buckets: int  # set by ``_start`` (``LedgerCommon``)
+    _gen: int
+    duplicates: int
+    task: int
+    detail: list | None
+
     def __init__(self, buckets: int = 3) -> None:
-        if buckets < 2:
-            raise ValueError("a ledger needs at least 2 buckets")
-        self._buckets = buckets
-        self._gen = 0
-        self.duplicates = 0
-        self.task = 0  # the spout task of the last verdict
-        self.detail: list | None = None  # the last fail verdict's [component, task, error]
+        self._start(buckets)
         self._details: dict[int, list] = {}  # root -> its first fail's detail
         # ack values that crossed a transport, so a redelivered one is ignored (A13): two
         # per root inline, the rest (rare) in a set per root
         self._more_seen: dict[int, set[int]] = {}
-        # constants in typed fields: compiled, the hash is unsigned 64-bit C arithmetic
-        self._mix = 0x9E3779B97F4A7C15
-        self._umask = 0xFFFFFFFFFFFFFFFF
-        self._used = 0
-        self._alloc(MIN_SLOTS)
+        RootTable.__init__(self)
 
-    def _alloc(self, slots: int) -> None:
-        self._slots = slots
-        self._mask = slots - 1
-        bits = 0
-        while (1 << bits) < slots:
-            bits += 1
-        self._shift = 64 - bits  # the hash's top log2(slots) bits are the home slot
-        self._keys = _zeros("Q", slots)
-        self._vals = _zeros("Q", slots)
-        self._seen0 = _zeros("Q", slots)
-        self._seen1 = _zeros("Q", slots)
-        self._gens = _zeros("q", slots)
-        self._tasks = _zeros("q", slots)
-        self._state = _zeros("B", slots)
+    def _columns(self, slots: int) -> None:
+        self._vals = zeros("Q", slots)
+        self._seen0 = zeros("Q", slots)
+        self._seen1 = zeros("Q", slots)
+        self._gens = zeros("q", slots)
+        self._tasks = zeros("q", slots)
 
-    def __len__(self) -> int:
-        return self._used
-
-    # ---- the table ---------------------------------------------------------------------
-
-    def _home(self, root: int) -> int:
-        return ((root * self._mix) & self._umask) >> self._shift
-
-    def _slot(self, root: int) -> int:
-        """The slot holding ``root``, or the empty slot where it would go."""
-        i = self._home(root)
-        mask = self._mask
-        while self._state[i] and self._keys[i] != root:
-            i = (i + 1) & mask
-        return i
+    def _copy(self, src: RootTable, s: int, d: int) -> None:
+        t: LedgerTable = src  # type: ignore[assignment]
+        self._vals[d] = t._vals[s]
+        self._seen0[d] = t._seen0[s]
+        self._seen1[d] = t._seen1[s]
+        self._gens[d] = t._gens[s]
+        self._tasks[d] = t._tasks[s]
 
     def _entry(self, root: int) -> int:
         """The slot of ``root``, made (empty, in the current rotation) if absent."""
         i = self._slot(root)
         if self._state[i]:
             return i
-        if (self._used + 1) * 2 > self._slots:
-            self._resize(self._slots * 2)
-            i = self._slot(root)
-        self._used += 1
-        self._keys[i] = root
+        i = self._claim(i, root)
         self._vals[i] = 0
         self._gens[i] = self._gen
         self._tasks[i] = 0
-        self._state[i] = USED
         return i
 
-    def _move(self, src: int, dst: int) -> None:
-        self._keys[dst] = self._keys[src]
-        self._vals[dst] = self._vals[src]
-        self._seen0[dst] = self._seen0[src]
-        self._seen1[dst] = self._seen1[src]
-        self._gens[dst] = self._gens[src]
-        self._tasks[dst] = self._tasks[src]
-        self._state[dst] = self._state[src]
-
-    def _delete(self, i: int) -> None:
-        """Empty slot ``i``, shifting back the entries whose probe passed through it."""
-        state = self._state[i]
-        if state & (DETAIL | MORE_SEEN):
+    def _drop(self, i: int) -> None:
+        """Delete slot ``i`` and what the ledger keeps of its root outside the table."""
+        if self._state[i] & (DETAIL | MORE_SEEN):
             root = self._keys[i]
             self._details.pop(root, None)
             self._more_seen.pop(root, None)
-        self._used -= 1
-        mask = self._mask
-        j = i
-        while True:
-            j = (j + 1) & mask
-            if not self._state[j]:
-                break
-            k = self._home(self._keys[j])
-            # the entry at j may fill the hole at i unless its home lies in (i, j]
-            if i <= j:
-                stays = i < k <= j
-            else:
-                stays = k > i or k <= j
-            if not stays:
-                self._move(j, i)
-                i = j
-        self._state[i] = 0
-
-    def _resize(self, slots: int) -> None:
-        keys, vals, seen0, seen1 = self._keys, self._vals, self._seen0, self._seen1
-        gens, tasks, states, old = self._gens, self._tasks, self._state, self._slots
-        self._alloc(slots)
-        for s in range(old):
-            if states[s]:
-                i = self._slot(keys[s])
-                self._keys[i] = keys[s]
-                self._vals[i] = vals[s]
-                self._seen0[i] = seen0[s]
-                self._seen1[i] = seen1[s]
-                self._gens[i] = gens[s]
-                self._tasks[i] = tasks[s]
-                self._state[i] = states[s]
+        self._delete(i)
 
     # ---- ledger messages (hot) ---------------------------------------------------------
 
@@ -251,37 +229,22 @@ class AckerLedger:
         if state & FAILED:
             self.task = self._tasks[i]
             self.detail = self._details.get(self._keys[i]) if state & DETAIL else None
-            self._delete(i)
+            self._drop(i)
             return FAILED_TREE
         if self._vals[i] == 0:
             self.task = self._tasks[i]
-            self._delete(i)
+            self._drop(i)
             return ACKED
         return NOTHING
 
     # ---- the same, as outcomes ---------------------------------------------------------
 
-    def _outcome(self, code: int, root: int) -> Outcome | None:
-        if code == NOTHING:
-            return None
-        detail = self.detail if code == FAILED_TREE else None
-        return Outcome(_KINDS[code], root, self.task, detail)  # type: ignore[arg-type]
-
-    def init(self, root: int, value: int, spout_task: int) -> Outcome | None:
-        """``init_code`` as an ``Outcome`` (None: nothing to tell)."""
-        return self._outcome(self.init_code(root, value, spout_task), root)
-
-    def ack(self, root: int, value: int, once: bool = True) -> Outcome | None:
-        """``ack_code`` as an ``Outcome`` (None: nothing to tell)."""
-        return self._outcome(self.ack_code(root, value, once), root)
-
-    def fail(self, root: int, detail: list | None = None) -> Outcome | None:
-        """``fail_code`` as an ``Outcome`` (None: nothing to tell)."""
-        return self._outcome(self.fail_code(root, detail), root)
-
-    def reset_timeout(self, root: int) -> Outcome | None:
-        """``reset_code`` as an ``Outcome`` (None: nothing to tell)."""
-        return self._outcome(self.reset_code(root), root)
+    _start = LedgerCommon._start
+    _outcome = LedgerCommon._outcome
+    init = LedgerCommon.init
+    ack = LedgerCommon.ack
+    fail = LedgerCommon.fail
+    reset_timeout = LedgerCommon.reset_timeout
 
     def rotate(self) -> int:
         """Drop the oldest bucket (its spouts time those roots out themselves); how many."""
@@ -290,13 +253,120 @@ class AckerLedger:
         expired = [self._keys[i] for i in range(self._slots)
                    if self._state[i] and self._gens[i] <= oldest]
         for root in expired:
-            self._delete(self._slot(root))
-        if self._slots > MIN_SLOTS and self._used * 8 < self._slots:
-            self._resize(max(MIN_SLOTS, self._slots // 4))  # give back what a burst took
+            self._drop(self._slot(root))
+        self._shrink()
         return len(expired)
 
 
-class AckBuffer:
+class LedgerDict(LedgerCommon):
+    """``LedgerTable`` for the plain-Python path: the same methods and results over a dict.
+
+    Each root maps to ``[value, spout task or None, rotation, failed, detail, seen]``;
+    ``seen`` is None or the set of ack values that crossed a transport.
+    """
+
+    def __init__(self, buckets: int = 3) -> None:
+        self._start(buckets)
+        self._roots: dict[int, list] = {}
+
+    def __len__(self) -> int:
+        return len(self._roots)
+
+    def init_code(self, root: int, value: int, spout_task: int) -> int:
+        """The spout emitted ``root`` with edges XOR-ing to ``value``."""
+        e = self._roots.get(root)
+        if e is None:
+            if value:
+                self._roots[root] = [value, spout_task, self._gen, False, None, None]
+                return NOTHING
+            self.task = spout_task  # a tree of no edges is done at once
+            return ACKED
+        if e[1] is not None:
+            self.duplicates += 1  # a retried init must not cancel the first one
+            return NOTHING
+        e[1] = spout_task
+        value ^= e[0]
+        e[0] = value
+        if e[3]:  # a fail came before the init
+            self.task = spout_task
+            self.detail = e[4]
+            del self._roots[root]
+            return FAILED_TREE
+        if value:
+            return NOTHING
+        self.task = spout_task
+        del self._roots[root]
+        return ACKED
+
+    def ack_code(self, root: int, value: int, once: bool) -> int:
+        """A tuple of the tree was acked: its edge XOR the edges anchored to it.
+
+        ``once``: the value came through a transport that may redeliver it, so a repeat
+        is ignored (see ``LedgerTable.ack_code``).
+        """
+        roots = self._roots
+        e = roots.get(root)
+        if e is None:  # before the init: nothing to tell yet
+            roots[root] = [value, None, self._gen, False, None, {value} if once else None]
+            return NOTHING
+        if once:
+            seen = e[5]
+            if seen is None:
+                e[5] = {value}
+            elif value in seen:
+                self.duplicates += 1
+                return NOTHING
+            else:
+                seen.add(value)
+        value ^= e[0]
+        e[0] = value
+        # with the spout task known, a failed root has been settled already
+        if value or e[1] is None:
+            return NOTHING
+        self.task = e[1]
+        del roots[root]
+        return ACKED
+
+    def fail_code(self, root: int, detail: list | None) -> int:
+        """A tuple of the tree failed: the whole tree fails at once (the first detail kept)."""
+        e = self._roots.get(root)
+        if e is None:
+            self._roots[root] = [0, None, self._gen, True, detail or None, None]
+            return NOTHING
+        e[3] = True
+        if e[4] is None and detail:
+            e[4] = detail
+        if e[1] is None:
+            return NOTHING
+        self.task = e[1]
+        self.detail = e[4]
+        del self._roots[root]
+        return FAILED_TREE
+
+    def reset_code(self, root: int) -> int:
+        """Restart the root's timeout here and, once its spout task is known, at the spout."""
+        e = self._roots.get(root)
+        if e is None:
+            return NOTHING
+        e[2] = self._gen
+        if e[1] is None:
+            return NOTHING
+        self.task = e[1]
+        return RESET
+
+
+    def rotate(self) -> int:
+        """Drop the oldest bucket (its spouts time those roots out themselves); how many."""
+        oldest = self._gen - (self._buckets - 1)
+        self._gen += 1
+        roots = self._roots
+        expired = [root for root, e in roots.items() if e[2] <= oldest]
+        for root in expired:
+            del roots[root]
+        return len(expired)
+
+
+class AckTable(RootTable):
     """Acks for one acker of another worker, XOR-combined per root until the round ends.
 
     A small open-addressing table (root -> XOR), emptied by ``drain`` into the bytes the
@@ -304,63 +374,37 @@ class AckBuffer:
     """
 
     def __init__(self) -> None:
-        self._mix = 0x9E3779B97F4A7C15
-        self._umask = 0xFFFFFFFFFFFFFFFF
-        self._used = 0
-        self._alloc(MIN_SLOTS)
+        RootTable.__init__(self)
 
-    def _alloc(self, slots: int) -> None:
-        self._slots = slots
-        self._mask = slots - 1
-        bits = 0
-        while (1 << bits) < slots:
-            bits += 1
-        self._shift = 64 - bits
-        self._keys = _zeros("Q", slots)
-        self._vals = _zeros("Q", slots)
-        self._state = _zeros("B", slots)
-        self._order = _zeros("q", slots)  # the slots in use, in the order their roots came
+    def _columns(self, slots: int) -> None:
+        self._vals = zeros("Q", slots)
+        self._order = zeros("q", slots)  # the slots in use, in the order their roots came
+        self._rank = zeros("q", slots)  # a slot's place in ``_order``
 
-    def __len__(self) -> int:
-        return self._used
-
-    def _slot(self, root: int) -> int:
-        i = ((root * self._mix) & self._umask) >> self._shift
-        while self._state[i] and self._keys[i] != root:
-            i = (i + 1) & self._mask
-        return i
+    def _copy(self, src: RootTable, s: int, d: int) -> None:
+        t: AckTable = src  # type: ignore[assignment]
+        self._vals[d] = t._vals[s]
+        k = t._rank[s]
+        self._rank[d] = k
+        self._order[k] = d
 
     def add(self, root: int, value: int) -> None:
         """XOR ``value`` into ``root``'s pair."""
         i = self._slot(root)
         if not self._state[i]:
-            if (self._used + 1) * 2 > self._slots:
-                self._grow()
-                i = self._slot(root)
-            self._keys[i] = root
+            k = self._used
+            i = self._claim(i, root)
             self._vals[i] = 0
-            self._state[i] = 1
-            self._order[self._used] = i
-            self._used += 1
-        self._vals[i] ^= value
-
-    def _grow(self) -> None:
-        keys, vals, order, used = self._keys, self._vals, self._order, self._used
-        self._alloc(self._slots * 2)
-        for k in range(used):
-            s = order[k]
-            i = self._slot(keys[s])
-            self._keys[i] = keys[s]
-            self._vals[i] = vals[s]
-            self._state[i] = 1
             self._order[k] = i
+            self._rank[i] = k
+        self._vals[i] ^= value
 
     def drain(self) -> bytes | None:
         """The round's pairs whose value is not 0 as bytes (None if none); empties the buffer."""
         used = self._used
         if used == 0:
             return None
-        out = _zeros("Q", 2 * used)
+        out = zeros("Q", 2 * used)
         n = 0
         for k in range(used):
             i = self._order[k]
@@ -371,3 +415,36 @@ class AckBuffer:
                 n += 2
         self._used = 0
         return u64_bytes(out, n) if n else None
+
+
+class AckDict:
+    """``AckTable`` for the plain-Python path: root -> XOR in a dict (which keeps the order)."""
+
+    def __init__(self) -> None:
+        self._acks: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._acks)
+
+    def add(self, root: int, value: int) -> None:
+        """XOR ``value`` into ``root``'s pair."""
+        acks = self._acks
+        acks[root] = acks.get(root, 0) ^ value
+
+    def drain(self) -> bytes | None:
+        """The round's pairs whose value is not 0 as bytes (None if none); empties the buffer."""
+        acks = self._acks
+        pairs = acks.items()
+        if 0 in acks.values():  # acks that cancelled out (rare): left out
+            pairs = [pair for pair in pairs if pair[1]]  # type: ignore[assignment]
+        out = array("Q", chain.from_iterable(pairs))
+        acks.clear()
+        return u64_bytes(out, len(out)) if out else None
+
+
+if TYPE_CHECKING:
+    AckerLedger = LedgerTable
+    AckBuffer = AckTable
+else:
+    AckerLedger = LedgerTable if COMPILED else LedgerDict
+    AckBuffer = AckTable if COMPILED else AckDict

@@ -1,18 +1,20 @@
 # cython: boundscheck=False, wraparound=False
 """Timeouts by rotation, as Storm's ``RotatingMap``: the map itself, and a spout's pending roots.
 
-``PendingMap`` is the spout task's map of tracked roots (root -> msg id, emit time) as an
-open-addressing hash table keyed by the 64-bit root: compiled, its slots are C arrays, so
-tracking and completing a root makes no Python entry object and no int key.
+``PendingMap`` is the spout task's map of tracked roots (root -> msg id, emit time), in two
+implementations with the same methods and results: compiled, an open-addressing table
+keyed by the 64-bit root (``PendingTable`` on ``roottable.RootTable``), whose slots are C
+arrays, so tracking and completing a root makes no Python entry object and no int key;
+the plain-Python path, a dict (``PendingDict``), faster there than a probe loop in Python.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-MIN_SLOTS = 64  # a power of two; the table doubles past half full
+from squall.runtime.roottable import COMPILED, RootTable, zeros
 
 
 class RotatingMap:
@@ -81,17 +83,13 @@ class RotatingMap:
             yield from bucket
 
 
-def _zeros(code: str, n: int) -> array:
-    return array(code, [0]) * n
-
-
-class PendingMap:
+class PendingTable(RootTable):
     """A spout task's roots in flight: root -> (msg id, emit time), timed out by rotation.
 
     Same expiry as a ``RotatingMap`` of ``buckets`` buckets: each slot is stamped with the
     rotation it was put or touched in, and the rotation that ends rotation
     ``g + buckets - 1`` drops it. ``take`` leaves what it removed in ``msg_id`` and
-    ``emitted_at`` (no tuple made per root). Linear probing, backward-shift deletion.
+    ``emitted_at`` (no tuple made per root).
     """
 
     def __init__(self, buckets: int = 3) -> None:
@@ -102,50 +100,26 @@ class PendingMap:
         self._seq = 0  # put/touch order, so expired roots fail in the order they went in
         self.msg_id: Any = None
         self.emitted_at = 0.0
-        # constants in typed fields: compiled, the hash is unsigned 64-bit C arithmetic
-        self._mix = 0x9E3779B97F4A7C15
-        self._umask = 0xFFFFFFFFFFFFFFFF
-        self._used = 0
-        self._alloc(MIN_SLOTS)
+        RootTable.__init__(self)
 
-    def _alloc(self, slots: int) -> None:
-        self._slots = slots
-        self._mask = slots - 1
-        bits = 0
-        while (1 << bits) < slots:
-            bits += 1
-        self._shift = 64 - bits  # the hash's top log2(slots) bits are the home slot
-        self._keys = _zeros("Q", slots)
-        self._gens = _zeros("q", slots)
-        self._seqs = _zeros("q", slots)
+    def _columns(self, slots: int) -> None:
+        self._gens = zeros("q", slots)
+        self._seqs = zeros("q", slots)
         self._times = array("d", [0.0]) * slots
-        self._state = _zeros("B", slots)
         self._ids: list[Any] = [None] * slots
 
-    def __len__(self) -> int:
-        return self._used
-
-    def _home(self, root: int) -> int:
-        return ((root * self._mix) & self._umask) >> self._shift
-
-    def _slot(self, root: int) -> int:
-        """The slot holding ``root``, or the empty slot where it would go."""
-        i = self._home(root)
-        mask = self._mask
-        while self._state[i] and self._keys[i] != root:
-            i = (i + 1) & mask
-        return i
+    def _copy(self, src: RootTable, s: int, d: int) -> None:
+        t: PendingTable = src  # type: ignore[assignment]
+        self._gens[d] = t._gens[s]
+        self._seqs[d] = t._seqs[s]
+        self._times[d] = t._times[s]
+        self._ids[d] = t._ids[s]
 
     def put_new(self, root: int, msg_id: Any, emitted_at: float) -> None:
         """Track ``root`` (replacing an entry of the same root, should one exist)."""
         i = self._slot(root)
         if not self._state[i]:
-            if (self._used + 1) * 2 > self._slots:
-                self._resize(self._slots * 2)
-                i = self._slot(root)
-            self._used += 1
-            self._keys[i] = root
-            self._state[i] = 1
+            i = self._claim(i, root)
         self._ids[i] = msg_id
         self._times[i] = emitted_at
         self._gens[i] = self._gen
@@ -159,7 +133,7 @@ class PendingMap:
             return False
         self.msg_id = self._ids[i]
         self.emitted_at = self._times[i]
-        self._delete(i)
+        self._ids[self._delete(i)] = None
         return True
 
     def touch(self, root: int) -> bool:
@@ -196,51 +170,82 @@ class PendingMap:
         slots = [i for _, i in order]
         expired = [(self._ids[i], self._times[i]) for i in slots]
         for root in [self._keys[i] for i in slots]:
-            self._delete(self._slot(root))
-        if self._slots > MIN_SLOTS and self._used * 8 < self._slots:
-            self._resize(max(MIN_SLOTS, self._slots // 4))  # give back what a burst took
+            self._ids[self._delete(self._slot(root))] = None
+        self._shrink()
         return expired
 
-    def _move(self, src: int, dst: int) -> None:
-        self._keys[dst] = self._keys[src]
-        self._gens[dst] = self._gens[src]
-        self._seqs[dst] = self._seqs[src]
-        self._times[dst] = self._times[src]
-        self._state[dst] = self._state[src]
-        self._ids[dst] = self._ids[src]
 
-    def _delete(self, i: int) -> None:
-        """Empty slot ``i``, shifting back the entries whose probe passed through it."""
-        self._used -= 1
-        mask = self._mask
-        j = i
-        while True:
-            j = (j + 1) & mask
-            if not self._state[j]:
+class PendingDict:
+    """``PendingTable`` for the plain-Python path: the same methods and results over a dict.
+
+    Each root maps to ``(msg id, emit time, rotation)``. A put or a touch that restamps a
+    root moves it to the dict's end, so the dict is in put/touch order and its rotations
+    never decrease along it: what a rotation expires is a prefix of the dict.
+    """
+
+    def __init__(self, buckets: int = 3) -> None:
+        if buckets < 2:
+            raise ValueError("a PendingMap needs at least 2 buckets")
+        self._buckets = buckets
+        self._gen = 0
+        self.msg_id: Any = None
+        self.emitted_at = 0.0
+        self._roots: dict[int, tuple[Any, float, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._roots)
+
+    def put_new(self, root: int, msg_id: Any, emitted_at: float) -> None:
+        """Track ``root`` (replacing an entry of the same root, should one exist)."""
+        roots = self._roots
+        if root in roots:
+            del roots[root]  # the replacement goes to the end, in put order
+        roots[root] = (msg_id, emitted_at, self._gen)
+
+    def take(self, root: int) -> bool:
+        """Remove ``root``; False if absent, else its entry is in ``msg_id``/``emitted_at``."""
+        e = self._roots.pop(root, None)
+        if e is None:
+            return False
+        self.msg_id = e[0]
+        self.emitted_at = e[1]
+        return True
+
+    def touch(self, root: int) -> bool:
+        """Restart ``root``'s timeout; False if absent."""
+        roots = self._roots
+        e = roots.get(root)
+        if e is None:
+            return False
+        if e[2] != self._gen:  # in the newest rotation already: it stays in place
+            del roots[root]
+            roots[root] = (e[0], e[1], self._gen)
+        return True
+
+    def __contains__(self, root: object) -> bool:
+        if type(root) is not int or not 0 <= root < 1 << 64:  # type: ignore[operator]
+            return False
+        return root in self._roots
+
+    def __iter__(self) -> Iterator[int]:
+        """The roots, newest rotation first and in put order within one, as ``RotatingMap``."""
+        roots = self._roots
+        return iter(sorted(roots, key=lambda root: -roots[root][2]))  # stable: put order kept
+
+    def rotate(self) -> list[tuple[Any, float]]:
+        """Expire the oldest rotation; its (msg id, emit time) pairs in put order."""
+        oldest = self._gen - (self._buckets - 1)
+        self._gen += 1
+        roots = self._roots
+        expired = []
+        for root, e in roots.items():
+            if e[2] > oldest:
                 break
-            k = self._home(self._keys[j])
-            # the entry at j may fill the hole at i unless its home lies in (i, j]
-            if i <= j:
-                stays = i < k <= j
-            else:
-                stays = k > i or k <= j
-            if not stays:
-                self._move(j, i)
-                i = j
-        self._state[i] = 0
-        self._ids[i] = None
+            expired.append(root)
+        return [roots.pop(root)[:2] for root in expired]  # type: ignore[misc]
 
-    def _resize(self, slots: int) -> None:
-        keys, gens, seqs, times, states, ids = (self._keys, self._gens, self._seqs, self._times,
-                                                self._state, self._ids)
-        old = self._slots
-        self._alloc(slots)
-        for s in range(old):
-            if states[s]:
-                i = self._slot(keys[s])
-                self._keys[i] = keys[s]
-                self._gens[i] = gens[s]
-                self._seqs[i] = seqs[s]
-                self._times[i] = times[s]
-                self._state[i] = 1
-                self._ids[i] = ids[s]
+
+if TYPE_CHECKING:
+    PendingMap = PendingTable
+else:
+    PendingMap = PendingTable if COMPILED else PendingDict

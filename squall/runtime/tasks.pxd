@@ -2,11 +2,11 @@
 cimport cython
 
 from squall.api.tuple cimport Tuple
-from squall.runtime.acker cimport AckerLedger
+from squall.runtime.acker cimport LedgerTable
 from squall.runtime.ids cimport SplitMix64, u64
 from squall.runtime.metrics cimport TaskMetrics
 from squall.runtime.collectors cimport BasicOutputCollector, OutputCollector, SpoutOutputCollector
-from squall.runtime.rotating cimport PendingMap
+from squall.runtime.rotating cimport PendingTable
 from squall.runtime.worker cimport Worker
 
 cdef class Task:
@@ -42,7 +42,7 @@ cdef class Task:
 cdef class SpoutTask(Task):
     cdef public object spout
     cdef public SpoutOutputCollector collector
-    cdef public PendingMap pending
+    cdef public PendingTable pending
     cdef public object max_pending
     cdef public list _ack_soon, _fail_soon
     cdef public bint active
@@ -57,9 +57,9 @@ cdef class SpoutTask(Task):
     cpdef track(self, object root, object msg_id)
     @cython.locals(n=Py_ssize_t)
     cpdef Py_ssize_t process(self, Py_ssize_t budget)
-    @cython.locals(pending=PendingMap)
+    @cython.locals(pending=PendingTable)
     cpdef handle(self, Tuple tup)
-    @cython.locals(pending=PendingMap)
+    @cython.locals(pending=PendingTable)
     cpdef _acked(self, u64 root)
 
 cdef class BoltTask(Task):
@@ -83,13 +83,13 @@ cdef class BoltTask(Task):
     cpdef _execute_basic(self, Tuple tup)
 
 cdef class AckerTask(Task):
-    cdef public AckerLedger ledger
+    cdef public LedgerTable ledger
     cpdef handle(self, Tuple tup)
-    @cython.locals(ledger=AckerLedger, i=Py_ssize_t, code=int, pairs="unsigned long long[::1]")
+    @cython.locals(ledger=LedgerTable, i=Py_ssize_t, code=int, pairs="unsigned long long[::1]")
     cpdef apply(self, object stream, list v)
     @cython.locals(code=int)
     cpdef on_ack(self, u64 root, u64 value)
     @cython.locals(code=int)
     cpdef on_init(self, u64 root, u64 value, long long spout_task)
-    @cython.locals(ledger=AckerLedger)
+    @cython.locals(ledger=LedgerTable)
     cpdef _tell(self, int code, u64 root)

@@ -2,7 +2,7 @@
 cimport cython
 
 from squall.api.tuple cimport Tuple, new_tuple, new_tuple1
-from squall.runtime.acker cimport AckBuffer
+from squall.runtime.acker cimport AckTable
 from squall.runtime.ids cimport u64
 from squall.runtime.serialization cimport Encoder, messages_of
 from squall.runtime.tasks cimport AckerTask, SpoutTask, Task
@@ -87,7 +87,7 @@ cdef class Worker:
     cpdef Py_ssize_t _send_and_take(self)
     @cython.locals(spout=SpoutTask, emitted=Py_ssize_t, n=Py_ssize_t, count=Py_ssize_t, k=Py_ssize_t, start=Py_ssize_t, now=double, deadline=double)
     cpdef Py_ssize_t _run_spouts(self)
-    @cython.locals(buf=AckBuffer)
+    @cython.locals(buf=AckTable)
     cpdef _send_acks(self)
-    @cython.locals(buf=AckBuffer)
+    @cython.locals(buf=AckTable)
     cpdef buffer_ack(self, object acker, Task src, u64 root, u64 value)

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from squall.runtime.acker import AckerLedger, Outcome
+from squall.runtime.acker import LedgerDict, LedgerTable, Outcome
+
+# every test runs on both ledgers: the C table (compiled, or its source in plain Python) and
+# the plain path's dict twin; ``squall.runtime.acker.AckerLedger`` is one of them
+pytestmark = pytest.mark.parametrize("ledger_class", [LedgerTable, LedgerDict], ids=["table", "dict"])
 
 ROOT = 0xDEADBEEF
 SPOUT = 7
@@ -28,17 +33,17 @@ def xor(*values: int) -> int:
 # ---- linear trees and fan-out (A1, A2) ------------------------------------------------
 
 
-def test_single_edge_tree_acks_when_its_tuple_is_acked():
+def test_single_edge_tree_acks_when_its_tuple_is_acked(ledger_class):
     (e,) = edges(1)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     assert ledger.init(ROOT, e, SPOUT) is None
     assert ledger.ack(ROOT, e) == Outcome("ack", ROOT, SPOUT)
     assert len(ledger) == 0
 
 
-def test_linear_tree_completes_only_after_the_last_bolt_acks():
+def test_linear_tree_completes_only_after_the_last_bolt_acks(ledger_class):
     e1, e2, e3 = edges(3)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     assert ledger.init(ROOT, e1, SPOUT) is None
     assert ledger.ack(ROOT, e1 ^ e2) is None  # bolt 1 emitted e2 anchored, acked e1
     assert ledger.ack(ROOT, e2 ^ e3) is None  # bolt 2 emitted e3
@@ -47,9 +52,9 @@ def test_linear_tree_completes_only_after_the_last_bolt_acks():
     assert len(ledger) == 0
 
 
-def test_fan_out_tree_is_never_acked_early():
+def test_fan_out_tree_is_never_acked_early(ledger_class):
     a, b, c, d = edges(4)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     assert ledger.init(ROOT, a ^ b, SPOUT) is None  # spout tuple to two bolts
     assert ledger.ack(ROOT, a ^ c) is None  # bolt A forwards c to the joiner
     assert ledger.ack(ROOT, b ^ d) is None  # bolt B forwards d to the joiner
@@ -57,10 +62,10 @@ def test_fan_out_tree_is_never_acked_early():
     assert ledger.ack(ROOT, d) == Outcome("ack", ROOT, SPOUT)
 
 
-def test_trees_are_independent():
+def test_trees_are_independent(ledger_class):
     (e,) = edges(1)
     (f,) = edges(1, seed=2)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     ledger.init(1, e, SPOUT)
     ledger.init(2, f, SPOUT + 1)
     assert ledger.ack(2, f) == Outcome("ack", 2, SPOUT + 1)
@@ -71,18 +76,18 @@ def test_trees_are_independent():
 # ---- failure (A3, A6) -----------------------------------------------------------------
 
 
-def test_fail_fails_the_whole_tree_at_once():
+def test_fail_fails_the_whole_tree_at_once(ledger_class):
     a, b = edges(2)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     ledger.init(ROOT, a ^ b, SPOUT)
     assert ledger.ack(ROOT, a) is None
     assert ledger.fail(ROOT) == Outcome("fail", ROOT, SPOUT)
     assert len(ledger) == 0
 
 
-def test_ack_after_fail_is_ignored():
+def test_ack_after_fail_is_ignored(ledger_class):
     a, b = edges(2)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     ledger.init(ROOT, a ^ b, SPOUT)
     ledger.fail(ROOT)
     assert ledger.ack(ROOT, a) is None
@@ -92,34 +97,34 @@ def test_ack_after_fail_is_ignored():
 # ---- out-of-order messages (A9) -------------------------------------------------------
 
 
-def test_ack_before_init_completes_when_init_arrives():
+def test_ack_before_init_completes_when_init_arrives(ledger_class):
     a, b = edges(2)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     assert ledger.ack(ROOT, a ^ b) is None
     assert ledger.ack(ROOT, b) is None
     assert ledger.init(ROOT, a, SPOUT) == Outcome("ack", ROOT, SPOUT)
     assert len(ledger) == 0
 
 
-def test_fail_before_init_fails_when_init_arrives():
+def test_fail_before_init_fails_when_init_arrives(ledger_class):
     (a,) = edges(1)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     assert ledger.fail(ROOT) is None  # no spout task known yet: nothing to tell
     assert ledger.init(ROOT, a, SPOUT) == Outcome("fail", ROOT, SPOUT)
     assert len(ledger) == 0
 
 
-def test_fail_beats_a_complete_xor_when_both_precede_init():
+def test_fail_beats_a_complete_xor_when_both_precede_init(ledger_class):
     (a,) = edges(1)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     ledger.ack(ROOT, a)
     ledger.fail(ROOT)
     assert ledger.init(ROOT, a, SPOUT) == Outcome("fail", ROOT, SPOUT)
 
 
-def test_reset_before_init_is_harmless_and_tree_stays_pending():
+def test_reset_before_init_is_harmless_and_tree_stays_pending(ledger_class):
     a, b = edges(2)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     assert ledger.reset_timeout(ROOT) is None
     assert ledger.ack(ROOT, a ^ b) is None
     assert ledger.reset_timeout(ROOT) is None  # entry known, spout task not yet
@@ -128,9 +133,9 @@ def test_reset_before_init_is_harmless_and_tree_stays_pending():
     assert ledger.ack(ROOT, b) == Outcome("ack", ROOT, SPOUT)
 
 
-def test_reset_after_init_tells_the_spout_task():
+def test_reset_after_init_tells_the_spout_task(ledger_class):
     (a,) = edges(1)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     ledger.init(ROOT, a, SPOUT)
     assert ledger.reset_timeout(ROOT) == Outcome("reset", ROOT, SPOUT)
     assert len(ledger) == 1
@@ -139,9 +144,9 @@ def test_reset_after_init_tells_the_spout_task():
 # ---- duplicates (A13) and unknown roots (A15) ------------------------------------------
 
 
-def test_duplicate_init_does_not_cancel_the_first():
+def test_duplicate_init_does_not_cancel_the_first(ledger_class):
     a, b = edges(2)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     ledger.init(ROOT, a ^ b, SPOUT)
     assert ledger.init(ROOT, a ^ b, SPOUT) is None  # a retried init
     assert ledger.duplicates == 1
@@ -149,9 +154,9 @@ def test_duplicate_init_does_not_cancel_the_first():
     assert ledger.ack(ROOT, b) == Outcome("ack", ROOT, SPOUT)
 
 
-def test_duplicate_ack_does_not_complete_early():
+def test_duplicate_ack_does_not_complete_early(ledger_class):
     a, b = edges(2)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     ledger.init(ROOT, a ^ b, SPOUT)
     ledger.ack(ROOT, a)
     # a second a would otherwise cancel the first and leave b ^ a ^ a ^ ... != 0; a
@@ -162,24 +167,24 @@ def test_duplicate_ack_does_not_complete_early():
     assert ledger.ack(ROOT, b) == Outcome("ack", ROOT, SPOUT)
 
 
-def test_duplicate_ack_before_init_is_ignored_too():
+def test_duplicate_ack_before_init_is_ignored_too(ledger_class):
     a, b = edges(2)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     ledger.ack(ROOT, a)
     ledger.ack(ROOT, a)
     assert ledger.init(ROOT, a ^ b, SPOUT) is None
     assert ledger.ack(ROOT, b) == Outcome("ack", ROOT, SPOUT)
 
 
-def test_ack_for_unknown_root_gives_no_outcome():
-    ledger = AckerLedger()
+def test_ack_for_unknown_root_gives_no_outcome(ledger_class):
+    ledger = ledger_class()
     assert ledger.ack(12345, 99) is None
     assert ledger.fail(54321) is None
 
 
-def test_double_ack_after_completion_gives_no_second_outcome():
+def test_double_ack_after_completion_gives_no_second_outcome(ledger_class):
     (a,) = edges(1)
-    ledger = AckerLedger()
+    ledger = ledger_class()
     ledger.init(ROOT, a, SPOUT)
     assert ledger.ack(ROOT, a) is not None
     assert ledger.ack(ROOT, a) is None
@@ -189,9 +194,9 @@ def test_double_ack_after_completion_gives_no_second_outcome():
 # ---- rotation (A10, A7 on the acker side) ----------------------------------------------
 
 
-def test_rotation_drops_roots_after_all_buckets():
+def test_rotation_drops_roots_after_all_buckets(ledger_class):
     (a,) = edges(1)
-    ledger = AckerLedger(buckets=3)
+    ledger = ledger_class(buckets=3)
     ledger.init(ROOT, a, SPOUT)
     assert ledger.rotate() == 0
     assert ledger.rotate() == 0
@@ -200,9 +205,9 @@ def test_rotation_drops_roots_after_all_buckets():
     assert ledger.ack(ROOT, a) is None  # late ack: the spout times the root out itself
 
 
-def test_reset_timeout_keeps_a_root_across_many_rotations():
+def test_reset_timeout_keeps_a_root_across_many_rotations(ledger_class):
     (a,) = edges(1)
-    ledger = AckerLedger(buckets=3)
+    ledger = ledger_class(buckets=3)
     ledger.init(ROOT, a, SPOUT)
     for _ in range(10):
         ledger.rotate()
@@ -210,8 +215,8 @@ def test_reset_timeout_keeps_a_root_across_many_rotations():
     assert ledger.ack(ROOT, a) == Outcome("ack", ROOT, SPOUT)
 
 
-def test_orphans_from_stray_messages_are_dropped_by_rotation():
-    ledger = AckerLedger(buckets=2)
+def test_orphans_from_stray_messages_are_dropped_by_rotation(ledger_class):
+    ledger = ledger_class(buckets=2)
     ledger.ack(1, 5)
     ledger.fail(2)
     assert len(ledger) == 2
@@ -241,7 +246,7 @@ def trees(draw):
     return messages, cut, fail_at
 
 
-def deliver(ledger: AckerLedger, message: tuple) -> Outcome | None:
+def deliver(ledger: LedgerTable | LedgerDict, message: tuple) -> Outcome | None:
     kind, value = message
     if kind == "init":
         return ledger.init(ROOT, value, SPOUT)
@@ -252,13 +257,13 @@ def deliver(ledger: AckerLedger, message: tuple) -> Outcome | None:
 
 @settings(max_examples=300, deadline=None)
 @given(trees())
-def test_tree_is_decided_exactly_when_every_edge_is_in(tree):
+def test_tree_is_decided_exactly_when_every_edge_is_in(ledger_class, tree):
     messages, cut, fail_at = tree
     distinct = set(messages)
     if fail_at is not None:
         messages = [*messages[:fail_at], ("fail", 0), *messages[fail_at:]]
         cut += 1 if fail_at <= cut else 0
-    ledger = AckerLedger()
+    ledger = ledger_class()
     seen: set = set()
     expected = None
     for step, message in enumerate(messages[:cut]):

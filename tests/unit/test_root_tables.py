@@ -1,18 +1,28 @@
-"""The hash tables keyed by 64-bit roots: the acker's ledger and the spout's ``PendingMap``.
+"""The tables keyed by 64-bit roots: the acker's ledger and ack buffer, the spout's ``PendingMap``.
 
-Both are open-addressing tables (linear probing, backward-shift deletion, growing and
-shrinking); each is checked against a dict model under random operations, with roots that
-collide (small ints, equal high bits), 0 and 2**64 - 1, and enough of them to resize.
+Each comes twice: an open-addressing table (``roottable.RootTable``: linear probing,
+backward-shift deletion, growing and shrinking), which the compiled path uses, and a
+dict-backed twin for the plain-Python path. Both are checked here, in either path,
+against a dict model under random operations, with roots that collide (small ints, equal
+high bits), 0 and 2**64 - 1, and enough of them to resize.
 """
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from squall.runtime.acker import AckBuffer, AckerLedger, Outcome
+from squall import _speedups
+from squall.runtime import acker, rotating
+from squall.runtime.acker import AckDict, AckTable, LedgerDict, LedgerTable, Outcome
 from squall.runtime.ids import u64_array
-from squall.runtime.rotating import PendingMap, RotatingMap
+from squall.runtime.roottable import COMPILED
+from squall.runtime.rotating import PendingDict, PendingTable, RotatingMap
+
+ledgers = pytest.mark.parametrize("ledger_class", [LedgerTable, LedgerDict], ids=["table", "dict"])
+pendings = pytest.mark.parametrize("pending_class", [PendingTable, PendingDict], ids=["table", "dict"])
+buffers = pytest.mark.parametrize("buffer_class", [AckTable, AckDict], ids=["table", "dict"])
 
 TOP = 2**64 - 1
 roots = st.one_of(st.integers(0, 40), st.integers(TOP - 5, TOP),
@@ -97,10 +107,18 @@ ledger_ops = st.lists(st.one_of(
 ), max_size=400)
 
 
+def test_the_compiled_path_runs_the_tables_and_the_plain_path_the_dicts():
+    assert COMPILED == (_speedups.STATE == "compiled")
+    assert acker.AckerLedger is (LedgerTable if COMPILED else LedgerDict)
+    assert acker.AckBuffer is (AckTable if COMPILED else AckDict)
+    assert rotating.PendingMap is (PendingTable if COMPILED else PendingDict)
+
+
+@ledgers
 @settings(max_examples=200, deadline=None)
-@given(ledger_ops)
-def test_ledger_table_matches_the_dict_model(ops):
-    table, model = AckerLedger(), ModelLedger()
+@given(ops=ledger_ops)
+def test_ledger_matches_the_dict_model(ledger_class, ops):
+    table, model = ledger_class(), ModelLedger()
     for kind, root, a, b in ops:
         if kind == "init":
             got, want = table.init(root, a, b), model.init(root, a, b)
@@ -117,8 +135,9 @@ def test_ledger_table_matches_the_dict_model(ops):
     assert table.duplicates == model.duplicates
 
 
-def test_ledger_grows_and_shrinks_with_thousands_of_roots():
-    ledger = AckerLedger()
+@ledgers
+def test_ledger_grows_and_shrinks_with_thousands_of_roots(ledger_class):
+    ledger = ledger_class()
     for r in range(5000):
         assert ledger.init(r * 0x9E3779B97F4A7C15 % 2**64, 7, 1) is None
     assert len(ledger) == 5000
@@ -137,10 +156,11 @@ pending_ops = st.lists(st.one_of(
 ), max_size=400)
 
 
+@pendings
 @settings(max_examples=200, deadline=None)
-@given(pending_ops)
-def test_pending_map_matches_a_rotating_map(ops):
-    table, model = PendingMap(3), RotatingMap(3)
+@given(ops=pending_ops)
+def test_pending_map_matches_a_rotating_map(pending_class, ops):
+    table, model = pending_class(3), RotatingMap(3)
     for step, (kind, root) in enumerate(ops):
         if kind == "put":
             if root in model:
@@ -161,8 +181,9 @@ def test_pending_map_matches_a_rotating_map(ops):
     assert list(table) == list(model)
 
 
-def test_pending_map_expires_between_t_and_one_and_a_half_t():
-    pending = PendingMap(3)  # rotated every T/2
+@pendings
+def test_pending_map_expires_between_t_and_one_and_a_half_t(pending_class):
+    pending = pending_class(3)  # rotated every T/2
     pending.put_new(1, "a", 0.0)
     assert pending.rotate() == [] and pending.rotate() == []
     pending.put_new(2, "b", 1.0)
@@ -173,10 +194,11 @@ def test_pending_map_expires_between_t_and_one_and_a_half_t():
     assert len(pending) == 0 and not pending.take(2)
 
 
+@buffers
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.tuples(roots, st.integers(0, 3)), max_size=300), max_size=3))
-def test_ack_buffer_combines_per_root_like_a_dict(rounds):
-    buf = AckBuffer()  # reused round after round, as the worker does
+@given(rounds=st.lists(st.lists(st.tuples(roots, st.integers(0, 3)), max_size=300), max_size=3))
+def test_ack_buffer_combines_per_root_like_a_dict(buffer_class, rounds):
+    buf = buffer_class()  # reused round after round, as the worker does
     for acks in rounds:
         model: dict[int, int] = {}
         for root, value in acks:
