@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from squall.runtime.ids import u64_bytes
 from squall.runtime.roottable import COMPILED, RootTable, zeros
 
-# slot flags (LedgerTable)
+# slot flags (LedgerTable, in the state column: RootTable._claim sets USED)
 USED = 1
 FAILED = 2
 KNOWN = 4  # the init arrived: the spout task is known
