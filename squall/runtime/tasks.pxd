@@ -9,6 +9,8 @@ from squall.runtime.collectors cimport BasicOutputCollector, OutputCollector, Sp
 from squall.runtime.rotating cimport PendingTable
 from squall.runtime.worker cimport Worker
 
+cdef str _CHECKPOINT
+
 cdef class Task:
     cdef public Worker worker
     cdef public object task_id
@@ -74,6 +76,8 @@ cdef class BoltTask(Task):
     cpdef Py_ssize_t process(self, Py_ssize_t budget)
     @cython.locals(n=Py_ssize_t, basic=BasicOutputCollector, collector=OutputCollector, m=TaskMetrics, every=Py_ssize_t, tup=Tuple)
     cpdef Py_ssize_t _process_basic(self, Py_ssize_t budget)
+    @cython.locals(n=Py_ssize_t, m=TaskMetrics, every=Py_ssize_t, tup=Tuple)
+    cpdef Py_ssize_t _process_rich(self, Py_ssize_t budget)
     @cython.locals(n=Py_ssize_t, batch=list, tup=Tuple)
     cpdef Py_ssize_t _process_batches(self, Py_ssize_t budget)
     @cython.locals(count=Py_ssize_t, step=Py_ssize_t, i=Py_ssize_t, tup=Tuple, m=TaskMetrics, t0=double, ms=double, each=double)
