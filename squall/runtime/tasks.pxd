@@ -9,7 +9,8 @@ from squall.runtime.collectors cimport BasicOutputCollector, OutputCollector, Sp
 from squall.runtime.rotating cimport PendingTable
 from squall.runtime.worker cimport Worker
 
-cdef str _CHECKPOINT
+cdef Py_ssize_t _CHECKPOINT_LEN
+cdef inline bint _is_checkpoint(object stream) except -1
 
 cdef class Task:
     cdef public Worker worker
@@ -57,6 +58,9 @@ cdef class SpoutTask(Task):
     cpdef went_idle(self, double now)
     cpdef Py_ssize_t next_tuple(self)
     cpdef track(self, object root, object msg_id)
+    cpdef ack_soon(self, object msg_id)
+    @cython.locals(m=TaskMetrics, pending=list)
+    cpdef _run_acks_soon(self)
     @cython.locals(n=Py_ssize_t)
     cpdef Py_ssize_t process(self, Py_ssize_t budget)
     @cython.locals(pending=PendingTable)

@@ -30,9 +30,13 @@ from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.rotating import PendingMap
 
-# typed str in tasks.pxd: comparing a tuple's stream with it is a length check, not a
-# rich comparison, for the streams of another length (all but the checkpoint's)
-_CHECKPOINT: str = CHECKPOINT_STREAM
+_CHECKPOINT_LEN = len(CHECKPOINT_STREAM)
+
+
+def _is_checkpoint(stream: str) -> bool:
+    """``stream == CHECKPOINT_STREAM``; compiled, a stream of another length (every data
+    stream but a same-length one) costs a length read instead of a str comparison."""
+    return len(stream) == _CHECKPOINT_LEN and stream == CHECKPOINT_STREAM
 
 if TYPE_CHECKING:
     from squall.runtime.worker import Worker
@@ -258,9 +262,14 @@ class SpoutTask(Task):
 
     def _run_acks_soon(self) -> None:
         pending, self._ack_soon = self._ack_soon, []
+        ack = self.spout.ack  # once per round's acks, not per message
+        m = self.metrics
         for msg_id in pending:
-            self.metrics.acked += 1
-            self._call(self.spout.ack, msg_id)
+            m.acked += 1
+            try:
+                ack(msg_id)
+            except (Exception, SystemExit) as e:  # noqa: BLE001 - user code (sys.exit too): report, carry on
+                self.worker.report_error(self, e)
             if self.hooks is not None:
                 self.hooks.spout_ack(msg_id, 0.0)  # acked at once, as Storm's timeDelta 0
 
@@ -441,7 +450,7 @@ class BoltTask(Task):
         every = self._sample_every
         for _ in range(n):
             tup = popleft()
-            if (self.hooks is not None or tup.stream == _CHECKPOINT
+            if (self.hooks is not None or _is_checkpoint(tup.stream)
                     or (every and (self._count + 1) % every == 0)):
                 self.handle(tup)
                 continue
@@ -474,7 +483,7 @@ class BoltTask(Task):
         every = self._sample_every
         for _ in range(n):
             tup = popleft()
-            if (self.hooks is not None or tup.stream == _CHECKPOINT
+            if (self.hooks is not None or _is_checkpoint(tup.stream)
                     or (every and (self._count + 1) % every == 0)):
                 self.handle(tup)
                 continue
@@ -499,7 +508,7 @@ class BoltTask(Task):
         batch: list[Tuple] = []
         for _ in range(n):
             tup = popleft()
-            if tup.stream == _CHECKPOINT:
+            if _is_checkpoint(tup.stream):
                 if batch:
                     self.execute_batch(batch)
                     batch = []
@@ -552,7 +561,7 @@ class BoltTask(Task):
 
     def handle(self, tup: Tuple) -> None:
         """Execute one tuple, timing a sample of executes."""
-        if tup.stream == _CHECKPOINT:
+        if _is_checkpoint(tup.stream):
             self._on_checkpoint_tuple(tup)
             return
         self._count += 1
