@@ -55,7 +55,7 @@ cdef class Worker:
     cdef public list _barrier_spouts
     cdef public bint throttled
     cdef public dict _fields, _sources
-    cdef public list _appends
+    cdef public list _appends, _inline
     cdef public list _timers
     cdef public object _commands
     cdef public bint _running, _graceful

@@ -244,6 +244,7 @@ class Worker:
         # workers' tasks and inline ackers): a local delivery is a list index and a C call,
         # not a dict lookup and a method lookup (set by ``build``; tasks never change after)
         self._appends: list[Any] = []
+        self._inline: list[Any] = []  # task id -> the inline task (an acker) here, or None
         self._sources: dict[int, tuple[str, dict[str, Fields]]] = {}
         self._timers: list[Timer] = []
         self._commands: deque[tuple[Callable[[], None], threading.Event]] = deque()
@@ -299,9 +300,13 @@ class Worker:
                     self.tasks[task_id] = task
         for task in self.tasks.values():
             task.bind_ackers(self.tasks)
-        self._appends = [None] * (max(self.tasks, default=0) + 1)
+        slots = max(max(plan.task_component, default=0), max(self.tasks, default=0)) + 1
+        self._appends = [None] * slots
+        self._inline = [None] * slots
         for task_id, task in self.tasks.items():
-            if not task.inline:
+            if task.inline:
+                self._inline[task_id] = task
+            else:
                 self._appends[task_id] = task.inbox.append
         own = {t.task_id for t in self.tasks.values()
                if t.kind in ("spout", "bolt") and t.conf.get(THREADED)}
@@ -333,7 +338,9 @@ class Worker:
                 append(new_tuple(values, src.out_fields[stream], src.component, stream,
                                  src.task_id, ids))
                 return
-        task = self.tasks.get(target)
+            task = self._inline[slot]  # an acker here, or None: another worker's task
+        else:
+            task = self.tasks.get(target)
         if task is not None:
             if task.inline:
                 acker: AckerTask = task  # type: ignore[assignment]  # typed when compiled
@@ -359,7 +366,9 @@ class Worker:
                 append(new_tuple1(values, src.out_fields[stream], src.component, stream,
                                   src.task_id, root, edge))
                 return
-        task = self.tasks.get(target)
+            task = self._inline[slot]  # an acker here, or None: another worker's task
+        else:
+            task = self.tasks.get(target)
         if task is not None:
             if task.inline:
                 acker: AckerTask = task  # type: ignore[assignment]  # typed when compiled
