@@ -9,8 +9,6 @@ from squall.runtime.collectors cimport BasicOutputCollector, OutputCollector, Sp
 from squall.runtime.rotating cimport PendingTable
 from squall.runtime.worker cimport Worker
 
-cdef Py_ssize_t _CHECKPOINT_LEN
-cdef inline bint _is_checkpoint(object stream) except -1
 
 cdef class Task:
     cdef public Worker worker
@@ -78,11 +76,11 @@ cdef class BoltTask(Task):
     cdef public object _batched
     @cython.locals(n=Py_ssize_t)
     cpdef Py_ssize_t process(self, Py_ssize_t budget)
-    @cython.locals(n=Py_ssize_t, basic=BasicOutputCollector, collector=OutputCollector, m=TaskMetrics, every=Py_ssize_t, tup=Tuple)
+    @cython.locals(n=Py_ssize_t, basic=BasicOutputCollector, collector=OutputCollector, m=TaskMetrics, every=Py_ssize_t, tup=Tuple, checkpoints=bint)
     cpdef Py_ssize_t _process_basic(self, Py_ssize_t budget)
-    @cython.locals(n=Py_ssize_t, m=TaskMetrics, every=Py_ssize_t, tup=Tuple)
+    @cython.locals(n=Py_ssize_t, m=TaskMetrics, every=Py_ssize_t, tup=Tuple, checkpoints=bint)
     cpdef Py_ssize_t _process_rich(self, Py_ssize_t budget)
-    @cython.locals(n=Py_ssize_t, batch=list, tup=Tuple)
+    @cython.locals(n=Py_ssize_t, batch=list, tup=Tuple, checkpoints=bint)
     cpdef Py_ssize_t _process_batches(self, Py_ssize_t budget)
     @cython.locals(count=Py_ssize_t, step=Py_ssize_t, i=Py_ssize_t, tup=Tuple, m=TaskMetrics, t0=double, ms=double, each=double)
     cpdef execute_batch(self, list batch)

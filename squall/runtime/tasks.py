@@ -30,13 +30,6 @@ from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.rotating import PendingMap
 
-_CHECKPOINT_LEN = len(CHECKPOINT_STREAM)
-
-
-def _is_checkpoint(stream: str) -> bool:
-    """``stream == CHECKPOINT_STREAM``; compiled, a stream of another length (every data
-    stream but a same-length one) costs a length read instead of a str comparison."""
-    return len(stream) == _CHECKPOINT_LEN and stream == CHECKPOINT_STREAM
 
 if TYPE_CHECKING:
     from squall.runtime.worker import Worker
@@ -448,9 +441,10 @@ class BoltTask(Task):
         collector = self.collector
         m = self.metrics
         every = self._sample_every
+        checkpoints = self.barrier is not None  # see _process_rich
         for _ in range(n):
             tup = popleft()
-            if (self.hooks is not None or _is_checkpoint(tup.stream)
+            if (self.hooks is not None or (checkpoints and tup.stream == CHECKPOINT_STREAM)
                     or (every and (self._count + 1) % every == 0)):
                 self.handle(tup)
                 continue
@@ -481,9 +475,12 @@ class BoltTask(Task):
         execute: Any = self.bolt.execute
         m = self.metrics
         every = self._sample_every
+        # checkpoint tuples come only on an input of the checkpoint stream, which gives the
+        # task its barrier (assembly.make_task): without one, no stream comparison per tuple
+        checkpoints = self.barrier is not None
         for _ in range(n):
             tup = popleft()
-            if (self.hooks is not None or _is_checkpoint(tup.stream)
+            if (self.hooks is not None or (checkpoints and tup.stream == CHECKPOINT_STREAM)
                     or (every and (self._count + 1) % every == 0)):
                 self.handle(tup)
                 continue
@@ -506,9 +503,10 @@ class BoltTask(Task):
         popleft = inbox.popleft
         n = min(budget, len(inbox))
         batch: list[Tuple] = []
+        checkpoints = self.barrier is not None  # see _process_rich
         for _ in range(n):
             tup = popleft()
-            if _is_checkpoint(tup.stream):
+            if checkpoints and tup.stream == CHECKPOINT_STREAM:
                 if batch:
                     self.execute_batch(batch)
                     batch = []
@@ -561,7 +559,7 @@ class BoltTask(Task):
 
     def handle(self, tup: Tuple) -> None:
         """Execute one tuple, timing a sample of executes."""
-        if _is_checkpoint(tup.stream):
+        if tup.stream == CHECKPOINT_STREAM:
             self._on_checkpoint_tuple(tup)
             return
         self._count += 1
