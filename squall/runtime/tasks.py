@@ -30,7 +30,6 @@ from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.rotating import PendingMap
 
-
 if TYPE_CHECKING:
     from squall.runtime.worker import Worker
 
