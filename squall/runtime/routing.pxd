@@ -1,7 +1,9 @@
 # C layout for the compiled hot path (scripts/compile.py); routing.py is the source.
 cimport cython
 
-from squall.runtime.hashing cimport hash_values, stable_hash
+from squall.runtime.hashing cimport crc32_ascii, hash_values, stable_hash
+
+cdef bint _COMPILED
 
 cdef class RouterBase:
     cpdef list route(self, object values)
@@ -23,8 +25,8 @@ cdef class LoadAwareShuffleRouter(RouterBase):
 
 cdef class FieldsRouter(RouterBase):
     cdef public list _singles, _indexes
-    cdef public Py_ssize_t _n
-    @cython.locals(h="unsigned long long", indexes=list)
+    cdef public Py_ssize_t _n, _index
+    @cython.locals(h="unsigned long long", index=Py_ssize_t, crc="long long")
     cpdef list route(self, object values)
 
 cdef class PartialKeyRouter(RouterBase):

@@ -10,11 +10,14 @@ from squall.api.components import CustomStreamGrouping, GlobalStreamId
 from squall.api.context import WorkerTopologyContext
 from squall.api.fields import Fields
 from squall.api.topology import Grouping
-from squall.runtime.hashing import hash_values, stable_hash
+from squall.runtime.hashing import crc32_ascii, hash_values, stable_hash
 
 Router = Callable[[list], list[int]]
 # the mean queue fill (0: empty, 1: full) of some of this worker's tasks
 MeanLoad = Callable[[list[int]], float]
+
+# compiled, an ASCII str key is hashed here with C ints (``stable_hash`` makes Python ints)
+_COMPILED = not __file__.endswith(".py")
 
 # a load-aware shuffle looks at its local targets' queues at most once per this many tuples
 LOAD_CHECK_EVERY = 64
@@ -108,20 +111,28 @@ class LoadAwareShuffleRouter(RouterBase):
 class FieldsRouter(RouterBase):
     """Equal values of the grouping fields go to the same task, in every process."""
 
-    __slots__ = ("_singles", "_indexes", "_n")
+    __slots__ = ("_singles", "_indexes", "_n", "_index")
 
     def __init__(self, targets: list[int], stream_fields: Fields, fields: Fields) -> None:
         self._singles = [[t] for t in sorted(targets)]
         self._indexes = [stream_fields.index(f) for f in fields]
         self._n = len(targets)
+        self._index = self._indexes[0] if len(self._indexes) == 1 else -1  # -1: several fields
 
     def route(self, values: list) -> list[int]:
         """Target task ids for ``values``."""
-        indexes = self._indexes
-        if len(indexes) == 1:
-            h = stable_hash(values[indexes[0]])
+        index = self._index
+        if index >= 0:
+            v = values[index]
+            if _COMPILED and type(v) is str:
+                # stable_hash's own value for a str, its CRC-32 from the ASCII characters,
+                # kept in a C int (-1: not ASCII, left to stable_hash)
+                crc = crc32_ascii(v)
+                if crc >= 0:
+                    return self._singles[crc % self._n]
+            h = stable_hash(v)
         else:
-            h = hash_values([values[i] for i in indexes])
+            h = hash_values([values[i] for i in self._indexes])
         return self._singles[h % self._n]  # C arithmetic and a C index, compiled
 
 

@@ -9,6 +9,7 @@ from squall.runtime.collectors cimport BasicOutputCollector, OutputCollector, Sp
 from squall.runtime.rotating cimport PendingTable
 from squall.runtime.worker cimport Worker
 
+
 cdef class Task:
     cdef public Worker worker
     cdef public object task_id
@@ -55,6 +56,9 @@ cdef class SpoutTask(Task):
     cpdef went_idle(self, double now)
     cpdef Py_ssize_t next_tuple(self)
     cpdef track(self, object root, object msg_id)
+    cpdef ack_soon(self, object msg_id)
+    @cython.locals(m=TaskMetrics, pending=list)
+    cpdef _run_acks_soon(self)
     @cython.locals(n=Py_ssize_t)
     cpdef Py_ssize_t process(self, Py_ssize_t budget)
     @cython.locals(pending=PendingTable)
@@ -72,9 +76,11 @@ cdef class BoltTask(Task):
     cdef public object _batched
     @cython.locals(n=Py_ssize_t)
     cpdef Py_ssize_t process(self, Py_ssize_t budget)
-    @cython.locals(n=Py_ssize_t, basic=BasicOutputCollector, collector=OutputCollector, m=TaskMetrics, every=Py_ssize_t, tup=Tuple)
+    @cython.locals(n=Py_ssize_t, basic=BasicOutputCollector, collector=OutputCollector, m=TaskMetrics, every=Py_ssize_t, tup=Tuple, checkpoints=bint)
     cpdef Py_ssize_t _process_basic(self, Py_ssize_t budget)
-    @cython.locals(n=Py_ssize_t, batch=list, tup=Tuple)
+    @cython.locals(n=Py_ssize_t, m=TaskMetrics, every=Py_ssize_t, tup=Tuple, checkpoints=bint)
+    cpdef Py_ssize_t _process_rich(self, Py_ssize_t budget)
+    @cython.locals(n=Py_ssize_t, batch=list, tup=Tuple, checkpoints=bint)
     cpdef Py_ssize_t _process_batches(self, Py_ssize_t budget)
     @cython.locals(count=Py_ssize_t, step=Py_ssize_t, i=Py_ssize_t, tup=Tuple, m=TaskMetrics, t0=double, ms=double, each=double)
     cpdef execute_batch(self, list batch)

@@ -254,9 +254,14 @@ class SpoutTask(Task):
 
     def _run_acks_soon(self) -> None:
         pending, self._ack_soon = self._ack_soon, []
+        ack = self.spout.ack  # once per round's acks, not per message
+        m = self.metrics
         for msg_id in pending:
-            self.metrics.acked += 1
-            self._call(self.spout.ack, msg_id)
+            m.acked += 1
+            try:
+                ack(msg_id)
+            except (Exception, SystemExit) as e:  # noqa: BLE001 - user code (sys.exit too): report, carry on
+                self.worker.report_error(self, e)
             if self.hooks is not None:
                 self.hooks.spout_ack(msg_id, 0.0)  # acked at once, as Storm's timeDelta 0
 
@@ -405,8 +410,10 @@ class BoltTask(Task):
     def process(self, budget: int) -> int:
         """Handle up to ``budget`` queued tuples, in runs when the bolt has ``execute_batch``."""
         if self._batched is None:
-            if self._basic is not None and type(self) is BoltTask:
-                return self._process_basic(budget)
+            if type(self) is BoltTask:
+                if self._basic is not None:
+                    return self._process_basic(budget)
+                return self._process_rich(budget)
             inbox = self.inbox
             popleft = inbox.popleft
             n = min(budget, len(inbox))
@@ -433,9 +440,10 @@ class BoltTask(Task):
         collector = self.collector
         m = self.metrics
         every = self._sample_every
+        checkpoints = self.barrier is not None  # see _process_rich
         for _ in range(n):
             tup = popleft()
-            if (self.hooks is not None or tup.stream == CHECKPOINT_STREAM
+            if (self.hooks is not None or (checkpoints and tup.stream == CHECKPOINT_STREAM)
                     or (every and (self._count + 1) % every == 0)):
                 self.handle(tup)
                 continue
@@ -452,6 +460,38 @@ class BoltTask(Task):
             m.executed += 1
         return n
 
+    def _process_rich(self, budget: int) -> int:
+        """``process`` for a ``Bolt`` without ``execute_batch``: ``handle``'s common case inlined.
+
+        As ``_process_basic``: ``execute`` looked up once per call; checkpoints, sampled
+        tuples and tuples while hooks are set take ``handle``.
+        """
+        inbox = self.inbox
+        popleft = inbox.popleft
+        n = min(budget, len(inbox))
+        if not n:
+            return 0
+        execute: Any = self.bolt.execute
+        m = self.metrics
+        every = self._sample_every
+        # checkpoint tuples come only on an input of the checkpoint stream, which gives the
+        # task its barrier (assembly.make_task): without one, no stream comparison per tuple
+        checkpoints = self.barrier is not None
+        for _ in range(n):
+            tup = popleft()
+            if (self.hooks is not None or (checkpoints and tup.stream == CHECKPOINT_STREAM)
+                    or (every and (self._count + 1) % every == 0)):
+                self.handle(tup)
+                continue
+            self._count += 1
+            try:
+                execute(tup)
+            except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, fail the input
+                self.worker.report_error(self, e)
+                self.collector.fail_with_error(tup, describe(e))
+            m.executed += 1
+        return n
+
     def _process_batches(self, budget: int) -> int:
         """Pass the queued tuples to ``execute_batch`` in runs; checkpoints end a run.
 
@@ -462,9 +502,10 @@ class BoltTask(Task):
         popleft = inbox.popleft
         n = min(budget, len(inbox))
         batch: list[Tuple] = []
+        checkpoints = self.barrier is not None  # see _process_rich
         for _ in range(n):
             tup = popleft()
-            if tup.stream == CHECKPOINT_STREAM:
+            if checkpoints and tup.stream == CHECKPOINT_STREAM:
                 if batch:
                     self.execute_batch(batch)
                     batch = []

@@ -34,6 +34,8 @@ cdef class _Batch:
     cpdef add_other(self, Py_ssize_t index, object ids)
     cpdef object wire_ids(self)
 
+cdef Py_ssize_t _PLAIN_CHARS, _LARGE
+
 @cython.locals(size=Py_ssize_t)
 cpdef bint _plain(list values)
 
@@ -53,6 +55,7 @@ cdef class Worker:
     cdef public list _barrier_spouts
     cdef public bint throttled
     cdef public dict _fields, _sources
+    cdef public list _appends, _inline
     cdef public list _timers
     cdef public object _commands
     cdef public bint _running, _graceful
@@ -62,9 +65,9 @@ cdef class Worker:
     cdef public double _spout_budget, _batch_time, _io_at
     cdef public bint _blocked
     cdef dict __dict__
-    @cython.locals(task=Task, acker=AckerTask, batch=_Batch, size=Py_ssize_t)
+    @cython.locals(task=Task, acker=AckerTask, batch=_Batch, size=Py_ssize_t, slot=Py_ssize_t)
     cpdef deliver(self, object target, Task src, object stream, object values, object ids)
-    @cython.locals(task=Task, acker=AckerTask, batch=_Batch, size=Py_ssize_t)
+    @cython.locals(task=Task, acker=AckerTask, batch=_Batch, size=Py_ssize_t, slot=Py_ssize_t)
     cpdef deliver1(self, object target, Task src, object stream, object values, u64 root, u64 edge)
     @cython.locals(task=Task)
     cpdef verdict(self, object target, Task src, object root)

@@ -165,6 +165,9 @@ class _Batch:
 
 
 PLAIN_CHARS = LARGE_TUPLE_BYTES // 4  # str or bytes this long are at most LARGE bytes packed
+# the two marks as C constants (worker.pxd), so a comparison makes no Python int per tuple
+_PLAIN_CHARS = PLAIN_CHARS
+_LARGE = LARGE_TUPLE_BYTES
 
 
 def _plain(values: list) -> bool:
@@ -176,7 +179,7 @@ def _plain(values: list) -> bool:
             size += len(v)
         elif not (t is int or t is float or v is None or t is bool):
             return False
-    return size <= PLAIN_CHARS
+    return size <= _PLAIN_CHARS
 
 
 class Worker:
@@ -237,6 +240,11 @@ class Worker:
         self._low = int(self._capacity * float(conf.get("topology.backpressure.water.mark.low", 0.2)))
         self.throttled = False
         self._fields: dict[tuple[str, str], Fields] = {}
+        # task id -> its queue's bound ``append`` for the queued tasks here (None for other
+        # workers' tasks and inline ackers): a local delivery is a list index and a C call,
+        # not a dict lookup and a method lookup (set by ``build``; tasks never change after)
+        self._appends: list[Any] = []
+        self._inline: list[Any] = []  # task id -> the inline task (an acker) here, or None
         self._sources: dict[int, tuple[str, dict[str, Fields]]] = {}
         self._timers: list[Timer] = []
         self._commands: deque[tuple[Callable[[], None], threading.Event]] = deque()
@@ -292,6 +300,14 @@ class Worker:
                     self.tasks[task_id] = task
         for task in self.tasks.values():
             task.bind_ackers(self.tasks)
+        slots = max(max(plan.task_component, default=0), max(self.tasks, default=0)) + 1
+        self._appends = [None] * slots
+        self._inline = [None] * slots
+        for task_id, task in self.tasks.items():
+            if task.inline:
+                self._inline[task_id] = task
+            else:
+                self._appends[task_id] = task.inbox.append
         own = {t.task_id for t in self.tasks.values()
                if t.kind in ("spout", "bolt") and t.conf.get(THREADED)}
         if own:
@@ -315,7 +331,16 @@ class Worker:
     def deliver(self, target: int, src: Task, stream: str, values: list,
                 ids: dict[int, int] | None) -> None:
         """Hand one tuple to task ``target``: its queue here, or a batch to its worker."""
-        task = self.tasks.get(target)
+        slot: int = target  # a C index, compiled
+        if 0 <= slot < len(self._appends):
+            append = self._appends[slot]
+            if append is not None:  # a queued task of this worker
+                append(new_tuple(values, src.out_fields[stream], src.component, stream,
+                                 src.task_id, ids))
+                return
+            task = self._inline[slot]  # an acker here, or None: another worker's task
+        else:
+            task = self.tasks.get(target)
         if task is not None:
             if task.inline:
                 acker: AckerTask = task  # type: ignore[assignment]  # typed when compiled
@@ -334,7 +359,16 @@ class Worker:
     def deliver1(self, target: int, src: Task, stream: str, values: list, root: int,
                  edge: int) -> None:
         """``deliver`` for a tuple of one tree (the common case): its root and edge, no map."""
-        task = self.tasks.get(target)
+        slot: int = target  # a C index, compiled
+        if 0 <= slot < len(self._appends):
+            append = self._appends[slot]
+            if append is not None:  # a queued task of this worker
+                append(new_tuple1(values, src.out_fields[stream], src.component, stream,
+                                  src.task_id, root, edge))
+                return
+            task = self._inline[slot]  # an acker here, or None: another worker's task
+        else:
+            task = self.tasks.get(target)
         if task is not None:
             if task.inline:
                 acker: AckerTask = task  # type: ignore[assignment]  # typed when compiled
@@ -386,7 +420,7 @@ class Worker:
     def _added(self, peer: _Peer, size: int) -> None:
         """A tuple of ``size`` packed bytes (0: not packed) joined ``peer``'s frame."""
         peer.count += 1
-        if peer.count >= self._batch or size > LARGE_TUPLE_BYTES:
+        if peer.count >= self._batch or size > _LARGE:
             self._flush(peer.index)  # a large tuple closes its frame: frames stay far below the limit
 
     def _check_values(self, src: Task, stream: str, values: list) -> int:

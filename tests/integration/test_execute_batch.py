@@ -127,3 +127,40 @@ def test_a_batch_bolts_unacked_inputs_time_out():
         cluster.advance_time(11)
         assert sorted(m for _, m, _ in RECORD["spout.failed"]) == list(range(5))
         cluster.kill_topology("batch-hold")
+
+
+class BatchSplit(Bolt):
+    """Splits sentences a run at a time; records every stream its runs hold."""
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    def execute_batch(self, tuples):
+        for tup in tuples:
+            record("split.stream", tup.stream)
+            for word in tup[0].split():
+                self.collector.emit([word], anchors=tup)
+            self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("word"))
+
+
+def test_checkpoints_pass_a_batched_bolt_without_entering_its_runs():
+    from squall.state import memory
+    from squall.testing import tracked_topology
+    from tests.integration.components import StatefulCount
+    from tests.integration.test_stateful import SENTENCES, committed_counts, expected
+    from tests.integration.test_stateful import conf as stateful_conf
+
+    memory.clear()
+    c = stateful_conf({"topology.state.provider": "squall.state.memory.InMemoryStateProvider"})
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout(SENTENCES), 2)
+    b.set_bolt("split", BatchSplit(), 2).shuffle_grouping("spout")
+    b.set_bolt("count", StatefulCount(), 2).fields_grouping("split", Fields("word"))
+    with LocalCluster() as cluster:
+        tracked_topology(cluster, "ckpt", c, b.create_topology()).wait_idle(timeout=60, trees=True)
+        cluster.kill_topology("ckpt")
+    assert set(RECORD["split.stream"]) == {"default"}
+    assert committed_counts(c, "ckpt") == expected(SENTENCES)

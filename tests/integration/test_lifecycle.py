@@ -265,3 +265,18 @@ def test_info_reports_components_workers_and_metrics():
     assert sorted(per_task) == [1, 2]
     assert sum(t["acked"] for t in per_task.values()) == 150
     assert comps["spout"]["by_task"][5]["acked"] + comps["spout"]["by_task"][6]["acked"] == 50
+
+
+def test_without_ackers_a_spout_counts_each_emit_as_acked_once():
+    # with no ackers a spout's tuples are acked when next_tuple returns (Storm's behaviour);
+    # each is one ack in its metrics, and the bolts' counts are as with ackers
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([["a b c"]] * 50), 2)
+    b.set_bolt("split", SplitBolt(), 2).shuffle_grouping("spout")
+    b.set_bolt("count", CountBolt(), 2).fields_grouping("split", Fields("word"))
+    c = conf(2, **{"topology.acker.executors": 0})
+    with LocalCluster() as cluster:
+        info = run_until_idle(cluster, b.create_topology(), c).info()
+    comps = info["components"]
+    assert comps["spout"]["emitted"] == 50 and comps["spout"]["acked"] == 50
+    assert comps["split"]["emitted"] == 150 and comps["count"]["acked"] == 150
