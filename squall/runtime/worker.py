@@ -1,10 +1,12 @@
 """A worker: hosts a set of tasks and runs them from one loop thread.
 
 The loop is the worker's only thread for user code. Each round it takes frames from its
-peers, lets every bolt and acker task handle a batch of queued tuples, lets each spout emit
-while backpressure and ``topology.max.spout.pending`` allow, fires due timers (ticks,
-timeouts, metrics) and sends the round's output to peers in one frame per peer. Under
-load rounds grow and so do batches; when idle, a tuple waits for at most one round.
+peers, lets the bolt and acker tasks handle their queues (upstream bolts first, a batch
+each per pass, passes until the queues are empty or ``BOLT_ROUND_BUDGET`` is used), lets
+each spout emit while backpressure and ``topology.max.spout.pending`` allow, fires due
+timers (ticks, timeouts, metrics) and sends the round's output to peers in one frame per
+peer. Under load rounds grow and so do batches; when idle, a tuple waits for at most one
+round.
 
 A long round does not hold a batch (or a peer's frame) for its whole length: every
 ``squall.transfer.batch.time.ms`` of work (checked between slices of a task's queue and
