@@ -62,7 +62,7 @@ cdef class Worker:
     cdef public object _thread, started, stopped, start_error
     cdef public Py_ssize_t corrupt_frames, unsendable_frames, misrouted, rounds, idle_rounds, work_done, _spout_cursor
     cdef public Py_ssize_t early_sends, sent_frames, sent_bytes, sent_tuples, sent_acker
-    cdef public double _spout_budget, _batch_time, _io_at
+    cdef public double _spout_budget, _bolt_budget, _batch_time, _io_at
     cdef public bint _blocked
     cdef dict __dict__
     @cython.locals(task=Task, acker=AckerTask, batch=_Batch, size=Py_ssize_t, slot=Py_ssize_t)
@@ -80,11 +80,11 @@ cdef class Worker:
     cpdef Py_ssize_t _receive(self, Py_ssize_t room)
     @cython.locals(task=Task, acker=AckerTask, count=Py_ssize_t, i=Py_ssize_t, vals=list, tuples=list, view="unsigned long long[::1]")
     cpdef Py_ssize_t _take_batch(self, list batch, dict tasks, dict sources)
-    @cython.locals(task=Task, spout=SpoutTask, timer=Timer, work=Py_ssize_t)
+    @cython.locals(task=Task, spout=SpoutTask, timer=Timer, work=Py_ssize_t, handled=Py_ssize_t, begun=double, deadline=double)
     cpdef Py_ssize_t run_once(self)
     @cython.locals(task=Task, fullest=Py_ssize_t, n=Py_ssize_t)
     cpdef Py_ssize_t _fullest(self)
-    @cython.locals(done=Py_ssize_t, n=Py_ssize_t)
+    @cython.locals(done=Py_ssize_t, n=Py_ssize_t, taken=Py_ssize_t)
     cpdef Py_ssize_t _process(self, Task task)
     @cython.locals(fullest=Py_ssize_t, n=Py_ssize_t)
     cpdef Py_ssize_t _send_and_take(self)

@@ -1,10 +1,12 @@
 """A worker: hosts a set of tasks and runs them from one loop thread.
 
 The loop is the worker's only thread for user code. Each round it takes frames from its
-peers, lets every bolt and acker task handle a batch of queued tuples, lets each spout emit
-while backpressure and ``topology.max.spout.pending`` allow, fires due timers (ticks,
-timeouts, metrics) and sends the round's output to peers in one frame per peer. Under
-load rounds grow and so do batches; when idle, a tuple waits for at most one round.
+peers, lets the bolt and acker tasks handle their queues (upstream bolts first, a batch
+each per pass, passes until the queues are empty or ``BOLT_ROUND_BUDGET`` is used), lets
+each spout emit while backpressure and ``topology.max.spout.pending`` allow, fires due
+timers (ticks, timeouts, metrics) and sends the round's output to peers in one frame per
+peer. Under load rounds grow and so do batches; when idle, a tuple waits for at most one
+round.
 
 A long round does not hold a batch (or a peer's frame) for its whole length: every
 ``squall.transfer.batch.time.ms`` of work (checked between slices of a task's queue and
@@ -61,6 +63,8 @@ THREAD_STOP_TIMEOUT = 30.0
 TIMER_SLACK = 1e-9  # float sums of intervals must not make a timer a round late
 IDLE_WAIT = 0.05  # the longest a worker with nothing to do sleeps before it looks again
 DEFAULT_BATCH_TIME_MS = 1.0
+BOLT_ROUND_BUDGET = 0.005  # seconds of bolt work a round after which no new pass starts
+BOLT_PASSES = 64  # passes over the bolts a round at most (a cycle of bolts on a still clock)
 
 
 class Timer:
@@ -182,6 +186,21 @@ def _plain(values: list) -> bool:
     return size <= _PLAIN_CHARS
 
 
+def _depths(sources: dict[str, list[tuple[str, str]]]) -> dict[str, int]:
+    """Each component's longest chain of inputs from a spout (a cycle counts at most once round)."""
+    depth = dict.fromkeys(sources, 0)
+    for _ in range(len(sources)):
+        changed = False
+        for comp, inputs in sources.items():
+            d = max((depth.get(src, 0) + 1 for src, _ in inputs if src != comp), default=0)
+            if d > depth[comp]:
+                depth[comp] = d
+                changed = True
+        if not changed:
+            break
+    return depth
+
+
 class Worker:
     """Hosts the tasks the plan gives worker ``index``; knows nothing of Spark."""
 
@@ -251,6 +270,8 @@ class Worker:
         # real seconds per round for spouts' next_tuple calls: slow spouts cannot delay
         # ticks, timeouts or commands by more than one call
         self._spout_budget = float(conf.get("squall.spout.round.budget.ms", 5)) / 1000.0
+        # real seconds per round for further passes over the bolts' queues (``run_once``)
+        self._bolt_budget = BOLT_ROUND_BUDGET
         self._spout_cursor = 0
         self._running = False
         self._graceful = True
@@ -319,8 +340,12 @@ class Worker:
         self.spouts = [t for t in self.tasks.values()
                        if isinstance(t, SpoutTask) and t.task_id not in own]
         self._barrier_spouts = [t for t in self.spouts if t.component == CHECKPOINT_SPOUT]
-        self.processors = [t for t in self.tasks.values()
-                           if not isinstance(t, SpoutTask) and t.task_id not in own]
+        depth = _depths(plan.sources)
+        # upstream first: what a bolt emits to a bolt of this worker is handled in the same
+        # round, not after the spouts, the flush and the next round's frames
+        self.processors = sorted((t for t in self.tasks.values()
+                                  if not isinstance(t, SpoutTask) and t.task_id not in own),
+                                 key=lambda t: (depth.get(t.component, len(depth)), t.task_id))
         for peer in range(plan.num_workers):
             if peer != self.index:
                 self._peers[peer] = _Peer(peer)
@@ -599,10 +624,20 @@ class Worker:
         fullest = self._fullest()
         if fullest < self._capacity:
             work += self._receive(self._capacity - fullest)
-        self._io_at = perf_counter() + self._batch_time
-        for task in self.processors:
-            if task.inbox:
-                work += self._process(task)
+        begun = perf_counter()
+        self._io_at = begun + self._batch_time
+        # passes over the bolts until their queues are empty or the phase's time is up: a
+        # bolt fed faster than a batch a round (a split's words) is not held to a batch per
+        # round while the spouts add to its queue, which only max.spout.pending then bounds
+        deadline = begun + self._bolt_budget
+        for _ in range(BOLT_PASSES):
+            handled = 0
+            for task in self.processors:
+                if task.inbox:
+                    handled += self._process(task)
+            work += handled
+            if handled == 0 or perf_counter() >= deadline:
+                break
         for spout in self.spouts:
             if spout.inbox:
                 work += self._process(spout)
@@ -642,14 +677,18 @@ class Worker:
         so a tuple emitted early in a long round does not wait for the round's end.
         """
         done = 0
+        taken = 0
         while done < BOLT_BATCH:
             n = task.process(min(SLICE, BOLT_BATCH - done))
             if n == 0:
                 break
             done += n
             if perf_counter() >= self._io_at:
-                done += self._send_and_take()
-        return done
+                # what arrives is work of the round, not of this task: counted against the
+                # task's batch it cut the batch short whenever frames came, so a long queue
+                # drained slower the busier the worker was
+                taken += self._send_and_take()
+        return done + taken
 
     def _send_and_take(self) -> int:
         """Mid-round: send the acks and batches so far, take arrived frames; how many tuples came.

@@ -21,7 +21,7 @@ from squall.runtime import worker as worker_module
 from squall.runtime.plan import make_plan
 from squall.runtime.submission import prepare_conf, prepare_topology
 from squall.runtime.transport import InProcessHub
-from squall.runtime.worker import BOLT_BATCH, SLICE, SPOUT_BATCH, Worker
+from squall.runtime.worker import BOLT_BATCH, BOLT_ROUND_BUDGET, SLICE, SPOUT_BATCH, Worker
 from squall.spark.transport import ZmqTransport
 
 
@@ -89,9 +89,10 @@ def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     return CLOCK
 
 
-def build(topology: Any, batch_ms: float | None, capacity: int = 64) -> tuple[list[Worker], InProcessHub]:
+def build(topology: Any, batch_ms: float | None, capacity: int = 64,
+          workers: int = 2) -> tuple[list[Worker], InProcessHub]:
     conf = Config()
-    conf.set_num_workers(2)
+    conf.set_num_workers(workers)
     conf.set_num_ackers(0)
     conf["squall.spout.round.budget.ms"] = 1e6  # the fake clock must not end the spout phase
     if batch_ms is not None:
@@ -99,9 +100,9 @@ def build(topology: Any, batch_ms: float | None, capacity: int = 64) -> tuple[li
     merged = prepare_conf(conf, topology)
     topology = prepare_topology(topology)
     plan = make_plan(topology, merged)
-    hub = InProcessHub(2, capacity)
+    hub = InProcessHub(workers, capacity)
     ws = [Worker(topology_name="t", topology=topology, conf=merged, plan=plan, index=i,
-                 transport=hub.endpoint(i)) for i in range(2)]
+                 transport=hub.endpoint(i)) for i in range(workers)]
     for w in ws:
         w.open_tasks()
     return ws, hub
@@ -166,6 +167,74 @@ def test_a_bolt_still_handles_at_most_a_batch_a_round_in_slices():
     assert queued > BOLT_BATCH
     w0._process(relay)
     assert queued - len(relay.inbox) == BOLT_BATCH
+
+
+def test_frames_taken_mid_batch_do_not_shorten_the_batch():
+    # a spout on each worker feeds the one relay: the other worker's emits cross
+    b = TopologyBuilder()
+    b.set_spout("a_numbers", Numbers(4 * BOLT_BATCH), parallelism=2)
+    b.set_bolt("c_relay", Relay(0.0001)).shuffle_grouping("a_numbers")
+    b.set_bolt("b_sink", Sink()).shuffle_grouping("c_relay")
+    ws, hub = build(b.create_topology(), batch_ms=1.0)
+    here = next(w for w in ws if placed(w, "c_relay"))
+    assert all(w.spouts for w in ws)
+    relay = next(t for t in here.tasks.values() if t.component == "c_relay")
+    for w in ws:
+        w._io_at = float("inf")  # no takes while the queues fill
+        for _ in range(2 * BOLT_BATCH // SPOUT_BATCH):
+            w.spouts[0].idle_until = 0.0
+            w._run_spouts()  # the relay's worker queues, the other batches for it
+            w._flush_all()
+    queued = len(relay.inbox)
+    frames = hub.queues[here.index]
+    assert queued == 2 * BOLT_BATCH and len(frames) == 2 * BOLT_BATCH // SPOUT_BATCH
+    here._io_at = CLOCK.now + 0.001
+    work = here._process(relay)  # 1.6 ms a slice: the frames are taken after the first one
+    assert len(frames) == 0
+    assert queued + 2 * BOLT_BATCH - len(relay.inbox) == BOLT_BATCH  # a whole batch all the same
+    assert work == BOLT_BATCH + 2 * BOLT_BATCH  # what came is work of the round
+
+
+def test_a_bolt_handles_what_a_local_upstream_bolt_emitted_in_the_same_round():
+    # task ids follow component names, the reverse of the stream's order here
+    b = TopologyBuilder()
+    b.set_spout("a_numbers", Numbers(SPOUT_BATCH))
+    b.set_bolt("c_relay", Relay(0.0)).shuffle_grouping("a_numbers")
+    b.set_bolt("b_sink", Sink()).shuffle_grouping("c_relay")
+    (w,), _ = build(b.create_topology(), batch_ms=1.0, workers=1)
+    assert [t.component for t in w.processors][:2] == ["c_relay", "b_sink"]
+    w.run_once()  # the spout queues for the relay
+    assert SEEN == []
+    w.run_once()  # the relay, then the sink
+    assert SEEN == list(range(SPOUT_BATCH))
+
+
+def queued_relay(cost: float) -> tuple[Worker, Any]:
+    ws, _ = build(relay_topology(4 * BOLT_BATCH, cost=cost), batch_ms=1.0)
+    w0 = next(w for w in ws if placed(w, "c_relay"))
+    relay = next(t for t in w0.tasks.values() if t.component == "c_relay")
+    w0._io_at = float("inf")
+    for _ in range(3 * BOLT_BATCH // SPOUT_BATCH):
+        w0.spouts[0].idle_until = 0.0
+        w0._run_spouts()  # queue without handling
+    assert len(relay.inbox) == 3 * BOLT_BATCH
+    w0.active = False  # the round's spout phase adds nothing
+    return w0, relay
+
+
+def test_a_round_makes_passes_over_the_bolts_until_their_queues_are_empty():
+    w0, relay = queued_relay(cost=0.0)
+    w0.run_once()
+    assert len(relay.inbox) == 0  # three passes, not a batch a round
+
+
+def test_no_pass_starts_once_the_bolt_phase_has_used_its_time():
+    per_tuple = BOLT_ROUND_BUDGET / (BOLT_BATCH + BOLT_BATCH // 2)  # 1.5 batches fill the time
+    w0, relay = queued_relay(cost=per_tuple)
+    t0 = CLOCK.now
+    w0.run_once()
+    assert len(relay.inbox) == BOLT_BATCH  # the second pass ends the phase; no third
+    assert CLOCK.now - t0 == pytest.approx(2 * BOLT_BATCH * per_tuple)
 
 
 def spout_topology(n: int, cost: float) -> Any:
