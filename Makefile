@@ -36,9 +36,11 @@ test: $(STAMP) $(COMPILED)
 test-fast: $(STAMP) $(COMPILED)
 	$(PY) -m pytest -m "not slow"
 
+# lint-imports: the layers and no circles (pyproject.toml's [tool.importlinter], docs/architecture.md)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check squall tests examples benchmarks scripts conftest.py
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: $(STAMP) $(COMPILED)
 	$(PY) -m benchmarks --quick

@@ -9,10 +9,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 # before anything imports the hot path: a stale compiled build must never load
 from squall import _speedups  # noqa: E402
+from squall._version import __version__
 
 _speedups.install()
 

@@ -7,22 +7,16 @@ only; a process killed with SIGKILL calls neither.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from squall.api.fields import Fields
+from squall.api.grouping import CustomStreamGrouping as CustomStreamGrouping  # re-exported
+from squall.api.streams import GlobalStreamId as GlobalStreamId  # re-exported
+from squall.api.streams import StreamDef
 from squall.api.tuple import DEFAULT_STREAM, Tuple
 
 if TYPE_CHECKING:
-    from squall.api.context import TopologyContext, WorkerTopologyContext
-
-
-@dataclass(frozen=True)
-class StreamDef:
-    """A declared output stream."""
-
-    fields: Fields
-    direct: bool = False
+    from squall.api.context import TopologyContext
 
 
 class OutputFieldsDeclarer:
@@ -134,27 +128,3 @@ class BasicBolt(Component):
 
     def cleanup(self) -> None:
         """Called on a graceful stop."""
-
-
-class GlobalStreamId(NamedTuple):
-    """A stream of the topology: the component that emits it and its name (Storm's)."""
-
-    component_id: str
-    stream_id: str
-
-
-class CustomStreamGrouping:
-    """User-defined routing: ``choose_tasks`` returns the target task ids for each tuple."""
-
-    def prepare(self, context: WorkerTopologyContext, stream: GlobalStreamId,
-                target_tasks: list[int]) -> None:
-        """Called once per emitting task, before any ``choose_tasks``.
-
-        ``stream`` is the input being grouped, so
-        ``context.get_component_output_fields(stream.component_id, stream.stream_id)`` gives
-        its fields; ``target_tasks`` are the subscribing component's task ids, sorted.
-        """
-
-    def choose_tasks(self, task_id: int, values: list) -> list[int]:
-        """Target task ids for ``values`` emitted by ``task_id``."""
-        raise NotImplementedError(f"{type(self).__name__} must implement choose_tasks")

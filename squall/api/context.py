@@ -1,64 +1,24 @@
-"""What a task knows about the topology it runs in."""
+"""What a task knows about the topology it runs in: ``TopologyContext`` (Storm's)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from squall.api.components import GlobalStreamId
 from squall.api.fields import Fields
 from squall.api.metrics import Counter, Gauge, Histogram, Meter, MetricRegistry, Timer
+from squall.api.streams import GlobalStreamId
 from squall.api.tuple import DEFAULT_STREAM
+from squall.api.worker_context import TaskLayout, WorkerTopologyContext
 
 if TYPE_CHECKING:
     from squall.api.topology import Grouping, StormTopology
-    from squall.runtime.plan import TaskPlan
-
-
-class WorkerTopologyContext:
-    """The topology as seen by one worker: tasks, components, streams."""
-
-    def __init__(self, topology_name: str, plan: TaskPlan, worker_tasks: list[int],
-                 worker_index: int = 0) -> None:
-        self.topology_name = topology_name
-        self._plan = plan
-        self.worker_tasks: list[int] = list(worker_tasks)
-        self.worker_index = worker_index
-
-    def get_component_tasks(self, component: str) -> list[int]:
-        """Sorted task ids of ``component`` (empty if unknown)."""
-        return list(self._plan.component_tasks.get(component, []))
-
-    def get_component_id(self, task_id: int) -> str:
-        """The component of ``task_id``."""
-        return self._plan.task_component[task_id]
-
-    def get_component_ids(self) -> list[str]:
-        """Every component id, system ones included."""
-        return sorted(self._plan.component_tasks)
-
-    def get_component_streams(self, component: str) -> list[str]:
-        """Streams declared by ``component``."""
-        return sorted(self._plan.streams.get(component, {}))
-
-    def get_component_output_fields(self, component: str | GlobalStreamId,
-                                    stream: str = DEFAULT_STREAM) -> Fields:
-        """Fields of ``component``'s ``stream``; ``KeyError`` naming both if undeclared.
-
-        ``component`` may be a ``GlobalStreamId`` (as Storm's overload), which names both.
-        """
-        if isinstance(component, tuple):
-            component, stream = component
-        try:
-            return self._plan.streams[component][stream].fields
-        except KeyError:
-            raise KeyError(f"component {component!r} declares no stream {stream!r}") from None
 
 
 class TopologyContext(WorkerTopologyContext):
     """The context handed to ``open``/``prepare``: the worker's view plus this task's ids."""
 
-    def __init__(self, topology_name: str, plan: TaskPlan, worker_tasks: list[int],
+    def __init__(self, topology_name: str, plan: TaskLayout, worker_tasks: list[int],
                  task_id: int, worker_index: int = 0, *, topology: StormTopology | None = None,
                  call_soon: Callable[[Callable[[], None]], None] | None = None) -> None:
         super().__init__(topology_name, plan, worker_tasks, worker_index)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from squall.api.components import CustomStreamGrouping, StreamDef
 from squall.api.fields import Fields
+from squall.api.grouping import CustomStreamGrouping
+from squall.api.streams import StreamDef
 
 GroupingKind = Literal[
     "shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle", "partial_key",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import squall
+from squall._version import __version__
 from squall.nimbus.openapi_ui import ui_paths, ui_schemas
 
 _ERROR = {"description": "refused or failed", "content": {"application/json": {
@@ -134,7 +134,7 @@ def openapi() -> dict:
     """The whole document."""
     return {
         "openapi": "3.0.3",
-        "info": {"title": "squall Nimbus", "version": squall.__version__,
+        "info": {"title": "squall Nimbus", "version": __version__,
                  "description": "Submit and manage squall topologies. POST needs the Nimbus token."},
         "servers": [{"url": "/api/v1"}],
         "paths": {**_paths(), **ui_paths()},

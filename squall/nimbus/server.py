@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import squall
+from squall._version import __version__
 from squall.nimbus.auth import check_token, token_matches
 from squall.nimbus.core import CALLER
 from squall.nimbus.errors import InvalidRequest, NimbusError, NotFound, TooLarge
@@ -125,7 +125,7 @@ class NimbusServer:
         """Who this Nimbus is and who leads."""
         leader = self.nimbus.election.leader() or {}
         return {"url": self.nimbus.config.url, "leader": self.nimbus.election.is_leader(),
-                "leader_url": leader.get("url"), "version": squall.__version__}
+                "leader_url": leader.get("url"), "version": __version__}
 
     def cluster(self) -> dict:
         """Nimbus, its store, its Spark master and the topology count."""

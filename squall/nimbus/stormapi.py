@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-import squall
+from squall._version import __version__
 from squall.nimbus.history import ALL_TIME, WINDOWS, MetricHistory
 from squall.nimbus.structure import is_system
 
@@ -491,7 +491,7 @@ def cluster_summary(infos: list[dict], nimbus: dict, cpu_count: int) -> dict:
         total += max(slots if slots is not None else 0, len(i.get("workers") or []))
     tasks = sum(len(c.get("tasks") or []) for i in infos for c in (i.get("components") or {}).values())
     return {
-        "stormVersion": squall.__version__, "squallVersion": squall.__version__,
+        "stormVersion": __version__, "squallVersion": __version__,
         "supervisors": len(hosts), "topologies": len(infos), "slotsTotal": total, "slotsUsed": used,
         "slotsFree": max(0, total - used), "executorsTotal": tasks, "tasksTotal": tasks,
         "schedulerDisplayResource": False, "totalMem": 0.0, "totalCpu": 0.0, "availMem": 0.0,
@@ -520,5 +520,5 @@ def supervisor_summary(infos: list[dict], now: float, cpu_count: int) -> dict:
                      "uptimeSeconds": s["uptimeSeconds"], "slotsTotal": max(cpu_count, s["slotsUsed"]),
                      "slotsUsed": s["slotsUsed"], "slotsFree": max(0, cpu_count - s["slotsUsed"]),
                      "totalMem": 0.0, "totalCpu": 0.0, "usedMem": 0.0, "usedCpu": 0.0,
-                     "version": squall.__version__, "topologies": sorted(s["topologies"])})
+                     "version": __version__, "topologies": sorted(s["topologies"])})
     return {"supervisors": rows, "schedulerDisplayResource": False}

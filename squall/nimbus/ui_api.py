@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
+from squall._version import __version__
 from squall.nimbus.errors import InvalidRequest, NimbusError, NotFound
 from squall.nimbus.history import ALL_TIME, WINDOWS
 from squall.nimbus.logs import read_log
@@ -192,8 +193,7 @@ class UiApi:
     @staticmethod
     def nimbus_version() -> str:
         """Squall's version."""
-        import squall
-        return squall.__version__
+        return __version__
 
     def supervisor_summary(self) -> dict:
         """``/api/v1/supervisor/summary``."""

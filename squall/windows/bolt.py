@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from squall.api.components import Component
 from squall.api.fields import Fields
 from squall.windows import shapes
+from squall.windows.executor import WindowedBoltExecutor
 from squall.windows.shapes import Count, Duration
 
 if TYPE_CHECKING:
@@ -127,14 +128,16 @@ class WindowedBolt(Component):
         name = self._conf().get(shapes.TIMESTAMP_FIELD)
         return None if name is None else _FieldTimestamp(name)
 
+    def get_window_configuration(self) -> dict[str, Any]:
+        """The window's shape under Storm's keys (the executor adds them to the configuration)."""
+        return self._conf()
+
     def get_component_configuration(self) -> dict | None:
         """The user's component configuration (the window's is added by the executor)."""
         return None
 
     def as_bolt(self) -> Any:
         """The bolt that runs this one (called by ``TopologyBuilder.set_bolt``)."""
-        from squall.windows.executor import WindowedBoltExecutor
-
         return WindowedBoltExecutor(self)
 
 

@@ -43,7 +43,7 @@ from squall.windows.window import TupleWindow
 
 if TYPE_CHECKING:
     from squall.api.context import TopologyContext
-    from squall.windows.bolt import WindowedBolt
+    from squall.windows.interfaces import IWindowedBolt
 
 log = logging.getLogger("squall.windows")
 
@@ -53,7 +53,7 @@ class WindowedBoltExecutor(Bolt):
 
     anchor_to_window = True
 
-    def __init__(self, bolt: WindowedBolt) -> None:
+    def __init__(self, bolt: IWindowedBolt) -> None:
         self.bolt = bolt
         self.timestamp_extractor = bolt.get_timestamp_extractor()
 
@@ -62,7 +62,7 @@ class WindowedBoltExecutor(Bolt):
     def get_component_configuration(self) -> dict | None:
         """The user's configuration, the window's keys, and the ticks the window needs."""
         conf = dict(self.bolt.get_component_configuration() or {})
-        conf.update(self.bolt._conf())
+        conf.update(self.bolt.get_window_configuration())
         try:
             window = WindowConfig.from_conf(conf, self.timestamp_extractor is not None)
         except ValueError as e:
@@ -73,7 +73,7 @@ class WindowedBoltExecutor(Bolt):
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """The late tuple stream (if any), then the user's streams."""
-        late = self.bolt._conf().get(shapes.LATE_TUPLE_STREAM)
+        late = self.bolt.get_window_configuration().get(shapes.LATE_TUPLE_STREAM)
         if late is not None:
             declarer.declare(Fields(shapes.LATE_TUPLE_FIELD), stream=late)
         self.bolt.declare_output_fields(declarer)

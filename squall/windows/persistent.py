@@ -14,10 +14,11 @@ from squall.api.fields import Fields
 from squall.api.tuple import Tuple
 from squall.windows.events import Event
 from squall.windows.executor import WindowedBoltExecutor
-from squall.windows.stateful import StatefulWindowedBolt, window_state
+from squall.windows.stateful_executor import window_state
 
 if TYPE_CHECKING:
     from squall.api.context import TopologyContext
+    from squall.windows.interfaces import IStatefulWindowedBolt
 
 EVENTS_KEY = "events"
 SYSTEM_KEY = "system"
@@ -26,7 +27,7 @@ SYSTEM_KEY = "system"
 class PersistentWindowedBoltExecutor(WindowedBoltExecutor, StatefulBolt):
     """Runs a ``StatefulWindowedBolt`` with persistence: the window is checkpointed."""
 
-    bolt: StatefulWindowedBolt
+    bolt: IStatefulWindowedBolt
 
     def prepare(self, conf: dict, context: TopologyContext, collector: Any) -> None:
         """Prepare as a windowed bolt; triggers wait for ``init_state``."""

@@ -7,19 +7,46 @@ worker's one thread and the runtime's clock (real or simulated) drive every wind
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from squall.runtime import clock
 from squall.windows.events import Event, EvictionContext
 
 if TYPE_CHECKING:
     from squall.windows.eviction import EvictionPolicy
-    from squall.windows.manager import WindowManager
 
 MAX_TS = 2**63 - 1
 # A time trigger that fell behind (simulated time jumped) evaluates at most this many
 # windows that may hold events; later empty periods are skipped in one step.
 MAX_CATCH_UP = 10_000
+
+
+class TriggerHandler(Protocol):
+    """What a trigger asks of the window it fires (Storm's ``TriggerHandler``).
+
+    ``WindowManager`` is the one implementation; the policies name this shape so that the
+    manager, which owns its policies, is the only one of the two to import the other.
+    """
+
+    def on_trigger(self) -> bool:
+        """Evaluate the window now; True if it held events."""
+        ...
+
+    def has_events(self) -> bool:
+        """True when some event is queued."""
+        ...
+
+    def event_count(self, reference_time: int) -> int:
+        """Queued events at or before ``reference_time``."""
+        ...
+
+    def earliest_event_ts(self, start: int, end: int) -> int:
+        """The smallest timestamp in (start, end], or ``MAX_TS``."""
+        ...
+
+    def sliding_count_timestamps(self, start: int, end: int, sliding_count: int) -> list[int]:
+        """Timestamps in (start, end] at which every ``sliding_count``-th event falls."""
+        ...
 
 
 class TriggerPolicy:
@@ -51,7 +78,7 @@ class TriggerPolicy:
 class CountTriggerPolicy(TriggerPolicy):
     """Evaluates every ``count`` events (processing time)."""
 
-    def __init__(self, count: int, manager: WindowManager, eviction: EvictionPolicy) -> None:
+    def __init__(self, count: int, manager: TriggerHandler, eviction: EvictionPolicy) -> None:
         self.count = count
         self.current_count = 0
         self.manager = manager
@@ -87,7 +114,7 @@ class TimeTriggerPolicy(TriggerPolicy):
     jump of several periods every missed period is evaluated, in order.
     """
 
-    def __init__(self, duration: int, manager: WindowManager,
+    def __init__(self, duration: int, manager: TriggerHandler,
                  eviction: EvictionPolicy | None = None) -> None:
         self.duration = duration
         self.manager = manager
@@ -127,7 +154,7 @@ class TimeTriggerPolicy(TriggerPolicy):
 class WatermarkCountTriggerPolicy(TriggerPolicy):
     """Event time: evaluates at every ``count``-th event up to each watermark."""
 
-    def __init__(self, count: int, manager: WindowManager, eviction: EvictionPolicy) -> None:
+    def __init__(self, count: int, manager: TriggerHandler, eviction: EvictionPolicy) -> None:
         self.count = count
         self.manager = manager
         self.eviction = eviction
@@ -154,7 +181,7 @@ class WatermarkCountTriggerPolicy(TriggerPolicy):
 class WatermarkTimeTriggerPolicy(TriggerPolicy):
     """Event time: evaluates each window whose end the watermark passed."""
 
-    def __init__(self, sliding_interval: int, manager: WindowManager,
+    def __init__(self, sliding_interval: int, manager: TriggerHandler,
                  eviction: EvictionPolicy) -> None:
         self.sliding_interval = sliding_interval
         self.manager = manager

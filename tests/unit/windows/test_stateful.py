@@ -7,7 +7,7 @@ import pytest
 from squall import Count, Fields, InvalidTopologyError, StatefulWindowedBolt
 from squall.state import memory
 from squall.windows.persistent import PersistentWindowedBoltExecutor
-from squall.windows.stateful import StatefulWindowedBoltExecutor, window_state
+from squall.windows.stateful_executor import StatefulWindowedBoltExecutor, window_state
 from tests.unit.windows.fakes import Collector, Context, tup
 
 
