@@ -39,7 +39,7 @@ _EXPORTS = {
     "ReliableSpout": "squall.connectors.reliable",
     "LocalCluster": "squall.local.cluster",
     "PartialKeyGrouping": "squall.runtime.groupings",
-    "submit_topology": "squall.cli.remote",
+    "submit_topology": "squall.client.remote",
     "WindowedBolt": "squall.windows",
     "StatefulWindowedBolt": "squall.windows",
     "TupleWindow": "squall.windows",
@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     from squall.api.fields import Fields
     from squall.api.hooks import BaseTaskHook
     from squall.api.tuple import Tuple
-    from squall.cli.remote import submit_topology
+    from squall.client.remote import submit_topology
     from squall.connectors.reliable import ReliableSpout
     from squall.local.cluster import LocalCluster
     from squall.runtime.groupings import PartialKeyGrouping

@@ -2,7 +2,7 @@
 
 Each command is a module of ``squall.cli.commands`` with ``add_parser(subparsers,
 common)`` and ``run(args) -> int``. Every error ends the command with one line on stderr
-and an exit code of ``squall.cli.exits``.
+and an exit code of ``squall.client.exits``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 import sys
 from typing import NoReturn
 
-from squall.cli.exits import CliError, ExitCode
+from squall.client.exits import CliError, ExitCode
 
 COMMANDS = ("nimbus", "submit", "local", "list", "info", "kill", "activate", "deactivate", "rebalance",
             "upgrade", "complete_upgrade", "rollback", "errors", "logs", "debug", "samples", "ui", "drpc",

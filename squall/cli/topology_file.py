@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from squall.cli.exits import CliError, ExitCode
+from squall.client.exits import CliError, ExitCode
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -51,7 +51,7 @@ def load_any(file: str, filter_file: str | None = None,
     """(default name, conf, topology) from a YAML or a Python file."""
     if is_yaml(file):
         return load_yaml_file(file, filter_file, env_filter)
-    from squall.cli.loader import load_topology
+    from squall.client.loader import load_topology
 
     conf, topology = load_topology(file)
     return Path(file).stem, conf, topology

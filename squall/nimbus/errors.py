@@ -1,6 +1,6 @@
 """Nimbus's refusals: each carries the HTTP status and a machine-readable code.
 
-The command line maps them to its exit codes (``squall.cli.client``): 400 and 500 -> 1,
+The command line maps them to its exit codes (``squall.client.nimbus``): 400 and 500 -> 1,
 401/403 -> 6, 404 -> 4, 409 -> 5; 503 from a standby sends the client to the leader.
 """
 

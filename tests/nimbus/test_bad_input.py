@@ -1,6 +1,6 @@
 """Every bad input gets a one-line error and a non-zero exit, and changes nothing.
 
-Exit codes (squall.cli.exits): 1 error, 2 usage, 3 unreachable, 4 not found, 5 conflict,
+Exit codes (squall.client.exits): 1 error, 2 usage, 3 unreachable, 4 not found, 5 conflict,
 6 token. The duplicate name and the upgrade of a topology being upgraded are in
 test_lifecycle, where a topology runs.
 """
@@ -175,8 +175,8 @@ def test_unreachable_nimbus(nimbus):
 
 
 def test_python_api_without_nimbus(tmp_path):
-    from squall.cli.loader import import_file
-    from squall.cli.remote import submit_topology
+    from squall.client.loader import import_file
+    from squall.client.remote import submit_topology
 
     path = write_topology(tmp_path / "api_topo.py", tmp_path / "out", tmp_path / "state", "v1")
     conf, topology = import_file(str(path)).build_topology()

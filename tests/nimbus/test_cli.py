@@ -9,8 +9,8 @@ from io import BytesIO
 
 import pytest
 
-from squall.cli.exits import CliError, ExitCode
-from squall.cli.loader import import_file, load_topology, package_code
+from squall.client.exits import CliError, ExitCode
+from squall.client.loader import import_file, load_topology, package_code
 from tests.nimbus.harness import base_env
 from tests.nimbus.topology_source import write_topology
 

@@ -118,8 +118,8 @@ def test_duplicate_name_is_refused(world):
 
 def test_python_api_refuses_a_taken_name(world, monkeypatch):
     import squall
-    from squall.cli.loader import import_file
-    from squall.cli.remote import submit_topology
+    from squall.client.loader import import_file
+    from squall.client.remote import submit_topology
 
     monkeypatch.setenv("SQUALL_TOKEN", (world.home / "nimbus.token").read_text().strip())
     conf, topology = import_file(str(world.files["v2"])).build_topology()

@@ -6,9 +6,9 @@ import argparse
 import json
 from typing import Any
 
-from squall.cli.client import NimbusClient, nimbus_urls, read_token
-from squall.cli.exits import CliError, ExitCode
 from squall.cli.output import duration, print_json, table
+from squall.client.exits import CliError, ExitCode
+from squall.client.nimbus import NimbusClient, nimbus_urls, read_token
 
 LONG_TIMEOUT = 900.0  # submits, kills and upgrades wait for Nimbus, which has its own bounds
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 
 from squall.cli.commands._shared import client, name_argument
-from squall.cli.exits import CliError, ExitCode
 from squall.cli.output import print_json
+from squall.client.exits import CliError, ExitCode
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import FrameType
 
 from squall.cli.commands._shared import key_values
-from squall.cli.exits import CliError, ExitCode
+from squall.client.exits import CliError, ExitCode
 from squall.drpc.client import default_token_file
 
 TIMEOUT_KEY = "drpc.request.timeout.secs"

@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from squall.cli.exits import CliError, ExitCode
+from squall.client.exits import CliError, ExitCode
 from squall.drpc.client import default_token_file
 
 

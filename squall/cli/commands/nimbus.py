@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from squall.cli.commands._shared import key_values
-from squall.cli.exits import CliError, ExitCode
+from squall.client.exits import CliError, ExitCode
 from squall.nimbus import clusterconf
 from squall.nimbus.config import CONF_KEYS, DEFAULT_PORT, NimbusConfig, squall_home, with_conf
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 
 from squall.cli.commands._shared import LONG_TIMEOUT, client, key_values, name_argument, print_summary
-from squall.cli.exits import CliError, ExitCode
 from squall.cli.output import progress
+from squall.client.exits import CliError, ExitCode
 
 
 def positive(text: str) -> int:

@@ -1,6 +1,6 @@
 """``squall submit FILE``: validate, package and submit a topology (or run it locally).
 
-See ``squall.cli.loader`` for how the topology is found in FILE. The client checks what
+See ``squall.client.loader`` for how the topology is found in FILE. The client checks what
 it can first (the name, the configuration, that no topology of that name runs), as
 JStorm's submitter does; Nimbus checks again.
 """
@@ -16,10 +16,10 @@ import time
 
 from squall.api.errors import InvalidTopologyError
 from squall.cli.commands._shared import LONG_TIMEOUT, client, key_values, print_summary
-from squall.cli.exits import CliError, ExitCode
-from squall.cli.loader import package_code, pickle_topology
 from squall.cli.output import print_json, progress
 from squall.cli.topology_file import add_yaml_options, describe, load_any
+from squall.client.exits import CliError, ExitCode
+from squall.client.loader import package_code, pickle_topology
 
 # spark-submit's options: (flag, configuration key, meaning); paths become absolute
 SPARK_FLAGS = (

@@ -7,8 +7,8 @@ import argparse
 import squall
 from squall import _speedups
 from squall.cli.commands._shared import client
-from squall.cli.exits import CliError
 from squall.cli.output import print_json
+from squall.client.exits import CliError
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -32,7 +32,7 @@ import cloudpickle
 import squall
 from squall.api.errors import InvalidTopologyError
 from squall.api.topology import StormTopology
-from squall.cli.exits import CliError, ExitCode
+from squall.client.exits import CliError, ExitCode
 
 
 def module_name_for(path: Path) -> tuple[str, Path]:

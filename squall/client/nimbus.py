@@ -1,4 +1,4 @@
-"""The command line's HTTP client of Nimbus (stdlib ``urllib``, JSON).
+"""The HTTP client of Nimbus (stdlib ``urllib``, JSON): the command line's and ``submit_topology``'s.
 
 Where Nimbus is: ``--nimbus URL``, else ``$SQUALL_NIMBUS``, else what the cluster
 configuration file says (``squall.nimbus.url``, or Storm's ``nimbus.seeds`` and
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from squall.cli.exits import CliError, ExitCode, exit_for_status
+from squall.client.exits import CliError, ExitCode, exit_for_status
 from squall.nimbus.config import DEFAULT_PORT, squall_home
 
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"

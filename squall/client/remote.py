@@ -12,9 +12,9 @@ import base64
 
 from squall.api.errors import AlreadyAliveError, InvalidTopologyError, TopologyStartError
 from squall.api.topology import StormTopology
-from squall.cli.client import NimbusClient, nimbus_urls, read_token
-from squall.cli.exits import CliError, ExitCode
-from squall.cli.loader import package_code, pickle_topology
+from squall.client.exits import CliError, ExitCode
+from squall.client.loader import package_code, pickle_topology
+from squall.client.nimbus import NimbusClient, nimbus_urls, read_token
 from squall.runtime.submission import check_name, prepare_conf
 
 NIMBUS_URL = "squall.nimbus.url"
