@@ -29,7 +29,6 @@ from typing import Any
 
 import cloudpickle
 
-import squall
 from squall.api.errors import InvalidTopologyError
 from squall.api.topology import StormTopology
 from squall.client.exits import CliError, ExitCode
@@ -105,7 +104,8 @@ def _system_roots() -> list[Path]:
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              site.getusersitepackages(), *site.getsitepackages()}
     roots.update(p for p in sysconfig.get_paths().values() if p)
-    roots.add(str(Path(squall.__file__).resolve().parent))  # an editable squall is installed too
+    # an editable squall is installed too: its package directory, two up from this file
+    roots.add(str(Path(__file__).resolve().parents[1]))
     return [Path(r).resolve() for r in roots if r]
 
 
