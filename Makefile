@@ -57,4 +57,4 @@ bench-clean:
 
 clean:
 	-$(PY) scripts/compile.py --clean
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info build dist
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache *.egg-info build dist
