@@ -159,7 +159,7 @@ def test_compiled_and_plain_hash_agree_for_any_value(value):
     assert 0 <= stable_hash(value) < 2**32
 
 
-# ---- the same hash in other processes and on both paths (E7) -------------------------------------------------
+# ---- the same hash in other processes and on both paths (E7) -------------------------------
 
 def plain_hashing():
     """hashing.py loaded from its source as plain Python, beside the module this run uses."""
