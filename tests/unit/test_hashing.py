@@ -133,7 +133,7 @@ def test_hash_values_is_order_sensitive():
 
 
 def test_picklable_objects_fall_back_to_a_hash_of_their_pickle():
-    # deterministic across processes: checked in a fresh process below (KEYS has a Point)
+    # deterministic across processes: checked in fresh processes below (keys() has a Point)
     assert stable_hash(Point(1, 2)) == stable_hash(Point(1, 2))
     assert stable_hash(Point(1, 2)) != stable_hash(Point(2, 1))
 
@@ -144,6 +144,19 @@ def test_never_calls_builtin_hash():
             raise AssertionError("builtin hash() used")
 
     assert stable_hash(Salted("k")) == stable_hash("k")
+
+
+def plain_hashing():
+    """hashing.py loaded from its source as plain Python, beside the module this run uses."""
+    path = Path(squall.runtime.hashing.__file__).parent / "hashing.py"
+    spec = importlib.util.spec_from_file_location("squall_hashing_plain", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert not module._COMPILED
+    return module
+
+
+PLAIN = plain_hashing()
 
 
 @given(st.recursive(
@@ -161,17 +174,6 @@ def test_compiled_and_plain_hash_agree_for_any_value(value):
 
 # ---- the same hash in other processes and on both paths (E7) -------------------------------
 
-def plain_hashing():
-    """hashing.py loaded from its source as plain Python, beside the module this run uses."""
-    path = Path(squall.runtime.hashing.__file__).with_suffix("").with_suffix(".py")
-    spec = importlib.util.spec_from_file_location("squall_hashing_plain", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert not module._COMPILED
-    return module
-
-
-PLAIN = plain_hashing()
 
 def keys() -> list:
     """The pinned values, and some whose hash is not pinned but must agree everywhere."""
@@ -189,7 +191,7 @@ print(json.dumps([squall._speedups.STATE, [stable_hash(k) for k in keys()]]))
 
 
 def hashes_in_subprocess(seed: str, pure: bool) -> tuple[str, list[int]]:
-    """The hot path a fresh process ran and the hashes of KEYS there."""
+    """The hot path a fresh process ran, and the hashes of ``keys()`` there."""
     env = {**os.environ, "PYTHONHASHSEED": seed, "SQUALL_PURE_PYTHON": "1" if pure else "0"}
     out = subprocess.run(
         [sys.executable, "-c", SCRIPT],
