@@ -3,6 +3,8 @@
 import time
 
 from squall import Bolt, Config, Fields, LocalCluster, Spout, TopologyBuilder
+from squall.runtime import clock
+from squall.runtime.checkpoint import CHECKPOINT_SPOUT
 from squall.testing import FeederSpout, simulated_time, tracked_topology
 from tests.integration.components import RECORD, StatefulCount, record
 
@@ -23,8 +25,22 @@ class AckEveryOther(Bolt):
             self.collector.ack(tup)
 
 
+class TimedFeeder(FeederSpout):
+    """A FeederSpout that records the simulated time of each emit and fail."""
+
+    def next_tuple(self):
+        queue = self._feed.queue
+        if queue:
+            record("emitted_at", (queue[0][1], clock.monotonic()))
+        super().next_tuple()
+
+    def fail(self, msg_id):
+        record("failed_at", (msg_id, clock.monotonic()))
+        super().fail(msg_id)
+
+
 def test_a7_ack_every_other_fails_2_only_after_the_timeout():
-    feeder = FeederSpout(Fields("n"))
+    feeder = TimedFeeder(Fields("n"))
     b = TopologyBuilder()
     b.set_spout("in", feeder, 1)
     b.set_bolt("half", AckEveryOther(), 1).shuffle_grouping("in")
@@ -36,8 +52,13 @@ def test_a7_ack_every_other_fails_2_only_after_the_timeout():
         assert sorted(feeder.acked) == [1, 3] and feeder.failed == []
         cluster.advance_time(9)
         assert feeder.failed == []  # not at 9 s
-        cluster.advance_time(12)
-        assert feeder.failed == [2]  # by 21 s: within [T, 1.5 T] of its emit
+        cluster.advance_time(12, increment=0.5)  # to 21 s, in steps finer than the window
+        assert feeder.failed == [2]
+    emitted = dict(RECORD["emitted_at"])
+    ((msg, failed_at),) = RECORD["failed_at"]
+    # Storm's rotating timeout: 3 buckets rotated every T / 2, so a tree expires within
+    # [T, 1.5 T] of its emit, never at 2 T
+    assert msg == 2 and 10 <= failed_at - emitted[2] <= 15, (emitted, failed_at)
 
 
 class FailOnce(Bolt):
@@ -156,20 +177,57 @@ class Slow(Bolt):
         self.collector.ack(tup)
 
 
+class ThrottleWatch:
+    """Stands between the checkpoint spout and its collector, on the worker's thread: records
+    each checkpoint tuple it emits and each ack it gets, with whether the worker was
+    throttled (its other spouts held back by backpressure) at that moment."""
+
+    def __init__(self, worker, spout):
+        self.worker, self.inner, self.spout_ack = worker, spout._collector, spout.ack
+        spout._collector = self
+        spout.ack = self.ack
+
+    def emit(self, values, stream, msg_id):
+        record("d14.emitted", (values[0], values[1], self.worker.throttled))
+        return self.inner.emit(values, stream=stream, msg_id=msg_id)
+
+    def report_error(self, error):
+        self.inner.report_error(error)
+
+    def ack(self, msg_id):
+        record("d14.acked", (msg_id[0], msg_id[1], self.worker.throttled))
+        self.spout_ack(msg_id)
+
+
+def committed_while_throttled() -> list:
+    """Transactions whose PREPARE and COMMIT went out, and whose COMMIT was acked (every
+    stateful task committed), each while the worker was throttled."""
+    emitted, acked = set(RECORD["d14.emitted"]), set(RECORD["d14.acked"])
+    return sorted(txid for txid, action, throttled in acked if action == "COMMIT" and throttled
+                  and {(txid, "PREPARE", True), (txid, "COMMIT", True)} <= emitted)
+
+
 def test_d14_checkpoints_complete_under_sustained_backpressure():
     b = TopologyBuilder()
     b.set_spout("flood", Flood(), 1)
     b.set_bolt("slow", Slow(), 1).shuffle_grouping("flood")
     b.set_bolt("count", StatefulCount(), 1).fields_grouping("flood", Fields("word"))
     c = conf(1, **{"topology.state.checkpoint.interval.ms": 100, "topology.message.timeout.secs": 30,
-                   "topology.executor.receive.buffer.size": 512, "topology.max.spout.pending": 100000})
+                   "topology.executor.receive.buffer.size": 128, "topology.max.spout.pending": 100000})
     with LocalCluster() as cluster:
         cluster.submit_topology("t", c, b.create_topology())
         (worker,) = cluster.workers("t")
+        (task,) = cluster._get("t").plan.component_tasks[CHECKPOINT_SPOUT]
+        assert worker.call(lambda: ThrottleWatch(worker, worker.tasks[task].spout)).wait(30)
         throttled = 0
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and (len(RECORD["stateful.commit"]) < 3 or throttled < 10):
-            throttled += worker.throttled  # real time: a real slow bolt, sampled
-            time.sleep(0.01)
+        deadline = time.monotonic() + 90  # real time: a real slow bolt
+        while time.monotonic() < deadline and (len(committed_while_throttled()) < 2
+                                               or len(RECORD["stateful.commit"]) < 3):
+            throttled += worker.throttled  # sampled
+            time.sleep(0.05)
     assert throttled >= 10  # the spouts were held back by backpressure
-    assert len(RECORD["stateful.commit"]) >= 3, RECORD["stateful.commit"]  # barriers still passed
+    emitted = RECORD["d14.emitted"]
+    # the checkpoint spout still ran while the others were held: whole checkpoints, from
+    # PREPARE to the last task's commit, went through a throttled worker (barriers not starved)
+    assert len(committed_while_throttled()) >= 2, (emitted, RECORD["d14.acked"])
+    assert len(RECORD["stateful.commit"]) >= 3, RECORD["stateful.commit"]

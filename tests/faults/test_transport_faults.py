@@ -2,7 +2,10 @@
 duplicated (A13), corrupted (E9); oversized tuples (E6). At-least-once must hold: every
 message acked in the end, nothing lost, duplicates counted."""
 
+import threading
+
 from squall import Bolt, Config, Fields, LocalCluster, Spout, TopologyBuilder
+from squall.runtime.tasks import AckerTask
 from squall.testing import simulated_time, tracked_topology
 from squall.testing.faults import corrupt_frames, drop_frames, duplicate_frames
 from squall.testing.invariants import SequenceChecker, SequenceSpout, check
@@ -62,12 +65,106 @@ def test_c11_dropped_frames_between_bolts_and_ackers_lose_nothing(tmp_path):
     assert report.failed > 0  # the vanished trees timed out and were replayed
 
 
-def test_a13_duplicated_frames_never_complete_a_tree_early_and_lose_nothing(tmp_path):
+def test_a13_duplicated_frames_lose_nothing_and_are_counted(tmp_path):
     fault = duplicate_frames(0.5, seed=13)
     report, _ = run_with_fault(tmp_path, fault)
     assert fault.hit > 3
     assert report.lost == [] and report.unacked == [], str(report)
     assert report.duplicates > 0  # duplicates happen, and are counted
+
+
+RELEASE = threading.Event()  # set by the test: Hold acks what it holds at its next tick
+HELD = 60  # messages, all in flight at once
+
+
+class Numbers(Spout):
+    """Emits ``[n % 4, n]`` for n below ``count`` (msg id n); records acks and fails, and
+    replays what fails."""
+
+    def __init__(self, count):
+        self.count = count
+
+    def open(self, conf, context, collector):
+        index, tasks = context.get_this_task_index(), len(context.get_this_component_tasks())
+        self.collector, self.todo = collector, list(range(index, self.count, tasks))
+
+    def next_tuple(self):
+        if self.todo:
+            n = self.todo.pop(0)
+            self.collector.emit([n % 4, n], msg_id=n)
+
+    def ack(self, msg_id):
+        record("a13.acked", (msg_id, RELEASE.is_set()))
+
+    def fail(self, msg_id):
+        record("a13.failed", msg_id)
+        self.todo.append(msg_id)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("key", "seq"))
+
+
+class Hold(Bolt):
+    """Holds every tuple (its tree cannot complete) until ``RELEASE``, then acks at a tick."""
+
+    def prepare(self, conf, context, collector):
+        self.collector, self.held = collector, []
+
+    def execute(self, tup):
+        if not tup.is_tick():
+            record("a13.held", tup[1])
+            self.held.append(tup)
+        if RELEASE.is_set():
+            for held in self.held:
+                self.collector.ack(held)
+            self.held = []
+
+    def get_component_configuration(self):
+        return {"topology.tick.tuple.freq.secs": 1}
+
+
+def acker_duplicates(cluster) -> int:
+    """Ledger messages the ackers recognised as repeats and ignored."""
+    return sum(task.ledger.duplicates for w in cluster.workers("t") for task in w.tasks.values()
+               if isinstance(task, AckerTask))
+
+
+def test_a13_duplicated_frames_never_complete_a_tree_early():
+    """Every tree stays open while a bolt holds its tuple, whatever frames are duplicated:
+    the ackers ignore repeated inits and acks, so no spout hears of an ack early."""
+    RELEASE.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers(HELD), 2)
+    # fields groupings: half the tuples cross between the workers (a shuffle stays local)
+    b.set_bolt("relay", Relay(), 2).fields_grouping("numbers", Fields("seq"))
+    b.set_bolt("hold", Hold(), 2).fields_grouping("relay", Fields("seq"))
+    conf = Config()
+    # one acker: the spout task in the other worker sends its inits across (a spout picks
+    # roots of a local acker when it has one); a frame per tuple: many frames, many copies
+    conf.update({"topology.workers": 2, "topology.message.timeout.secs": 30,
+                 "topology.acker.executors": 1, "squall.transfer.batch.size": 1})
+    fault = duplicate_frames(0.5, seed=13)
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology("t", conf, b.create_topology(), inactive=True)
+        plan = cluster._get("t").plan
+        assert [w for w in range(2) if set(plan.worker_tasks(w)) & set(plan.component_tasks["numbers"])
+                and not set(plan.worker_tasks(w)) & set(plan.acker_tasks)]  # inits cross
+        cluster.set_transport_fault("t", fault)
+        cluster.activate("t")
+        cluster.wait_quiet()  # every frame delivered, copies included; the clock stands still
+        assert sorted(set(RECORD["a13.held"])) == list(range(HELD))  # all held at once
+        assert fault.hit > 10 and acker_duplicates(cluster) > 0  # repeats reached the ackers
+        assert RECORD["a13.acked"] == [] and RECORD["a13.failed"] == []  # no tree completed
+        RELEASE.set()
+        cluster.advance_time(1)  # a tick: the held tuples are acked
+        for _ in range(120):  # a tree whose tuple was duplicated times out and is replayed
+            if len(RECORD["a13.acked"]) == HELD:
+                break
+            cluster.advance_time(5)
+        cluster.set_transport_fault("t", None)
+    acked = [n for n, released in RECORD["a13.acked"]]
+    assert sorted(acked) == list(range(HELD))  # each acked once, all after the release
+    assert all(released for _, released in RECORD["a13.acked"])
 
 
 def test_e9_corrupt_frames_are_counted_and_their_tuples_replayed(tmp_path):

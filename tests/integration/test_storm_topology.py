@@ -342,10 +342,11 @@ def test_validate_topology_structure(source, fields, stream, valid):
         conf = Config()
         conf.set_num_workers(2)
         with simulated_time():
-            complete_topology(topology, conf=conf,
-                              mocked_sources=word_tuples("nathan", "bob", "joey", "nathan"))
+            return complete_topology(topology, conf=conf,
+                                     mocked_sources=word_tuples("nathan", "bob", "joey", "nathan"))
     if valid:
-        attempt()
+        result = attempt()  # it runs, and fields grouping counts each word on one task
+        assert sorted(result.emitted("2")) == [["bob", 1], ["joey", 1], ["nathan", 1], ["nathan", 2]]
     else:
         with pytest.raises(InvalidTopologyError):
             attempt()

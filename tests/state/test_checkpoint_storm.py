@@ -21,6 +21,7 @@ from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Barri
 from squall.runtime.checkpoint_spout import RECORD_KEY, CheckpointSpout
 from squall.runtime.collectors import StreamRoute
 from squall.runtime.plan import ACK_ACK, ACK_FAIL
+from squall.runtime.routing import ConstantRouter
 from squall.runtime.stateful import StatefulBoltTask
 from squall.runtime.tasks import BoltTask
 from squall.runtime.worker import Worker
@@ -84,8 +85,12 @@ def test_spout_init_state(fresh_store):
     t0 = runtime_clock.time_ms()
     spout.next_tuple()
     assert last(out) == (t0, "INITSTATE") and len(out.emitted) == 1
+    spout.next_tuple()
+    assert len(out.emitted) == 1  # in flight: asked again, nothing new before its ack
     spout.ack((t0, "INITSTATE"))
-    assert len(out.emitted) == 1  # nothing more until asked
+    assert len(out.emitted) == 1  # nothing more until asked...
+    spout.next_tuple()
+    assert len(out.emitted) == 2 and last(out) == (t0 + 1, "PREPARE")  # ...then the ack counted
 
 
 def test_spout_prepare(fresh_store):
@@ -176,6 +181,9 @@ class FakeWorker(Worker):
     def deliver(self, target, src, stream, values, ids):
         self.sent.append((target, stream, values, ids))
 
+    def deliver1(self, target, src, stream, values, root, edge):
+        self.deliver(target, src, stream, values, {root: edge})
+
     def buffer_ack(self, acker, src, root, value):
         self.deliver(acker, src, ACK_ACK, [root, value], None)
 
@@ -185,6 +193,14 @@ class FakeWorker(Worker):
     def outcomes(self, root: int) -> list[str]:
         """What the acker heard about ``root``: ACK_ACK / ACK_FAIL, in order."""
         return [s for target, s, v, _ in self.sent if target == ACKER and v and v[0] == root]
+
+    def ack_values(self, root: int) -> list[int]:
+        """The values of the ACK_ACK messages about ``root`` (input edge XOR anchored edges)."""
+        return [v[1] for target, s, v, _ in self.sent if target == ACKER and s == ACK_ACK and v[0] == root]
+
+    def checkpoints_to(self, targets) -> list[tuple]:
+        """The checkpoint tuples sent to ``targets``: (target, values, ids)."""
+        return [(t, v, ids) for t, s, v, ids in self.sent if t in targets and s == CHECKPOINT_STREAM]
 
 
 class MockStatefulBolt(Bolt):
@@ -325,9 +341,13 @@ class Echo(Bolt):
         self.collector.ack(tup)
 
 
+SUBSCRIBERS = [30, 31]  # the tasks of the bolt downstream of the forwarder (all grouping)
+
+
 def forwarder(inputs=2):
     worker = FakeWorker()
-    task = BoltTask(worker, 1, "fwd", None, CONF, Echo(), dict(ROUTES))
+    routes = {CHECKPOINT_STREAM: StreamRoute(CHECKPOINT_STREAM, 2, [ConstantRouter(SUBSCRIBERS)], None)}
+    task = BoltTask(worker, 1, "fwd", None, CONF, Echo(), routes)
     task.barrier = Barrier(inputs)
     task.start()
     return worker, task
@@ -337,10 +357,25 @@ def test_forwarder_forwards_a_checkpoint_once_every_input_task_sent_it():
     worker, task = forwarder()
     task.handle(checkpoint(3, "PREPARE", 90, source=20))
     assert worker.outcomes(90) == []  # held: task 21 has not delivered yet
+    assert worker.checkpoints_to(SUBSCRIBERS) == []  # and not forwarded
     task.handle(data("x", 11))  # other tuples are not held back meanwhile (as Storm)
     assert task.bolt.seen == ["x"]
     task.handle(checkpoint(3, "PREPARE", 90, source=21))
+    forwarded = worker.checkpoints_to(SUBSCRIBERS)
+    # once, to every subscriber, in the same transaction and action
+    assert [(t, v) for t, v, _ in forwarded] == [(30, [3, "PREPARE"]), (31, [3, "PREPARE"])]
     assert worker.outcomes(90) == [ACK_ACK, ACK_ACK]
+    # anchored to both inputs: the copies' edges are in the tree, so it completes only when
+    # the subscribers ack them (each input's ack value is its edge XOR the edges it anchors)
+    assert [ids and set(ids) for _, _, ids in forwarded] == [{90}, {90}]
+    xor = 0
+    for value in worker.ack_values(90) + [5, 5]:  # both inputs came with edge 5 of root 90
+        xor ^= value
+    for _, _, ids in forwarded:
+        xor ^= ids[90]
+    assert xor == 0
+    task.handle(data("y", 12))
+    assert len(worker.checkpoints_to(SUBSCRIBERS)) == 2  # nothing forwarded again
 
 
 # ---- retried checkpoints at a barrier -----------------------------------------------------

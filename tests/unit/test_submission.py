@@ -6,10 +6,12 @@ import pytest
 
 from squall.api.builder import TopologyBuilder
 from squall.api.components import Bolt, Spout, StatefulBolt
-from squall.api.config import DEFAULTS, Config
+from squall.api.config import DEFAULTS, Config, task_conf
 from squall.api.errors import InvalidTopologyError
 from squall.api.fields import Fields
 from squall.runtime.submission import check_name, prepare_conf
+
+TICK = "topology.tick.tuple.freq.secs"
 
 
 class WordSpout(Spout):
@@ -133,7 +135,14 @@ def test_bad_component_tick_frequency_names_the_component(freq):
 
 @pytest.mark.parametrize("freq", [None, 1, 0.5])
 def test_good_component_tick_frequency(freq):
-    prepare_conf({}, topology(freq))
+    topo = topology(freq)
+    merged = prepare_conf({TICK: 7}, topo)
+    assert merged[TICK] == 7  # the topology's own, for other bolts
+    ticker = topo.components["ticker"].conf
+    assert ticker[TICK] == freq and type(ticker[TICK]) is type(freq)
+    # what the ticker's tasks run with: the component's value wins over the topology's
+    assert task_conf(merged, ticker)[TICK] == freq
+    assert task_conf(merged, topo.components["words"].conf)[TICK] == 7
 
 
 class _Stateful(StatefulBolt):
