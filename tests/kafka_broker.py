@@ -96,7 +96,10 @@ class KafkaBroker:
     def admin(self):
         from confluent_kafka.admin import AdminClient
 
-        return AdminClient({"bootstrap.servers": self.bootstrap})
+        # kept: a client that is collected while a request is out fails that request
+        if getattr(self, "_admin", None) is None:
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        return self._admin
 
     def create_topic(self, name: str, partitions: int) -> None:
         from confluent_kafka.admin import NewTopic

@@ -29,8 +29,9 @@ class Monitor:
     (the call failed) or None.
     """
 
-    def __init__(self, consumer: Any, subscribes: Any) -> None:
+    def __init__(self, consumer: Any, owners: Any, subscribes: Any) -> None:
         self._consumer = consumer
+        self._owners = owners
         self._subscribes = subscribes
         self._requests: queue.Queue[tuple[str, Any] | None] = queue.Queue()
         self.results: deque[tuple[str, Any, str | None]] = deque()
@@ -56,10 +57,11 @@ class Monitor:
         """Stop the thread (after the call in progress) and close its consumer."""
         self._requests.put(None)
         self._thread.join(timeout=CALL_TIMEOUT_S * 3)
-        try:
-            self._consumer.close()
-        except Exception as e:  # noqa: BLE001 - closing a consumer of a dead broker
-            log.debug("closing the monitor's consumer: %s", e)
+        for consumer in (self._consumer, self._owners):
+            try:
+                consumer.close()
+            except Exception as e:  # noqa: BLE001 - closing a consumer of a dead broker
+                log.debug("closing the monitor's consumer: %s", e)
 
     def _run(self) -> None:
         while True:
@@ -76,10 +78,13 @@ class Monitor:
     def _partitions(self, _: Any) -> list[TopicPartition]:
         return list_partitions(self._consumer, self._subscribes)
 
-    def _committed(self, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, str | None, int, int]]:
-        # with the watermarks: where EARLIEST and LATEST start
+    def _committed(self, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int, int, int]]:
+        """Per partition: the group's committed offset, the owner's code (side group) and the
+        watermarks (where EARLIEST and LATEST start)."""
         marks = self._watermarks(tps)
-        return {tp: (offset, meta, *marks[tp]) for tp, (offset, meta) in read_committed(self._consumer, tps).items()}
+        owners = read_committed(self._owners, tps)
+        return {tp: (offset, owners[tp][0], *marks[tp])
+                for tp, (offset, _) in read_committed(self._consumer, tps).items()}
 
     def _watermarks(self, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
         from confluent_kafka import TopicPartition as KTP

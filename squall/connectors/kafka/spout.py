@@ -32,6 +32,7 @@ from squall.api.components import OutputFieldsDeclarer, Spout
 from squall.connectors.kafka.config import KafkaSpoutConfig, ProcessingGuarantee
 from squall.connectors.kafka.monitor import Monitor, list_partitions
 from squall.connectors.kafka.offsets import OffsetManager, TopicPartition
+from squall.connectors.kafka.owners import Owner, decode, encode, owners_group, tag_of
 from squall.connectors.kafka.partitioner import Timer, partitions_for_task
 from squall.connectors.kafka.start import start_offset
 from squall.connectors.reliable import (DEAD_LETTER_STREAM, GivenUpError, _DeadLetterId,
@@ -109,6 +110,7 @@ class KafkaSpout(Spout):
         self.letters: dict[tuple, Letter] = {}
         self.letters_due: deque[tuple] = deque()
         self.buffer: deque[Any] = deque()
+        self.held: dict[TopicPartition, deque[Any]] = {}  # records of partitions at the limit
         self.paused: set[TopicPartition] = set()
         self.watermarks: dict[TopicPartition, tuple[int, int]] = {}
         self.gauges: set[TopicPartition] = set()
@@ -121,21 +123,24 @@ class KafkaSpout(Spout):
                  "enable.partition.eof": False, **cfg.consumer_props}
         self.consumer = ck.Consumer({**props, "error_cb": self._on_client_error,
                                      "on_commit": self._on_commit})
+        self.owners = ck.Consumer({**props, "group.id": owners_group(cfg.group_id)})
+        self.tag = tag_of(context.topology_name, self.component)
         lookup = ck.Consumer(dict(props))
         try:
             partitions = list_partitions(lookup, cfg.subscribes, timeout=OPEN_TIMEOUT_S)
         except ck.KafkaException as e:
-            lookup.close()
-            self.consumer.close()
+            for c in (lookup, self.consumer, self.owners):
+                c.close()
             raise ConnectionError(f"{self.name}: the Kafka bootstrap servers {cfg.bootstrap_servers} "
                                   f"cannot be reached: {e}") from None
         missing = sorted(set(cfg.topics or ()) - {tp.topic for tp in partitions})
         if missing:
-            lookup.close()
-            self.consumer.close()
+            for c in (lookup, self.consumer, self.owners):
+                c.close()
             raise ValueError(f"{self.name}: unknown topic{'s' if len(missing) > 1 else ''} "
                              f"{', '.join(missing)} on {cfg.bootstrap_servers}")
-        self.monitor = Monitor(lookup, cfg.subscribes)
+        self.monitor = Monitor(lookup, ck.Consumer({**props, "group.id": owners_group(cfg.group_id)}),
+                               cfg.subscribes)
         self._register_metrics(context)
         self._reassign(partitions)
 
@@ -147,6 +152,7 @@ class KafkaSpout(Spout):
         finally:
             self.monitor.close()
             self.consumer.close()
+            self.owners.close()
 
     def deactivate(self) -> None:
         """Commit what is acked (Storm's ``deactivate``)."""
@@ -178,17 +184,38 @@ class KafkaSpout(Spout):
             self._emit(self.records[retry], retry)
             return
         while True:
-            if not self.buffer and not self._poll():
+            record = self._next_record()
+            if record is None or self._emit(record, (record.topic(), record.partition(), record.offset())):
                 return
+
+    def _full(self, tp: TopicPartition) -> bool:
+        return self.at_least_once and \
+            self.managers[tp].num_uncommitted_offsets() >= self.config.max_uncommitted_offsets
+
+    def _next_record(self) -> Any:
+        """The next record to emit: held ones of partitions with room again first, in order."""
+        for tp, held in self.held.items():
+            if not self._full(tp):
+                record = held.popleft()
+                if not held:
+                    del self.held[tp]
+                return record
+        while True:
+            if not self.buffer and not self._poll():
+                return None
             record = self.buffer.popleft()
             tp = TopicPartition(record.topic(), record.partition())
-            if tp in self.assigned and self._emit(record, (tp.topic, tp.partition, record.offset())):
-                return
+            if tp not in self.assigned:
+                continue
+            if tp in self.held or self._full(tp):
+                # at max_uncommitted_offsets: wait for commits (a poll may bring more than the limit)
+                self.held.setdefault(tp, deque()).append(record)
+                continue
+            return record
 
     def _poll(self) -> bool:
         if self.at_least_once:
-            limit = self.config.max_uncommitted_offsets
-            full = {tp for tp in self.assigned if self.managers[tp].num_uncommitted_offsets() >= limit}
+            full = {tp for tp in self.assigned if self._full(tp) or tp in self.held}
             if full != self.paused:
                 if full - self.paused:
                     self.consumer.pause([_ktp(tp) for tp in full - self.paused])
@@ -374,8 +401,19 @@ class KafkaSpout(Spout):
             elif tp in self.position:
                 offsets.append(_ktp(tp, self.position[tp], self._metadata(released=True)))
             self._forget(tp)
-        if offsets:
-            self._send_commit(offsets, sync=sync)
+        if offsets:  # landed before the release is marked: the next owner starts from it
+            self._send_commit(offsets, sync=True)
+        self._mark_owner(tps, released=True, sync=sync)
+
+    def _mark_owner(self, tps: Any, released: bool, sync: bool = False) -> None:
+        """Commit this task as the owner of ``tps`` in the side group (see ``owners``)."""
+        if not tps:
+            return
+        code = encode(Owner(self.tag, self.context.task_id, released))
+        try:
+            self.owners.commit(offsets=[_ktp(tp, code) for tp in tps], asynchronous=not sync)
+        except import_client().KafkaException as e:
+            self._unreachable(f"commit failed: {e}")
 
     def _forget(self, tp: TopicPartition) -> None:
         gone = [m for m in self.records if TopicPartition(m[0], m[1]) == tp]
@@ -412,6 +450,8 @@ class KafkaSpout(Spout):
             self.paused -= moved
             self.buffer = deque(r for r in self.buffer
                                 if TopicPartition(r.topic(), r.partition()) not in moved)
+            for tp in moved:
+                self.held.pop(tp, None)
             if self.at_least_once:
                 self.draining |= moved
                 self._commit_acked()
@@ -427,19 +467,18 @@ class KafkaSpout(Spout):
         if self.waiting_handover:
             self.monitor.request("committed", sorted(self.waiting_handover))
 
-    def _take_over(self, committed: dict[TopicPartition, tuple[int, str | None, int, int]]) -> None:
+    def _take_over(self, committed: dict[TopicPartition, tuple[int, int, int, int]]) -> None:
         """Start reading each partition whose previous owner released it (or is gone)."""
         now = clock.monotonic()
         take = []
-        for tp, (offset, raw, lo, hi) in sorted(committed.items()):
+        for tp, (offset, code, lo, hi) in sorted(committed.items()):
             since = self.waiting_handover.get(tp)
             if since is None:
                 continue
-            owner = _owner(raw)
-            same_topology = owner is not None and owner.get("topology") == self.context.topology_name \
-                and owner.get("component") == self.component
-            busy = same_topology and not owner.get("released") and owner.get("task") != self.context.task_id \
-                and owner.get("task") in self.context.get_this_component_tasks()
+            owner = decode(code)
+            same_topology = owner is not None and owner.tag == self.tag
+            busy = owner is not None and same_topology and not owner.released \
+                and owner.task != self.context.task_id and owner.task in self.context.get_this_component_tasks()
             if busy and now - since < self.handover_s:
                 continue  # its previous owner is finishing it: ask again at the next refresh
             self.watermarks[tp] = (lo, hi)
@@ -457,6 +496,7 @@ class KafkaSpout(Spout):
         self.consumer.incremental_assign([_ktp(tp, start) for tp, start in take])
         # the start, committed at once under this task's name: a later owner waits for its release
         self._send_commit([_ktp(tp, start, self._metadata()) for tp, start in take], sync=False)
+        self._mark_owner([tp for tp, _ in take], released=False)
         log.info("%s: reading %s", self.name, ", ".join(f"{tp.topic}-{tp.partition}@{s}" for tp, s in take))
 
     # ---- health ----------------------------------------------------------------------------
@@ -520,16 +560,6 @@ class KafkaSpout(Spout):
                 self.context.register_gauge(
                     f"kafkaOffset/{tp.topic}/partition_{tp.partition}/{field}",
                     lambda tp=tp, field=field: self.offsets(tp)[field] if tp in self.assigned else None)
-
-
-def _owner(raw: str | None) -> dict | None:
-    if not raw:
-        return None
-    try:
-        owner = json.loads(raw)
-    except ValueError:
-        return None
-    return owner if isinstance(owner, dict) else None
 
 
 def _default_values(record: Any) -> list:

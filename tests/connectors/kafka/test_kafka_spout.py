@@ -1,0 +1,226 @@
+"""KafkaSpout driven by hand against a real broker, on simulated time: retries and their
+backoff, commits that wait for a failed record, dead letters, the commit and refresh periods."""
+
+import time
+
+import pytest
+
+from squall.connectors.kafka import KafkaSpout, RetryExponentialBackoff
+from squall.connectors.kafka.offsets import TopicPartition
+from squall.connectors.kafka.owners import Owner, decode, owners_group, tag_of
+from squall.connectors.reliable import DEAD_LETTER_STREAM, GivenUpError
+from squall.runtime import clock
+from tests.connectors.kafka.topology import spout_config
+
+
+class Context:
+    def __init__(self, task=1, tasks=(1,), component="in"):
+        self.task_id, self._tasks, self.component_id = task, list(tasks), component
+        self.topology_name = "t"
+        self.gauges = {}
+
+    def get_this_task_index(self):
+        return self._tasks.index(self.task_id)
+
+    def get_this_component_tasks(self):
+        return list(self._tasks)
+
+    def register_gauge(self, name, fn):
+        assert name not in self.gauges
+        self.gauges[name] = fn
+
+
+class Collector:
+    def __init__(self):
+        self.emitted, self.errors = [], []
+
+    def emit(self, values, stream="default", msg_id=None):
+        self.emitted.append((stream, values, msg_id))
+        return []
+
+    def report_error(self, error):
+        self.errors.append(error)
+
+
+def committed(broker, topic="in", group="g", partitions=1):
+    from confluent_kafka import Consumer, TopicPartition as KTP
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        got = c.committed([KTP(topic, p) for p in range(partitions)], timeout=5)
+        return {k.partition: (k.offset, k.metadata) for k in got}
+    finally:
+        c.close()
+
+
+def pump(spout, sim, until, step=0.01, limit=3000):
+    """Call next_tuple, moving simulated time by ``step`` and giving the broker real time."""
+    for _ in range(limit):
+        spout.next_tuple()
+        if until():
+            return True
+        sim.advance(step)
+        time.sleep(0.002)
+    return until()
+
+
+@pytest.fixture
+def sim():
+    with clock.simulation() as c:
+        yield c
+
+
+def opened(broker, sim, collector=None, **kwargs):
+    spout = KafkaSpout(spout_config(broker.bootstrap, **kwargs))
+    collector = collector or Collector()
+    spout.open({"topology.message.timeout.secs": 30}, Context(), collector)
+    return spout, collector
+
+
+def test_a_failed_record_is_retried_after_its_backoff_and_holds_the_commit(kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(5)])
+    retry = RetryExponentialBackoff(initial_delay_ms=10_000, delay_period_ms=20_000, max_retries=None,
+                                    max_delay_ms=60_000)
+    spout, out = opened(kafka_broker, sim, retry=retry, offset_commit_period_ms=100)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 5)
+        ids = [m for _, _, m in out.emitted]
+        assert ids == [("in", 0, i) for i in range(5)]
+        for m in ids:
+            if m != ("in", 0, 2):
+                spout.ack(m)
+        t0 = sim.monotonic()
+        spout.fail(("in", 0, 2))
+        out.emitted.clear()
+        # the commit goes up to the failed record and waits there
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 2, step=0.05, limit=150)
+        assert out.emitted == []
+        sim.advance(t0 + 9.9 - sim.monotonic())
+        for _ in range(20):
+            spout.next_tuple()
+        assert out.emitted == []  # the first retry waits initial_delay_ms
+        sim.advance(0.1)
+        spout.next_tuple()
+        assert out.emitted == [("default", ["in", 0, 2, None, b"r2"], ("in", 0, 2))]
+        spout.fail(("in", 0, 2))  # second failure: delay_period_ms * 2**1 = 40 s
+        out.emitted.clear()
+        sim.advance(39.9)
+        for _ in range(20):
+            spout.next_tuple()
+        assert out.emitted == []
+        assert committed(kafka_broker)[0][0] == 2
+        sim.advance(0.1)
+        spout.next_tuple()
+        assert [m for _, _, m in out.emitted] == [("in", 0, 2)]
+        spout.ack(("in", 0, 2))
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 5, step=0.05, limit=200)
+        owner = decode(committed(kafka_broker, group=owners_group("g"))[0][0])
+        assert owner == Owner(tag_of("t", "in"), 1, False)
+    finally:
+        spout.close()
+    assert decode(committed(kafka_broker, group=owners_group("g"))[0][0]).released
+
+
+def test_after_the_retry_limit_the_record_goes_to_dead_letter_and_counts_once_its_letter_is_acked(
+        kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [b"a", b"poison", b"c"])
+    spout, out = opened(kafka_broker, sim, retry=RetryExponentialBackoff(0, 0, 2, 0))
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 3)
+        spout.ack(("in", 0, 0))
+        spout.ack(("in", 0, 2))
+        for attempt in range(3):
+            spout.fail(("in", 0, 1))
+            if attempt < 2:
+                assert pump(spout, sim, lambda n=attempt: len(out.emitted) == 4 + n)
+        stream, letter, letter_id = out.emitted[-1]
+        assert stream == DEAD_LETTER_STREAM
+        assert letter[0] == ["in", 0, 1] and letter[1] == ["in", 0, 1, None, b"poison"]
+        assert letter[2] == "failed" and letter[6] == 3
+        assert [type(e) for e in out.errors] == [GivenUpError]
+        assert "'in'" in str(out.errors[0]) and "offset 1" in str(out.errors[0])
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 1, step=0.2, limit=100)
+        sim.advance(1)
+        for _ in range(50):
+            spout.next_tuple()
+        assert committed(kafka_broker)[0][0] == 1  # the letter is not acked yet
+        spout.fail(letter_id)  # a failed letter is emitted again, never given up
+        assert pump(spout, sim, lambda: out.emitted[-1][0] == DEAD_LETTER_STREAM and len(out.emitted) == 7)
+        spout.ack(out.emitted[-1][2])
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 3, step=0.2, limit=200)
+    finally:
+        spout.close()
+
+
+def test_polling_pauses_at_max_uncommitted_offsets(kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(10)])
+    spout, out = opened(kafka_broker, sim, max_uncommitted_offsets=4, offset_commit_period_ms=100)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 4)
+        for _ in range(100):
+            spout.next_tuple()
+            time.sleep(0.002)
+        assert len(out.emitted) == 4  # 4 emitted, none acked: the partition waits
+        spout.ack(("in", 0, 0))
+        spout.ack(("in", 0, 1))
+        # committed at the next commit period, then two more come
+        assert pump(spout, sim, lambda: len(out.emitted) == 6, step=0.05)
+        assert committed(kafka_broker)[0][0] == 2
+    finally:
+        spout.close()
+
+
+def test_a_record_translator_that_raises_is_an_error_naming_the_component_and_nothing_is_lost(
+        kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [b"ok", b"bad", b"ok2"])
+    calls = {"bad": 0}
+
+    def translate(record):
+        if record.value() == b"bad":
+            calls["bad"] += 1
+            if calls["bad"] < 3:
+                raise ValueError("cannot parse")
+        return [record.value()]
+
+    spout, out = opened(kafka_broker, sim, record_translator=translate, record_fields=("value",),
+                        retry=RetryExponentialBackoff(100, 100, None, 1000))
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 3, step=0.05)
+        assert sorted(v[0] for _, v, _ in out.emitted) == [b"bad", b"ok", b"ok2"]
+        messages = [str(e) for e in out.errors]
+        assert len(messages) == 2
+        assert all("KafkaSpout 'in'" in m and "record translator raised" in m and "offset 1" in m
+                   and "cannot parse" in m for m in messages)
+    finally:
+        spout.close()
+
+
+def test_gauges_give_offsets_and_lag_per_partition(kafka_broker, sim):
+    kafka_broker.create_topic("in", 2)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(10)], partition_of=lambda i: i % 2)
+    ctx, out = Context(), Collector()
+    spout = KafkaSpout(spout_config(kafka_broker.bootstrap, metrics_time_bucket_size_in_secs=1))
+    spout.open({}, ctx, out)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 10)
+        for _, _, m in out.emitted:
+            if m[1] == 0:
+                spout.ack(m)
+        assert pump(spout, sim, lambda: spout.offsets(TopicPartition("in", 0))["latest_committed"] == 5,
+                    step=0.05)
+        sim.advance(1)
+        assert pump(spout, sim, lambda: spout.watermarks.get(TopicPartition("in", 1)) == (0, 5), step=0.05)
+        assert ctx.gauges["kafkaOffset/totalSpoutLag"]() == 5
+        assert ctx.gauges["kafkaOffset/in/partition_0/lag"]() == 0
+        assert ctx.gauges["kafkaOffset/in/partition_1/lag"]() == 5
+        assert ctx.gauges["kafkaOffset/in/partition_1/latest_emitted"]() == 4
+        assert ctx.gauges["kafkaOffset/in/partition_1/latest_committed"]() == 0
+        assert ctx.gauges["kafkaOffset/in/partition_1/earliest"]() == 0
+        assert ctx.gauges["kafkaOffset/in/partition_1/latest"]() == 5
+        assert ctx.gauges["kafkaOffset/brokerReachable"]() == 1
+    finally:
+        spout.close()
