@@ -5,9 +5,10 @@ from collections import Counter
 
 import pytest
 
-from squall import Config, LocalCluster
-
-from tests.connectors.kafka.topology import Relay, build
+from squall import Bolt, Config, Fields, LocalCluster, Spout, TopologyBuilder
+from squall.connectors.kafka import KafkaBolt, KafkaSpout, RetryExponentialBackoff
+from squall.connectors.reliable import DEAD_LETTER_STREAM
+from tests.connectors.kafka.topology import Relay, build, spout_config
 
 
 def wait_for(predicate, timeout=30.0):
@@ -39,3 +40,173 @@ def test_exactly_the_records_produced_arrive_with_3_partitions_over_2_spout_task
         cluster.submit_topology("pipe", conf(), build(kafka_broker.bootstrap))
         out = kafka_broker.read_all("out", expect=600)
     assert values(out) == Counter(v.upper() for v in sent)
+
+
+class Letters(Bolt):
+    """Dead letters, as "msg_id" key and "reason" message, for the KafkaBolt after it."""
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    def execute(self, tup):
+        topic, partition, offset = tup["msg_id"]
+        self.collector.emit([f"{topic}-{partition}-{offset}", f"{tup['reason']}:{tup['attempts']}"],
+                            anchors=tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("key", "message"))
+
+
+def committed(broker, topic, partitions, group="g"):
+    from confluent_kafka import Consumer, TopicPartition as KTP
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        return {k.partition: k.offset for k in c.committed([KTP(topic, p) for p in range(partitions)],
+                                                            timeout=5)}
+    finally:
+        c.close()
+
+
+def test_a_poison_record_is_retried_then_dead_lettered_and_the_commit_waits_for_it(kafka_broker):
+    kafka_broker.create_topic("in", 1)
+    for t in ("out", "dead"):
+        kafka_broker.create_topic(t, 1)
+    sent = [f"r{i}".encode() for i in range(50)]
+    kafka_broker.produce("in", sent)
+    b = TopologyBuilder()
+    b.set_spout("in", KafkaSpout(spout_config(kafka_broker.bootstrap, retry=RetryExponentialBackoff(
+        initial_delay_ms=300, delay_period_ms=300, max_retries=3, max_delay_ms=10_000))), 1)
+    b.set_bolt("relay", Relay(poison=(b"r10",)), 2).shuffle_grouping("in")
+    b.set_bolt("out", KafkaBolt(kafka_broker.bootstrap, topic="out"), 1).shuffle_grouping("relay")
+    b.set_bolt("letters", Letters(), 1).shuffle_grouping("in", stream=DEAD_LETTER_STREAM)
+    b.set_bolt("dead", KafkaBolt(kafka_broker.bootstrap, topic="dead"), 1).shuffle_grouping("letters")
+    with LocalCluster() as cluster:
+        start = time.monotonic()
+        cluster.submit_topology("poison", conf(), b.create_topology())
+        # retries wait 300 + 600 + 1200 ms: while they do, the commit stays at the poison record
+        assert wait_for(lambda: committed(kafka_broker, "in", 1)[0] == 10, timeout=20)
+        assert time.monotonic() - start < 2.1 or committed(kafka_broker, "in", 1)[0] == 50
+        dead = kafka_broker.read_all("dead", expect=1)
+        assert wait_for(lambda: committed(kafka_broker, "in", 1)[0] == 50)
+        took = time.monotonic() - start
+        info = cluster.get_topology_info("poison")
+    assert [(m.key(), m.value()) for m in dead] == [(b"in-0-10", b"failed:4")]
+    assert took >= 2.1  # three backoffs: 0.3 + 0.6 + 1.2 s
+    out = kafka_broker.read_all("out", expect=49)
+    assert values(out) == Counter(v.upper() for v in sent if v != b"r10")
+    given_up = [e for e in info["errors"] if "GivenUpError" in e["message"] or "sent to __dead_letter" in e["message"]]
+    assert len(given_up) == 1 and given_up[0]["component"] == "in"
+
+
+def test_unknown_topic_at_submit_is_an_error_naming_the_component(kafka_broker):
+    b = TopologyBuilder()
+    b.set_spout("source", KafkaSpout(spout_config(kafka_broker.bootstrap, topic="nope")), 1)
+    b.set_bolt("relay", Relay(), 1).shuffle_grouping("source")
+    with LocalCluster() as cluster, pytest.raises(Exception) as err:
+        cluster.submit_topology("unknown", conf(), b.create_topology())
+    assert "KafkaSpout 'source'" in str(err.value) and "unknown topic nope" in str(err.value)
+
+
+def test_an_unreachable_bootstrap_server_at_submit_is_an_error_naming_the_component():
+    from tests.kafka_broker import free_port
+
+    bootstrap = f"127.0.0.1:{free_port()}"
+    b = TopologyBuilder()
+    b.set_spout("source", KafkaSpout(spout_config(bootstrap)), 1)
+    b.set_bolt("relay", Relay(), 1).shuffle_grouping("source")
+    with LocalCluster() as cluster, pytest.raises(Exception) as err:
+        cluster.submit_topology("unreachable", conf(), b.create_topology())
+    text = str(err.value)
+    assert "KafkaSpout 'source'" in text and f"{bootstrap} cannot be reached" in text
+
+
+class BadValue(Bolt):
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    def execute(self, tup):
+        value = tup["value"]
+        message = 12345 if value == b"r3" else value
+        self.collector.emit([None, message], anchors=tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("key", "message"))
+
+
+def test_a_non_bytes_value_for_the_bolt_is_an_error_naming_the_component_and_fails_the_input(kafka_broker):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.create_topic("out", 1)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(6)])
+    b = TopologyBuilder()
+    b.set_spout("in", KafkaSpout(spout_config(kafka_broker.bootstrap, retry=RetryExponentialBackoff(
+        0, 2, 2, 100))), 1)
+    b.set_bolt("bad", BadValue(), 1).shuffle_grouping("in")
+    b.set_bolt("sink", KafkaBolt(kafka_broker.bootstrap, topic="out"), 1).shuffle_grouping("bad")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("badvalue", conf(), b.create_topology())
+        out = kafka_broker.read_all("out", expect=5)
+        assert wait_for(lambda: any("sent to __dead_letter" in e["message"]
+                                    for e in cluster.get_topology_info("badvalue")["errors"]))
+        errors = cluster.get_topology_info("badvalue")["errors"]
+    assert values(out) == Counter(f"r{i}".encode() for i in range(6) if i != 3)
+    typed = [e for e in errors if e["component"] == "sink"]
+    assert typed and all("KafkaBolt 'sink'" in e["message"] and "must be bytes or str, got int" in e["message"]
+                         for e in typed)
+    assert len(typed) == 3  # the first try and two retries, then the record is given up
+
+
+class Source(Spout):
+    """Emits n numbered values with msg ids; records acks and fails in class-level lists."""
+
+    acked: list = []
+    failed: list = []
+
+    def __init__(self, n):
+        self.n = n
+
+    def open(self, conf, context, collector):
+        self.collector, self.i = collector, 0
+
+    def next_tuple(self):
+        if self.i < self.n:
+            self.collector.emit([None, f"v{self.i}".encode()], msg_id=self.i)
+            self.i += 1
+
+    def ack(self, msg_id):
+        Source.acked.append(msg_id)
+
+    def fail(self, msg_id):
+        Source.failed.append(msg_id)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("key", "message"))
+
+
+def test_kafka_bolt_acks_after_delivery_and_a_delivery_failure_fails_the_input(kafka_broker):
+    kafka_broker.create_topic("out", 1)
+    Source.acked.clear()
+    Source.failed.clear()
+    b = TopologyBuilder()
+    b.set_spout("src", Source(20), 1)
+    b.set_bolt("sink", KafkaBolt(kafka_broker.bootstrap, topic="out",
+                                 producer_props={"message.timeout.ms": 1500}), 1).shuffle_grouping("src")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("bolt", conf(), b.create_topology())
+        assert wait_for(lambda: len(Source.acked) == 20)
+        assert values(kafka_broker.read_all("out", expect=20)) == Counter(f"v{i}".encode() for i in range(20))
+        # the broker goes away: deliveries time out and their inputs fail
+        kafka_broker.stop()
+        Source.acked.clear()
+        cluster.kill_topology("bolt")
+        b2 = TopologyBuilder()
+        b2.set_spout("src", Source(5), 1)
+        b2.set_bolt("sink", KafkaBolt(kafka_broker.bootstrap, topic="out",
+                                      producer_props={"message.timeout.ms": 1500}), 1).shuffle_grouping("src")
+        cluster.submit_topology("bolt2", conf(), b2.create_topology())
+        assert wait_for(lambda: len(Source.failed) == 5, timeout=20)
+        errors = cluster.get_topology_info("bolt2")["errors"]
+    assert Source.acked == []
+    assert any("KafkaBolt 'sink'" in e["message"] and "delivery failed" in e["message"] for e in errors)
