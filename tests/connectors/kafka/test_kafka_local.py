@@ -290,3 +290,38 @@ def test_a_partition_that_moves_to_another_task_is_handed_over_without_loss_or_d
     want = Counter(v.upper() for v in sent["t-a"] + sent["t-b"])
     assert set(got) == set(want), f"missing {len(set(want) - set(got))}"
     assert got == want, f"duplicated: {sorted(v for v, n in got.items() if n > 1)[:10]}"
+
+
+def test_lag_per_partition_and_total_in_topology_info_and_prometheus(kafka_broker):
+    from squall.nimbus.prometheus import render
+
+    kafka_broker.create_topic("in", 3)
+    kafka_broker.create_topic("out", 1)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(300)], partition_of=lambda i: i % 3)
+
+    def metrics(cluster):
+        return cluster.get_topology_info("lag")["components"]["in"]["metrics"]
+
+    b = TopologyBuilder()
+    b.set_spout("in", KafkaSpout(spout_config(kafka_broker.bootstrap, metrics_time_bucket_size_in_secs=0.2)), 2)
+    b.set_bolt("relay", Relay(delay=0.01), 1).shuffle_grouping("in")
+    b.set_bolt("out", KafkaBolt(kafka_broker.bootstrap, topic="out"), 1).shuffle_grouping("relay")
+    c = conf()
+    c.set_max_spout_pending(10)
+    with LocalCluster() as cluster:
+        cluster.submit_topology("lag", c, b.create_topology())
+        # measured while records wait, then 0 once every offset is committed
+        assert wait_for(lambda: (metrics(cluster).get("kafkaOffset/totalSpoutLag", {}).get("sum") or 0) > 0)
+        assert wait_for(lambda: metrics(cluster)["kafkaOffset/totalSpoutLag"]["sum"] == 0, timeout=60)
+        m = metrics(cluster)
+        info = cluster.get_topology_info("lag")
+    for p in range(3):
+        assert m[f"kafkaOffset/in/partition_{p}/latest"]["sum"] == 100
+        assert m[f"kafkaOffset/in/partition_{p}/latest_committed"]["sum"] == 100
+        assert m[f"kafkaOffset/in/partition_{p}/latest_emitted"]["sum"] == 99
+        assert m[f"kafkaOffset/in/partition_{p}/earliest"]["sum"] == 0
+        assert m[f"kafkaOffset/in/partition_{p}/lag"]["sum"] == 0
+    assert set(m["kafkaOffset/totalSpoutLag"]["values"]) == set(info["components"]["in"]["tasks"])
+    page = render([{**info, "kinds": {"in": "spout"}}], {"leader": True})
+    assert 'metric="kafkaOffset/totalSpoutLag"' in page
+    assert 'metric="kafkaOffset/in/partition_2/lag"' in page
