@@ -48,7 +48,8 @@ class KafkaBroker:
         args = [broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url]
         env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
         with open(self.workdir / "broker.log", "ab") as log:
-            self.proc = subprocess.Popen(args, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT, env=env)
+            self.proc = subprocess.Popen(args, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
+                                         env=env)
         deadline = time.monotonic() + timeout
         while not self._answers():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -100,7 +101,8 @@ class KafkaBroker:
     def create_topic(self, name: str, partitions: int) -> None:
         from confluent_kafka.admin import NewTopic
 
-        futures = self.admin().create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        topic = NewTopic(name, num_partitions=partitions, replication_factor=1)
+        futures = self.admin().create_topics([topic])
         futures[name].result(timeout=10)
         deadline = time.monotonic() + 10
         while len(self.admin().list_topics(timeout=5).topics[name].partitions) < partitions:

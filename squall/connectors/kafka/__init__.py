@@ -7,8 +7,12 @@ topologies can be built where it is not installed.
 """
 
 from squall.connectors.kafka.bolt import KafkaBolt, KafkaDeliveryError
-from squall.connectors.kafka.config import (FirstPollOffsetStrategy, KafkaSpoutConfig, ProcessingGuarantee,
-                                            default_translator)
+from squall.connectors.kafka.config import (
+                                            FirstPollOffsetStrategy,
+                                            KafkaSpoutConfig,
+                                            ProcessingGuarantee,
+                                            default_translator,
+)
 from squall.connectors.kafka.offsets import OffsetManager, TopicPartition
 from squall.connectors.kafka.retry import RetryExponentialBackoff
 from squall.connectors.kafka.spout import KafkaSpout

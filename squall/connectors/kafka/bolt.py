@@ -72,7 +72,7 @@ class KafkaBolt(Bolt):
 
     def execute(self, tup: Tuple) -> None:
         """Send the tuple's record; the delivery report acks or fails the tuple."""
-        topic = self.topic if self.topic is not None else tup[self.topic_field]
+        topic = self.topic if self.topic is not None else tup[str(self.topic_field)]
         if not isinstance(topic, str) or not topic:
             raise TypeError(f"{self.name}: the topic (field {self.topic_field!r}) must be a "
                             f"non-empty str, got {topic!r:.60}")

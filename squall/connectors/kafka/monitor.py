@@ -79,8 +79,7 @@ class Monitor:
         return list_partitions(self._consumer, self._subscribes)
 
     def _committed(self, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int, int, int]]:
-        """Per partition: the group's committed offset, the owner's code (side group) and the
-        watermarks (where EARLIEST and LATEST start)."""
+        """Per partition: committed offset, owner's code (side group), watermarks."""
         marks = self._watermarks(tps)
         owners = read_committed(self._owners, tps)
         return {tp: (offset, owners[tp][0], *marks[tp])
@@ -97,7 +96,7 @@ class Monitor:
 def list_partitions(consumer: Any, subscribes: Any, timeout: float = CALL_TIMEOUT_S) -> list[TopicPartition]:
     """Every partition of the subscribed topics, sorted (one metadata request)."""
     md = consumer.list_topics(timeout=timeout)
-    out = []
+    out: list[TopicPartition] = []
     for name, topic in md.topics.items():
         if topic.error is None and subscribes(name):
             out.extend(TopicPartition(name, p) for p in topic.partitions)

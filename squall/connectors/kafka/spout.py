@@ -35,8 +35,7 @@ from squall.connectors.kafka.offsets import OffsetManager, TopicPartition
 from squall.connectors.kafka.owners import Owner, decode, encode, owners_group, tag_of
 from squall.connectors.kafka.partitioner import Timer, partitions_for_task
 from squall.connectors.kafka.start import start_offset
-from squall.connectors.reliable import (DEAD_LETTER_STREAM, GivenUpError, _DeadLetterId,
-                                        declare_dead_letter)
+from squall.connectors.reliable import DEAD_LETTER_STREAM, GivenUpError, _DeadLetterId, declare_dead_letter
 from squall.connectors.replay import Letter
 from squall.runtime import clock
 from squall.runtime.failures import Failure, describe
@@ -79,7 +78,7 @@ class KafkaSpout(Spout):
         if self.config.record_fields is not None:
             declarer.declare(self.config.record_fields)
         else:
-            self.config.record_translator.declare(declarer)  # type: ignore[attr-defined]
+            self.config.record_translator.declare(declarer)  # type: ignore[union-attr]
         declare_dead_letter(declarer)
 
     # ---- open / close ----------------------------------------------------------------------
@@ -362,7 +361,8 @@ class KafkaSpout(Spout):
             and nxt > manager.latest_emitted_offset
 
     def _commit_positions(self, sync: bool) -> None:
-        offsets = [_ktp(tp, self.position[tp], self._metadata()) for tp in self.assigned if tp in self.position]
+        offsets = [_ktp(tp, self.position[tp], self._metadata())
+                   for tp in self.assigned if tp in self.position]
         if offsets:
             self._send_commit(offsets, sync)
 
@@ -478,7 +478,8 @@ class KafkaSpout(Spout):
             owner = decode(code)
             same_topology = owner is not None and owner.tag == self.tag
             busy = owner is not None and same_topology and not owner.released \
-                and owner.task != self.context.task_id and owner.task in self.context.get_this_component_tasks()
+                and owner.task != self.context.task_id \
+                and owner.task in self.context.get_this_component_tasks()
             if busy and now - since < self.handover_s:
                 continue  # its previous owner is finishing it: ask again at the next refresh
             self.watermarks[tp] = (lo, hi)

@@ -42,7 +42,8 @@ def conf():
 
 
 def committed(broker, topic, partitions, group="g"):
-    from confluent_kafka import Consumer, TopicPartition as KTP
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as KTP
 
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
     try:
@@ -69,13 +70,15 @@ def test_exactly_the_records_produced_arrive_on_spark_with_3_partitions_over_2_s
     assert "kafkaOffset/totalSpoutLag" in info["components"]["in"]["metrics"]
 
 
-def test_a_killed_worker_resumes_from_the_committed_offsets_with_bounded_duplicates(spark_cluster, kafka_broker):
+def test_a_killed_worker_resumes_from_the_committed_offsets_with_bounded_duplicates(spark_cluster,
+                                                                                   kafka_broker):
     n = 3000
     kafka_broker.create_topic("in", 3)
     kafka_broker.create_topic("out", 1)
     offsets = kafka_broker.produce("in", [f"r{i}".encode() for i in range(n)], partition_of=lambda i: i % 3)
     value_at = {(p, o): f"r{p + 3 * k}".encode() for p, offs in offsets.items() for k, o in enumerate(offs)}
-    spark_cluster.submit_topology("kafka-kill", conf(), build(kafka_broker.bootstrap, relay=Relay(delay=0.002)))
+    topology = build(kafka_broker.bootstrap, relay=Relay(delay=0.002))
+    spark_cluster.submit_topology("kafka-kill", conf(), topology)
     try:
         info = spark_cluster.get_topology_info("kafka-kill")
         spouts = set(info["components"]["in"]["tasks"])

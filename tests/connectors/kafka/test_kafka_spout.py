@@ -43,7 +43,8 @@ class Collector:
 
 
 def committed(broker, topic="in", group="g", partitions=1):
-    from confluent_kafka import Consumer, TopicPartition as KTP
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as KTP
 
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
     try:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from squall.connectors.kafka.retry import RetryExponentialBackoff
 from squall.connectors.kafka.partitioner import Timer
+from squall.connectors.kafka.retry import RetryExponentialBackoff
 from squall.runtime import clock
 
 TP1 = ("topic", 0)
