@@ -41,6 +41,9 @@ class OffsetManager:
         emitted = self._emitted
         if not emitted or offset > emitted[-1]:
             emitted.append(offset)
+            if self.latest_emitted_offset is None or offset > self.latest_emitted_offset:
+                self.latest_emitted_offset = offset
+            return
         else:
             i = bisect_left(emitted, offset)
             if i == len(emitted) or emitted[i] != offset:

@@ -41,6 +41,11 @@ class Timer:
         self._next = now + self.period_s
         return True
 
+    @property
+    def next_due(self) -> float:
+        """When the current period ends (runtime clock seconds)."""
+        return self._next
+
     def expire_now(self) -> None:
         """Make the next check true (a refresh asked for out of turn)."""
         self._next = clock.monotonic()

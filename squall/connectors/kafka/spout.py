@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import deque
 from typing import Any
 
@@ -117,6 +118,7 @@ class KafkaSpout(Spout):
         self.commit_timer = Timer(TIMER_DELAY_MS, cfg.offset_commit_period_ms)
         self.refresh_timer = Timer(TIMER_DELAY_MS, cfg.partition_refresh_period_ms)
         self.metrics_timer = Timer(0, cfg.metrics_time_bucket_size_in_secs * 1000)
+        self.timers_due = clock.monotonic()  # when the earliest of them expires
         props = {"bootstrap.servers": cfg.bootstrap_servers, "group.id": cfg.group_id,
                  "enable.auto.commit": False, "enable.auto.offset.store": False,
                  "enable.partition.eof": False, **cfg.consumer_props}
@@ -124,9 +126,10 @@ class KafkaSpout(Spout):
                                      "on_commit": self._on_commit})
         self.owners = ck.Consumer({**props, "group.id": owners_group(cfg.group_id)})
         self.tag = tag_of(context.topology_name, self.component)
-        lookup = ck.Consumer(dict(props))
+        down: list[Any] = []
+        lookup = ck.Consumer({**props, "error_cb": down.append})
         try:
-            partitions = list_partitions(lookup, cfg.subscribes, timeout=OPEN_TIMEOUT_S)
+            partitions = self._first_partitions(ck, lookup, down)
         except ck.KafkaException as e:
             for c in (lookup, self.consumer, self.owners):
                 c.close()
@@ -142,6 +145,18 @@ class KafkaSpout(Spout):
                                cfg.subscribes)
         self._register_metrics(context)
         self._reassign(partitions)
+
+    def _first_partitions(self, ck: Any, lookup: Any, down: list) -> list[TopicPartition]:
+        """The partitions, asked for until OPEN_TIMEOUT_S; refused at once when every broker is down."""
+        deadline = time.monotonic() + OPEN_TIMEOUT_S  # a network wait: real time, even when simulating
+        while True:
+            try:
+                return list_partitions(lookup, self.config.subscribes, timeout=0.5)
+            except ck.KafkaException:
+                lookup.poll(0)  # serves the error callback: connection refused comes as all brokers down
+                if any(e.code() == ck.KafkaError._ALL_BROKERS_DOWN for e in down) \
+                        or time.monotonic() >= deadline:
+                    raise
 
     def close(self) -> None:
         """Commit what is acked, release every partition, and close the clients."""
@@ -161,11 +176,28 @@ class KafkaSpout(Spout):
 
     def next_tuple(self) -> None:
         """Take the monitor's answers, run due timers, then emit one retry, letter or record."""
+        if self.monitor.results:
+            while True:
+                answer = self.monitor.take()
+                if answer is None:
+                    break
+                self._on_answer(*answer)
+        if clock.monotonic() >= self.timers_due:
+            self._run_timers()
+        if self.letters_due:
+            self._emit_letter(self.letters_due.popleft())
+            return
+        if self.retry:  # something waits for a retry
+            retry = self.retry.pop_ready()
+            if retry is not None and retry in self.records:
+                self._emit(self.records[retry], retry)
+                return
         while True:
-            answer = self.monitor.take()
-            if answer is None:
-                break
-            self._on_answer(*answer)
+            record = self._next_record()
+            if record is None or self._emit(record, (record.topic(), record.partition(), record.offset())):
+                return
+
+    def _run_timers(self) -> None:
         if self.refresh_timer.is_expired_reset_on_true():
             self.monitor.request("partitions")
         if self.metrics_timer.is_expired_reset_on_true() and self.assigned:
@@ -175,21 +207,11 @@ class KafkaSpout(Spout):
                 self._commit_acked()
             elif self.config.processing_guarantee is ProcessingGuarantee.NO_GUARANTEE:
                 self._commit_positions(sync=False)
-        if self.letters_due:
-            self._emit_letter(self.letters_due.popleft())
-            return
-        retry = self.retry.pop_ready()
-        if retry is not None and retry in self.records:
-            self._emit(self.records[retry], retry)
-            return
-        while True:
-            record = self._next_record()
-            if record is None or self._emit(record, (record.topic(), record.partition(), record.offset())):
-                return
+        self.timers_due = min(t.next_due for t in (self.refresh_timer, self.metrics_timer, self.commit_timer))
 
-    def _full(self, tp: TopicPartition) -> bool:
+    def _full(self, tp: tuple) -> bool:
         return self.at_least_once and \
-            self.managers[tp].num_uncommitted_offsets() >= self.config.max_uncommitted_offsets
+            len(self.managers[tp]._emitted) >= self.config.max_uncommitted_offsets
 
     def _next_record(self) -> Any:
         """The next record to emit: held ones of partitions with room again first, in order."""
@@ -203,7 +225,7 @@ class KafkaSpout(Spout):
             if not self.buffer and not self._poll():
                 return None
             record = self.buffer.popleft()
-            tp = TopicPartition(record.topic(), record.partition())
+            tp = (record.topic(), record.partition())  # equal to, and hashed as, TopicPartition
             if tp not in self.assigned:
                 continue
             if tp in self.held or self._full(tp):
@@ -253,15 +275,15 @@ class KafkaSpout(Spout):
                                                       self.context.task_id))
             return True
         stream = "default"
-        if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], str):
+        if type(out) is not list and isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], str):
             stream, out = out
         if out is None and not self.config.emit_null_tuples:
             if self.at_least_once:  # nothing to track: it counts as acked at once
-                tp = TopicPartition(msg_id[0], msg_id[1])
-                self.managers[tp].add_to_emit_msgs(msg_id[2])
-                self.managers[tp].add_to_ack_msgs(msg_id[2])
+                manager = self.managers[(msg_id[0], msg_id[1])]
+                manager.add_to_emit_msgs(msg_id[2])
+                manager.add_to_ack_msgs(msg_id[2])
             return False
-        values = [] if out is None else list(out)
+        values = out if type(out) is list else [] if out is None else list(out)
         if self.at_least_once:
             self._track(msg_id, record)
             self.collector.emit(values, stream=stream, msg_id=msg_id)
@@ -274,7 +296,7 @@ class KafkaSpout(Spout):
     def _track(self, msg_id: tuple, record: Any) -> None:
         self.emitted.add(msg_id)
         self.records[msg_id] = record
-        self.managers[TopicPartition(msg_id[0], msg_id[1])].add_to_emit_msgs(msg_id[2])
+        self.managers[(msg_id[0], msg_id[1])].add_to_emit_msgs(msg_id[2])
 
     # ---- ack / fail ------------------------------------------------------------------------
 
@@ -287,15 +309,16 @@ class KafkaSpout(Spout):
             return
         if not self.at_least_once:
             return
-        mid = tuple(msg_id)
+        mid = msg_id if type(msg_id) is tuple else tuple(msg_id)
         if mid in self.emitted:
             self._done(mid)
 
     def _done(self, mid: tuple) -> None:
         self.emitted.discard(mid)
-        self.records.pop(mid, None)
-        self.fails.pop(mid, None)
-        manager = self.managers.get(TopicPartition(mid[0], mid[1]))
+        del self.records[mid]
+        if self.fails:
+            self.fails.pop(mid, None)
+        manager = self.managers.get((mid[0], mid[1]))
         if manager is not None and mid[2] >= manager.committed_offset:
             manager.add_to_ack_msgs(mid[2])
 
@@ -495,6 +518,7 @@ class KafkaSpout(Spout):
             if self.at_least_once:
                 self.managers[tp] = OffsetManager(tp, start)
         self.consumer.incremental_assign([_ktp(tp, start) for tp, start in take])
+        self._ensure_gauges()
         # the start, committed at once under this task's name: a later owner waits for its release
         self._send_commit([_ktp(tp, start, self._metadata()) for tp, start in take], sync=False)
         self._mark_owner([tp for tp, _ in take], released=False)
@@ -548,11 +572,12 @@ class KafkaSpout(Spout):
 
     def total_lag(self) -> int:
         """The lag summed over this task's partitions (Storm's ``totalSpoutLag``)."""
-        self._ensure_gauges()
         return sum(self.offsets(tp)["lag"] or 0 for tp in list(self.assigned))
 
     def _ensure_gauges(self) -> None:
         # a gauge per partition and figure, registered the first time this task reads it
+        if not self.metrics_on:
+            return
         for tp in list(self.assigned):
             if tp in self.gauges:
                 continue
