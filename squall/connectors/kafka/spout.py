@@ -99,7 +99,8 @@ class KafkaSpout(Spout):
         self.handover_s = float(conf.get("topology.message.timeout.secs") or 30) \
             + 2 * cfg.partition_refresh_period_ms / 1000.0
         self.retry = cfg.retry.fresh()
-        self.managers: dict[TopicPartition, OffsetManager] = {}
+        # keyed by TopicPartition, looked up with plain (topic, partition) tuples (equal, same hash)
+        self.managers: dict[Any, OffsetManager] = {}
         self.assigned: set[TopicPartition] = set()      # fetched now
         self.draining: set[TopicPartition] = set()      # moved away, finishing what was emitted
         self.waiting_handover: dict[TopicPartition, float] = {}  # ours, not yet released: since when
@@ -110,7 +111,7 @@ class KafkaSpout(Spout):
         self.letters: dict[tuple, Letter] = {}
         self.letters_due: deque[tuple] = deque()
         self.buffer: deque[Any] = deque()
-        self.held: dict[TopicPartition, deque[Any]] = {}  # records of partitions at the limit
+        self.held: dict[Any, deque[Any]] = {}  # records of partitions at the limit
         self.paused: set[TopicPartition] = set()
         self.watermarks: dict[TopicPartition, tuple[int, int]] = {}
         self.gauges: set[TopicPartition] = set()
@@ -225,12 +226,12 @@ class KafkaSpout(Spout):
             if not self.buffer and not self._poll():
                 return None
             record = self.buffer.popleft()
-            tp = (record.topic(), record.partition())  # equal to, and hashed as, TopicPartition
-            if tp not in self.assigned:
+            key = (record.topic(), record.partition())  # equal to, and hashed as, TopicPartition
+            if key not in self.assigned:
                 continue
-            if tp in self.held or self._full(tp):
+            if key in self.held or self._full(key):
                 # at max_uncommitted_offsets: wait for commits (a poll may bring more than the limit)
-                self.held.setdefault(tp, deque()).append(record)
+                self.held.setdefault(key, deque()).append(record)
                 continue
             return record
 
