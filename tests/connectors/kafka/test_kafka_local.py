@@ -329,3 +329,56 @@ def test_lag_per_partition_and_total_in_topology_info_and_prometheus(kafka_broke
     page = render([{**info, "kinds": {"in": "spout"}}], {"leader": True})
     assert 'metric="kafkaOffset/totalSpoutLag"' in page
     assert 'metric="kafkaOffset/in/partition_2/lag"' in page
+
+
+class Routed(Spout):
+    """Emits [topic, key, message] rows with msg ids."""
+
+    acked: list = []
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def open(self, conf, context, collector):
+        self.collector, self.i = collector, 0
+
+    def next_tuple(self):
+        if self.i < len(self.rows):
+            self.collector.emit(list(self.rows[self.i]), msg_id=self.i)
+            self.i += 1
+
+    def ack(self, msg_id):
+        Routed.acked.append(msg_id)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("topic", "key", "message"))
+
+
+@pytest.mark.parametrize("fire_and_forget", [False, True])
+def test_kafka_bolt_takes_the_topic_key_and_message_from_fields(kafka_broker, fire_and_forget):
+    kafka_broker.create_topic("left", 1)
+    kafka_broker.create_topic("right", 1)
+    rows = [("left", "k1", "one"), ("right", b"k2", b"two"), ("left", None, "three")]
+    Routed.acked.clear()
+    b = TopologyBuilder()
+    b.set_spout("src", Routed(rows), 1)
+    b.set_bolt("sink", KafkaBolt(kafka_broker.bootstrap, topic_field="topic",
+                                 fire_and_forget=fire_and_forget), 1).shuffle_grouping("src")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("routed", conf(), b.create_topology())
+        assert wait_for(lambda: len(Routed.acked) == 3)
+        left = kafka_broker.read_all("left", expect=2)
+        right = kafka_broker.read_all("right", expect=1)
+    assert sorted(((m.key() or b""), m.value()) for m in left) == [(b"", b"three"), (b"k1", b"one")]
+    assert [(m.key(), m.value()) for m in right] == [(b"k2", b"two")]
+
+
+def test_kafka_bolt_and_config_refuse_what_makes_no_sense():
+    with pytest.raises(ValueError, match="topic or topic_field"):
+        KafkaBolt("127.0.0.1:9092")
+    with pytest.raises(ValueError, match="topics .* or topic_pattern"):
+        KafkaSpoutConfig("127.0.0.1:9092")
+    with pytest.raises(ValueError, match="max_uncommitted_offsets"):
+        KafkaSpoutConfig("127.0.0.1:9092", ["t"], max_uncommitted_offsets=0)
+    with pytest.raises(ValueError, match="declare"):
+        KafkaSpoutConfig("127.0.0.1:9092", ["t"], record_translator=lambda r: [r.value()])

@@ -226,3 +226,120 @@ def test_gauges_give_offsets_and_lag_per_partition(kafka_broker, sim):
         assert ctx.gauges["kafkaOffset/brokerReachable"]() == 1
     finally:
         spout.close()
+
+
+def test_at_most_once_commits_what_it_polled_before_emitting_and_tracks_nothing(kafka_broker, sim):
+    from squall.connectors.kafka import ProcessingGuarantee
+
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(5)])
+    spout, out = opened(kafka_broker, sim, processing_guarantee=ProcessingGuarantee.AT_MOST_ONCE)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) >= 1)
+        # the first tuple is out only once the whole poll is committed
+        assert committed(kafka_broker)[0][0] == 5
+        assert pump(spout, sim, lambda: len(out.emitted) == 5)
+        assert {m for _, _, m in out.emitted} == {None}
+        spout.fail(("in", 0, 0))  # nothing is retried
+        sim.advance(60)
+        for _ in range(50):
+            spout.next_tuple()
+        assert len(out.emitted) == 5
+    finally:
+        spout.close()
+
+
+def test_no_guarantee_commits_the_fetched_offsets_every_commit_period(kafka_broker, sim):
+    from squall.connectors.kafka import ProcessingGuarantee
+
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(5)])
+    spout, out = opened(kafka_broker, sim, processing_guarantee=ProcessingGuarantee.NO_GUARANTEE,
+                        offset_commit_period_ms=5000, tuple_tracking=True)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 5, step=0.001)
+        assert [m for _, _, m in out.emitted] == [("in", 0, i) for i in range(5)]  # tuple_tracking
+        assert committed(kafka_broker)[0][0] == 0  # the start, committed at assignment
+        sim.advance(5)
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 5, step=0.05, limit=100)
+    finally:
+        spout.close()
+
+
+def test_null_tuples_are_skipped_and_acked_or_emitted_with_emit_null_tuples(kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [b"keep", b"drop", b"keep2"])
+
+    def translate(record):
+        return None if record.value() == b"drop" else [record.value()]
+
+    spout, out = opened(kafka_broker, sim, record_translator=translate, record_fields=("value",))
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 2)
+        assert [m for _, _, m in out.emitted] == [("in", 0, 0), ("in", 0, 2)]
+        spout.ack(("in", 0, 0))
+        spout.ack(("in", 0, 2))
+        # the skipped record counts as acked: the commit passes it
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 3, step=0.05, limit=200)
+    finally:
+        spout.close()
+    spout, out = opened(kafka_broker, sim, record_translator=translate, record_fields=("value",),
+                        emit_null_tuples=True, group_id="other")
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 3)
+        assert out.emitted[1] == ("default", [], ("in", 0, 1))
+    finally:
+        spout.close()
+
+
+def test_a_translator_may_pick_the_stream(kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [b"a", b"b"])
+
+    class ByValue:
+        def __call__(self, record):
+            return ("as" if record.value() == b"a" else "bs", [record.value()])
+
+        def declare(self, declarer):
+            declarer.declare(("value",), stream="as")
+            declarer.declare(("value",), stream="bs")
+
+    spout, out = opened(kafka_broker, sim, record_translator=ByValue())
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 2)
+        assert [(s, v) for s, v, _ in out.emitted] == [("as", [b"a"]), ("bs", [b"b"])]
+    finally:
+        spout.close()
+
+
+def test_a_restart_resumes_at_the_committed_offset_and_earliest_does_too_for_this_topology(kafka_broker, sim):
+    from squall.connectors.kafka import FirstPollOffsetStrategy
+
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(6)])
+    spout, out = opened(kafka_broker, sim)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 6)
+        for i in range(3):
+            spout.ack(("in", 0, i))
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 3, step=0.05, limit=200)
+    finally:
+        spout.close()
+    for strategy, first in ((FirstPollOffsetStrategy.UNCOMMITTED_EARLIEST, 3),
+                            (FirstPollOffsetStrategy.EARLIEST, 3),  # committed by this topology
+                            (FirstPollOffsetStrategy.UNCOMMITTED_LATEST, 3)):
+        spout, out = opened(kafka_broker, sim, first_poll_offset_strategy=strategy)
+        try:
+            assert pump(spout, sim, lambda out=out, first=first: len(out.emitted) == 6 - first)
+            assert out.emitted[0][2] == ("in", 0, first), strategy
+        finally:
+            spout.close()
+    spout, out = opened(kafka_broker, sim, first_poll_offset_strategy=FirstPollOffsetStrategy.LATEST,
+                        group_id="fresh")
+    try:
+        for _ in range(100):
+            spout.next_tuple()
+            time.sleep(0.002)
+        assert out.emitted == []  # a new group at LATEST starts at the end
+    finally:
+        spout.close()

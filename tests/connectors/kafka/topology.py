@@ -1,5 +1,4 @@
-"""Kafka in -> a bolt -> Kafka out, shared by the Kafka tests (and run as a child process by
-the kill test: ``python -m tests.connectors.kafka.topology BOOTSTRAP``)."""
+"""Kafka in -> a bolt -> Kafka out, shared by the Kafka tests."""
 
 from __future__ import annotations
 
@@ -51,22 +50,3 @@ def build(bootstrap: str, spout_tasks: int = 2, relay: Relay | None = None, out:
     b.set_bolt("relay", relay or Relay(), 2).shuffle_grouping("in")
     b.set_bolt("out", KafkaBolt(bootstrap, topic=out), 2).shuffle_grouping("relay")
     return b.create_topology()
-
-
-def main() -> None:
-    import sys
-
-    from squall import Config, LocalCluster
-
-    bootstrap = sys.argv[1]
-    conf = Config()
-    conf.set_num_workers(2)
-    conf.set_max_spout_pending(50)
-    with LocalCluster() as cluster:
-        cluster.submit_topology("kafka-pipe", conf, build(bootstrap, relay=Relay(delay=0.002)))
-        print("running", flush=True)
-        time.sleep(600)  # until killed
-
-
-if __name__ == "__main__":
-    main()
