@@ -140,6 +140,16 @@ class KafkaBroker:
         assert not errors, errors
         return offsets
 
+    def end_offset(self, topic: str, partition: int = 0) -> int:
+        """The partition's high watermark (exact only after one-record batches: Tansu 0.6)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "watermarks"})
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=5)[1]
+        finally:
+            consumer.close()
+
     def read_all(self, topic: str, timeout: float = 20.0, expect: int | None = None) -> list:
         """Every record of ``topic`` (by assignment from the start of each partition)."""
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
