@@ -160,10 +160,15 @@ class KafkaSpout(Spout):
                     raise
 
     def close(self) -> None:
-        """Commit what is acked, release every partition, and close the clients."""
+        """Commit what is acked, release every partition, and close the clients.
+
+        With the broker unreachable the commits are sent without waiting for answers (a
+        synchronous commit would hold the task for the client's request timeout).
+        """
+        sync = self.down is None
         try:
-            self._commit_acked(sync=True)
-            self._release(set(self.managers) | self.assigned, sync=True)
+            self._commit_acked(sync=sync)
+            self._release(set(self.managers) | self.assigned, sync=sync)
         finally:
             self.monitor.close()
             self.consumer.close()
@@ -426,7 +431,7 @@ class KafkaSpout(Spout):
                 offsets.append(_ktp(tp, self.position[tp], self._metadata(released=True)))
             self._forget(tp)
         if offsets:  # landed before the release is marked: the next owner starts from it
-            self._send_commit(offsets, sync=True)
+            self._send_commit(offsets, sync=sync or self.down is None)
         self._mark_owner(tps, released=True, sync=sync)
 
     def _mark_owner(self, tps: Any, released: bool, sync: bool = False) -> None:

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from squall.connectors.kafka import KafkaSpout, RetryExponentialBackoff
+from squall.connectors.kafka import KafkaSpout, KafkaSpoutConfig, RetryExponentialBackoff
 from squall.connectors.kafka.offsets import TopicPartition
 from squall.connectors.kafka.owners import Owner, decode, owners_group, tag_of
 from squall.connectors.reliable import DEAD_LETTER_STREAM, GivenUpError
@@ -342,5 +342,63 @@ def test_a_restart_resumes_at_the_committed_offset_and_earliest_does_too_for_thi
             spout.next_tuple()
             time.sleep(0.002)
         assert out.emitted == []  # a new group at LATEST starts at the end
+    finally:
+        spout.close()
+
+
+def test_acked_offsets_are_committed_only_when_the_commit_period_comes(kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [b"a", b"b", b"c"])
+    spout, out = opened(kafka_broker, sim, offset_commit_period_ms=5000)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 3, step=0)
+        for _, _, m in out.emitted:
+            spout.ack(m)
+        for _ in range(100):  # real time passes, simulated time does not
+            spout.next_tuple()
+            time.sleep(0.002)
+        assert committed(kafka_broker)[0][0] == 0  # the start, committed at assignment
+        sim.advance(0.5)  # Storm's TIMER_DELAY_MS before the first commit
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 3, step=0, limit=500)
+        kafka_broker.produce("in", [b"d", b"e"])
+        assert pump(spout, sim, lambda: len(out.emitted) == 5, step=0)
+        for _, _, m in out.emitted[3:]:
+            spout.ack(m)
+        sim.advance(4.9)
+        for _ in range(100):
+            spout.next_tuple()
+            time.sleep(0.002)
+        assert committed(kafka_broker)[0][0] == 3
+        sim.advance(0.1)
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 5, step=0, limit=500)
+    finally:
+        spout.close()
+
+
+def test_new_partitions_are_taken_when_the_refresh_period_comes(kafka_broker, sim):
+    kafka_broker.create_topic("r1", 1)
+    kafka_broker.produce("r1", [b"a"])
+    spout = KafkaSpout(KafkaSpoutConfig(kafka_broker.bootstrap, topic_pattern=r"r\d", group_id="g",
+                                        partition_refresh_period_ms=2000))
+    out = Collector()
+    spout.open({}, Context(), out)
+    try:
+        sim.advance(0.5)  # the first refresh, after TIMER_DELAY_MS
+        assert pump(spout, sim, lambda: len(out.emitted) == 1, step=0)
+        kafka_broker.create_topic("r2", 1)
+        kafka_broker.produce("r2", [b"b"])
+        r2 = TopicPartition("r2", 0)
+        for _ in range(300):  # real time passes, simulated time does not: no refresh
+            spout.next_tuple()
+            time.sleep(0.002)
+        assert r2 not in spout.assigned and len(out.emitted) == 1
+        sim.advance(1.9)
+        for _ in range(100):
+            spout.next_tuple()
+            time.sleep(0.002)
+        assert r2 not in spout.assigned and len(out.emitted) == 1
+        sim.advance(0.1)
+        assert pump(spout, sim, lambda: len(out.emitted) == 2, step=0)
+        assert out.emitted[1][2] == ("r2", 0, 0)
     finally:
         spout.close()
