@@ -104,7 +104,8 @@ class KafkaSpout(Spout):
         self.assigned: set[TopicPartition] = set()      # fetched now
         self.draining: set[TopicPartition] = set()      # moved away, finishing what was emitted
         self.waiting_handover: dict[TopicPartition, float] = {}  # ours, not yet released: since when
-        self.position: dict[TopicPartition, int] = {}   # next offset to fetch
+        self.fetched: dict[TopicPartition, int] = {}   # next offset to fetch
+        self.upto: dict[Any, int] = {}                  # next offset to emit (position())
         self.emitted: set[tuple] = set()
         self.records: dict[tuple, Any] = {}             # in flight: msg id -> record, for retries
         self.fails: dict[tuple, int] = {}
@@ -200,7 +201,11 @@ class KafkaSpout(Spout):
                 return
         while True:
             record = self._next_record()
-            if record is None or self._emit(record, (record.topic(), record.partition(), record.offset())):
+            if record is None:
+                return
+            msg_id = (record.topic(), record.partition(), record.offset())
+            self.upto[msg_id[:2]] = msg_id[2] + 1
+            if self._emit(record, msg_id):
                 return
 
     def _run_timers(self) -> None:
@@ -259,7 +264,7 @@ class KafkaSpout(Spout):
                 self._on_client_error(error)
                 continue
             tp = TopicPartition(record.topic(), record.partition())
-            self.position[tp] = record.offset() + 1
+            self.fetched[tp] = record.offset() + 1
             self.buffer.append(record)
         if self.buffer:
             self._up()
@@ -303,6 +308,36 @@ class KafkaSpout(Spout):
         self.emitted.add(msg_id)
         self.records[msg_id] = record
         self.managers[(msg_id[0], msg_id[1])].add_to_emit_msgs(msg_id[2])
+
+    # ---- positions (a seekable spout) ------------------------------------------------------
+
+    def position(self) -> list[list]:
+        """Where this task stands: ``[topic, partition, next offset to emit]`` per partition it reads."""
+        return [[tp[0], tp[1], self.upto.get(tp, self.fetched.get(tp, 0))] for tp in sorted(self.assigned)]
+
+    def seek(self, position: list[list]) -> None:
+        """Read each partition again from the offset ``position`` gives (``position()``'s form).
+
+        What was emitted at or past that offset is forgotten without ``fail`` (it is read
+        again); partitions this task does not read are ignored.
+        """
+        for topic, partition, offset in position:
+            tp = TopicPartition(topic, int(partition))
+            if tp not in self.assigned:
+                continue
+            offset = int(offset)
+            self.consumer.seek(_ktp(tp, offset))
+            self.buffer = deque(r for r in self.buffer if (r.topic(), r.partition()) != tp)
+            self.held.pop(tp, None)
+            self.fetched[tp] = self.upto[tp] = offset
+            for m in [m for m in self.records if m[:2] == tp and m[2] >= offset]:
+                self.emitted.discard(m)
+                self.records.pop(m, None)
+                self.fails.pop(m, None)
+                self.retry.remove(m)
+            manager = self.managers.get(tp)
+            if manager is not None:
+                self.managers[tp] = _rewound(manager, offset)
 
     # ---- ack / fail ------------------------------------------------------------------------
 
@@ -390,8 +425,8 @@ class KafkaSpout(Spout):
             and nxt > manager.latest_emitted_offset
 
     def _commit_positions(self, sync: bool) -> None:
-        offsets = [_ktp(tp, self.position[tp], self._metadata())
-                   for tp in self.assigned if tp in self.position]
+        offsets = [_ktp(tp, self.fetched[tp], self._metadata())
+                   for tp in self.assigned if tp in self.fetched]
         if offsets:
             self._send_commit(offsets, sync)
 
@@ -427,8 +462,8 @@ class KafkaSpout(Spout):
                 nxt = manager.find_next_commit_offset()
                 offsets.append(_ktp(tp, nxt if nxt is not None else manager.committed_offset,
                                     self._metadata(released=True)))
-            elif tp in self.position:
-                offsets.append(_ktp(tp, self.position[tp], self._metadata(released=True)))
+            elif tp in self.fetched:
+                offsets.append(_ktp(tp, self.fetched[tp], self._metadata(released=True)))
             self._forget(tp)
         if offsets:  # landed before the release is marked: the next owner starts from it
             self._send_commit(offsets, sync=sync or self.down is None)
@@ -451,7 +486,7 @@ class KafkaSpout(Spout):
             self.records.pop(m, None)
             self.fails.pop(m, None)
             self.retry.remove(m)
-        self.position.pop(tp, None)
+        self.fetched.pop(tp, None)
         self.watermarks.pop(tp, None)
 
     # ---- assignment ------------------------------------------------------------------------
@@ -520,7 +555,7 @@ class KafkaSpout(Spout):
             return
         for tp, start in take:
             self.assigned.add(tp)
-            self.position[tp] = start
+            self.fetched[tp] = start
             if self.at_least_once:
                 self.managers[tp] = OffsetManager(tp, start)
         self.consumer.incremental_assign([_ktp(tp, start) for tp, start in take])
@@ -570,7 +605,7 @@ class KafkaSpout(Spout):
             committed: int | None = manager.committed_offset
             emitted = manager.latest_emitted_offset
         else:
-            committed = self.position.get(tp)
+            committed = self.fetched.get(tp)
             emitted = None if committed is None else committed - 1
         lag = None if hi is None or committed is None else max(0, hi - committed)
         return {"earliest": lo, "latest": hi, "latest_emitted": emitted, "latest_committed": committed,
@@ -592,6 +627,18 @@ class KafkaSpout(Spout):
                 self.context.register_gauge(
                     f"kafkaOffset/{tp.topic}/partition_{tp.partition}/{field}",
                     lambda tp=tp, field=field: self.offsets(tp)[field] if tp in self.assigned else None)
+
+
+def _rewound(manager: OffsetManager, offset: int) -> OffsetManager:
+    """``manager`` without what was emitted or acked at or past ``offset``."""
+    fresh = OffsetManager(manager.tp, min(offset, manager.committed_offset))
+    fresh.committed = manager.committed
+    for o in manager._emitted:
+        if o < offset:
+            fresh.add_to_emit_msgs(o)
+            if manager.contains(o):
+                fresh.add_to_ack_msgs(o)
+    return fresh
 
 
 def _default_values(record: Any) -> list:

@@ -402,3 +402,28 @@ def test_new_partitions_are_taken_when_the_refresh_period_comes(kafka_broker, si
         assert out.emitted[1][2] == ("r2", 0, 0)
     finally:
         spout.close()
+
+
+def test_position_and_seek_read_a_partition_again_from_a_recorded_offset(kafka_broker, sim):
+    kafka_broker.create_topic("in", 2)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(10)], partition_of=lambda i: i % 2)
+    spout, out = opened(kafka_broker, sim)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 10)
+        assert sorted(spout.position()) == [["in", 0, 5], ["in", 1, 5]]
+        for m in [("in", 0, 0), ("in", 0, 1), ("in", 1, 0)]:
+            spout.ack(m)
+        spout.fail(("in", 0, 3))
+        spout.seek([["in", 0, 2], ["other", 0, 7]])
+        out.emitted.clear()
+        assert pump(spout, sim, lambda: len(out.emitted) == 3)
+        assert [m for _, _, m in out.emitted] == [("in", 0, 2), ("in", 0, 3), ("in", 0, 4)]
+        assert sorted(spout.position()) == [["in", 0, 5], ["in", 1, 5]]
+        for _, _, m in out.emitted:
+            spout.ack(m)
+        # what was acked before the seek still counts: partition 0 commits through offset 4
+        sim.advance(1)
+        assert pump(spout, sim, lambda: committed(kafka_broker, partitions=2)[0][0] == 5,
+                    step=0.05, limit=200)
+    finally:
+        spout.close()
