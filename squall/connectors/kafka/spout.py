@@ -254,9 +254,8 @@ class KafkaSpout(Spout):
                 if self.paused - full:
                     self.consumer.resume([_ktp(tp) for tp in self.paused - full])
                 self.paused = full
-            if len(full) == len(self.assigned):
-                self.consumer.poll(0)  # serve commit and error callbacks all the same
-                return False
+        # called even with every partition paused: it serves the commit and error callbacks, and
+        # a record fetched before a pause is held (``_next_record``), never dropped
         records = self.consumer.consume(POLL_BATCH, self.poll_timeout_s)
         for record in records:
             error = record.error()
