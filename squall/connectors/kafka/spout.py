@@ -31,7 +31,7 @@ from typing import Any
 
 from squall.api.components import OutputFieldsDeclarer, Spout
 from squall.connectors.kafka.config import KafkaSpoutConfig, ProcessingGuarantee
-from squall.connectors.kafka.monitor import Monitor, list_partitions
+from squall.connectors.kafka.monitor import CALL_TIMEOUT_S, Monitor, list_partitions
 from squall.connectors.kafka.offsets import OffsetManager, TopicPartition
 from squall.connectors.kafka.owners import Owner, decode, encode, owners_group, tag_of
 from squall.connectors.kafka.partitioner import Timer, partitions_for_task
@@ -46,6 +46,7 @@ log = logging.getLogger("squall.connectors.kafka")
 TIMER_DELAY_MS = 500     # Storm's: the commit and refresh timers first expire after this
 POLL_BATCH = 500         # records taken from the client per poll
 OPEN_TIMEOUT_S = 10.0    # how long open waits for the bootstrap servers to answer
+COMMIT_ANSWER_S = 30.0   # a commit unanswered this long is sent again (its answer is lost)
 
 
 def import_client() -> Any:
@@ -121,6 +122,7 @@ class KafkaSpout(Spout):
         self.refresh_timer = Timer(TIMER_DELAY_MS, cfg.partition_refresh_period_ms)
         self.metrics_timer = Timer(0, cfg.metrics_time_bucket_size_in_secs * 1000)
         self.timers_due = clock.monotonic()  # when the earliest of them expires
+        self.commit_pending: tuple[frozenset, float] | None = None  # the async commit in flight
         props = {"bootstrap.servers": cfg.bootstrap_servers, "group.id": cfg.group_id,
                  "enable.auto.commit": False, "enable.auto.offset.store": False,
                  "enable.partition.eof": False, **cfg.consumer_props}
@@ -256,20 +258,21 @@ class KafkaSpout(Spout):
                 self.paused = full
         # called even with every partition paused: it serves the commit and error callbacks, and
         # a record fetched before a pause is held (``_next_record``), never dropped
-        records = self.consumer.consume(POLL_BATCH, self.poll_timeout_s)
-        for record in records:
-            error = record.error()
-            if error is not None:
-                self._on_client_error(error)
-                continue
-            tp = TopicPartition(record.topic(), record.partition())
-            self.fetched[tp] = record.offset() + 1
-            self.buffer.append(record)
+        self._take(self.consumer.consume(POLL_BATCH, self.poll_timeout_s))
         if self.buffer:
             self._up()
             if self.config.processing_guarantee is ProcessingGuarantee.AT_MOST_ONCE:
                 self._commit_positions(sync=True)  # before anything is emitted
         return bool(self.buffer)
+
+    def _take(self, records: list) -> None:
+        for record in records:
+            error = record.error()
+            if error is not None:
+                self._on_client_error(error)
+                continue
+            self.fetched[TopicPartition(record.topic(), record.partition())] = record.offset() + 1
+            self.buffer.append(record)
 
     def _emit(self, record: Any, msg_id: tuple) -> bool:
         """Translate and emit one record; False if it was skipped (a null tuple)."""
@@ -430,18 +433,37 @@ class KafkaSpout(Spout):
             self._send_commit(offsets, sync)
 
     def _send_commit(self, offsets: list, sync: bool) -> None:
+        """Commit ``offsets``; one asynchronous commit at a time.
+
+        Two in flight may land out of order (the later first, then the earlier over it).
+        """
         ck = import_client()
         try:
             if sync:
+                self._settle()
                 done = self.consumer.commit(offsets=offsets, asynchronous=False)
                 self._on_commit(None, done)
-            else:
-                self.consumer.commit(offsets=offsets, asynchronous=True)
+                return
+            if self.commit_pending is not None:
+                if time.monotonic() - self.commit_pending[1] < COMMIT_ANSWER_S:
+                    return  # the next commit period sends what is ready then
+                log.warning("%s: no answer to a commit in %ss; committing again", self.name,
+                            COMMIT_ANSWER_S)
+            self.commit_pending = (_commit_key(offsets), time.monotonic())
+            self.consumer.commit(offsets=offsets, asynchronous=True)
         except ck.KafkaException as e:
             self._unreachable(f"commit failed: {e}")
 
+    def _settle(self) -> None:
+        """Wait (up to the call timeout) for the answer to an asynchronous commit in flight."""
+        deadline = time.monotonic() + CALL_TIMEOUT_S
+        while self.commit_pending is not None and time.monotonic() < deadline:
+            self._take(self.consumer.consume(POLL_BATCH, 0.05))  # serves the commit callback
+
     def _on_commit(self, error: Any, partitions: list) -> None:
         """The broker's answer to a commit (called on this task's thread, from poll)."""
+        if self.commit_pending is not None and _commit_key(partitions or ()) == self.commit_pending[0]:
+            self.commit_pending = None
         if error is not None:
             self._on_client_error(error)
             return
@@ -466,15 +488,15 @@ class KafkaSpout(Spout):
             self._forget(tp)
         if offsets:  # landed before the release is marked: the next owner starts from it
             self._send_commit(offsets, sync=sync or self.down is None)
-        self._mark_owner(tps, released=True, sync=sync)
+        self._mark_owner(tps, released=True)
 
-    def _mark_owner(self, tps: Any, released: bool, sync: bool = False) -> None:
+    def _mark_owner(self, tps: Any, released: bool) -> None:
         """Commit this task as the owner of ``tps`` in the side group (see ``owners``)."""
         if not tps:
             return
         code = encode(Owner(self.tag, self.context.task_id, released))
-        try:
-            self.owners.commit(offsets=[_ktp(tp, code) for tp in tps], asynchronous=not sync)
+        try:  # synchronous when it can be: a mark landing after a later one would undo it
+            self.owners.commit(offsets=[_ktp(tp, code) for tp in tps], asynchronous=self.down is not None)
         except import_client().KafkaException as e:
             self._unreachable(f"commit failed: {e}")
 
@@ -559,8 +581,7 @@ class KafkaSpout(Spout):
                 self.managers[tp] = OffsetManager(tp, start)
         self.consumer.incremental_assign([_ktp(tp, start) for tp, start in take])
         self._ensure_gauges()
-        # the start, committed at once under this task's name: a later owner waits for its release
-        self._send_commit([_ktp(tp, start, self._metadata()) for tp, start in take], sync=False)
+        # this task is the owner now: a later owner waits for its release
         self._mark_owner([tp for tp, _ in take], released=False)
         log.info("%s: reading %s", self.name, ", ".join(f"{tp.topic}-{tp.partition}@{s}" for tp, s in take))
 
@@ -626,6 +647,10 @@ class KafkaSpout(Spout):
                 self.context.register_gauge(
                     f"kafkaOffset/{tp.topic}/partition_{tp.partition}/{field}",
                     lambda tp=tp, field=field: self.offsets(tp)[field] if tp in self.assigned else None)
+
+
+def _commit_key(offsets: Any) -> frozenset:
+    return frozenset((k.topic, k.partition, k.offset) for k in offsets)
 
 
 def _rewound(manager: OffsetManager, offset: int) -> OffsetManager:

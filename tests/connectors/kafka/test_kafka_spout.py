@@ -54,13 +54,18 @@ def committed(broker, topic="in", group="g", partitions=1):
         c.close()
 
 
-def pump(spout, sim, until, step=0.01, limit=3000):
-    """Call next_tuple, moving simulated time by ``step`` and giving the broker real time."""
-    for _ in range(limit):
+def pump(spout, sim, until, step=0.01, limit=3000, timeout=20.0):
+    """Call next_tuple until ``until()``: simulated time moves by ``step`` per call for the first
+    ``limit`` calls (so a test knows how far it went at most), the broker gets real time."""
+    deadline = time.monotonic() + timeout
+    calls = 0
+    while time.monotonic() < deadline:
         spout.next_tuple()
         if until():
             return True
-        sim.advance(step)
+        if calls < limit:
+            sim.advance(step)
+            calls += 1
         time.sleep(0.002)
     return until()
 
@@ -116,8 +121,11 @@ def test_a_failed_record_is_retried_after_its_backoff_and_holds_the_commit(kafka
         assert [m for _, _, m in out.emitted] == [("in", 0, 2)]
         spout.ack(("in", 0, 2))
         assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 5, step=0.05, limit=200)
-        owner = decode(committed(kafka_broker, group=owners_group("g"))[0][0])
-        assert owner == Owner(tag_of("t", "in"), 1, False)
+        def owner():
+            return decode(committed(kafka_broker, group=owners_group("g"))[0][0])
+
+        assert pump(spout, sim, lambda: owner() is not None, step=0)
+        assert owner() == Owner(tag_of("t", "in"), 1, False)
     finally:
         spout.close()
     assert decode(committed(kafka_broker, group=owners_group("g"))[0][0]).released
@@ -260,7 +268,7 @@ def test_no_guarantee_commits_the_fetched_offsets_every_commit_period(kafka_brok
     try:
         assert pump(spout, sim, lambda: len(out.emitted) == 5, step=0.001)
         assert [m for _, _, m in out.emitted] == [("in", 0, i) for i in range(5)]  # tuple_tracking
-        assert committed(kafka_broker)[0][0] == 0  # the start, committed at assignment
+        assert committed(kafka_broker)[0][0] < 0  # nothing committed before the period
         sim.advance(5)
         assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 5, step=0.05, limit=100)
     finally:
@@ -357,7 +365,7 @@ def test_acked_offsets_are_committed_only_when_the_commit_period_comes(kafka_bro
         for _ in range(100):  # real time passes, simulated time does not
             spout.next_tuple()
             time.sleep(0.002)
-        assert committed(kafka_broker)[0][0] == 0  # the start, committed at assignment
+        assert committed(kafka_broker)[0][0] < 0  # nothing committed yet
         sim.advance(0.5)  # Storm's TIMER_DELAY_MS before the first commit
         assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 3, step=0, limit=500)
         kafka_broker.produce("in", [b"d", b"e"])
