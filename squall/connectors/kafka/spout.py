@@ -9,10 +9,10 @@ emitted but uncommitted. A failed record is retried after the retry service's ba
 the record kept in memory, translated again, rather than fetched again); past the retry limit
 it goes to ``__dead_letter`` and counts as done once its dead letter is acked.
 
-Handing a partition over: the task that reads a partition commits its start offset with
-commit metadata naming it, and when a new partition count moves the partition away, it stops
-fetching, lets what it emitted finish (retries included), commits, and marks the commit
-released. The new owner starts once it sees the release (or after the owner stayed silent
+Handing a partition over: the task that reads a partition records itself as its owner
+(``owners``: a side consumer group, since not every broker keeps commit metadata), and when a
+new partition list moves the partition away, it stops fetching, lets what it emitted finish
+(retries included), commits, and marks the partition released. The new owner starts once it sees the release (or after the owner stayed silent
 for ``topology.message.timeout.secs`` plus two refresh periods: a dead owner releases
 nothing), so a reassignment itself neither loses nor repeats a record.
 
