@@ -12,9 +12,10 @@ it goes to ``__dead_letter`` and counts as done once its dead letter is acked.
 Handing a partition over: the task that reads a partition records itself as its owner
 (``owners``: a side consumer group, since not every broker keeps commit metadata), and when a
 new partition list moves the partition away, it stops fetching, lets what it emitted finish
-(retries included), commits, and marks the partition released. The new owner starts once it sees the release (or after the owner stayed silent
-for ``topology.message.timeout.secs`` plus two refresh periods: a dead owner releases
-nothing), so a reassignment itself neither loses nor repeats a record.
+(retries included), commits, and marks the partition released. The new owner starts once it
+sees the release (or after the owner stayed silent for ``topology.message.timeout.secs`` plus
+two refresh periods: a dead owner releases nothing), so a reassignment itself neither loses
+nor repeats a record.
 
 Calls that wait on the broker (listing partitions, committed offsets, watermarks) run on a
 thread of the spout's own (``monitor``); ``next_tuple`` never waits (``poll_timeout_ms``
