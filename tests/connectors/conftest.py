@@ -46,3 +46,14 @@ def spark():
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()
+
+
+@pytest.fixture
+def kafka_broker(tmp_path):
+    """A Tansu broker per test (memory storage: empty at every start)."""
+    from tests.kafka_broker import KafkaBroker
+
+    broker = KafkaBroker(tmp_path / "kafka")
+    broker.start()
+    yield broker
+    broker.stop()

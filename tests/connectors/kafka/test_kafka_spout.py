@@ -1,0 +1,437 @@
+"""KafkaSpout driven by hand against a real broker, on simulated time: retries and their
+backoff, commits that wait for a failed record, dead letters, the commit and refresh periods."""
+
+import time
+
+import pytest
+
+from squall.connectors.kafka import KafkaSpout, KafkaSpoutConfig, RetryExponentialBackoff
+from squall.connectors.kafka.offsets import TopicPartition
+from squall.connectors.kafka.owners import Owner, decode, owners_group, tag_of
+from squall.connectors.reliable import DEAD_LETTER_STREAM, GivenUpError
+from squall.runtime import clock
+from tests.connectors.kafka.topology import spout_config
+
+
+class Context:
+    def __init__(self, task=1, tasks=(1,), component="in"):
+        self.task_id, self._tasks, self.component_id = task, list(tasks), component
+        self.topology_name = "t"
+        self.gauges = {}
+
+    def get_this_task_index(self):
+        return self._tasks.index(self.task_id)
+
+    def get_this_component_tasks(self):
+        return list(self._tasks)
+
+    def register_gauge(self, name, fn):
+        assert name not in self.gauges
+        self.gauges[name] = fn
+
+
+class Collector:
+    def __init__(self):
+        self.emitted, self.errors = [], []
+
+    def emit(self, values, stream="default", msg_id=None):
+        self.emitted.append((stream, values, msg_id))
+        return []
+
+    def report_error(self, error):
+        self.errors.append(error)
+
+
+def committed(broker, topic="in", group="g", partitions=1):
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as KTP
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        got = c.committed([KTP(topic, p) for p in range(partitions)], timeout=5)
+        return {k.partition: (k.offset, k.metadata) for k in got}
+    finally:
+        c.close()
+
+
+def pump(spout, sim, until, step=0.01, limit=3000, timeout=20.0):
+    """Call next_tuple until ``until()``: simulated time moves by ``step`` per call for the first
+    ``limit`` calls (so a test knows how far it went at most), the broker gets real time."""
+    deadline = time.monotonic() + timeout
+    calls = 0
+    while time.monotonic() < deadline:
+        spout.next_tuple()
+        if until():
+            return True
+        if calls < limit:
+            sim.advance(step)
+            calls += 1
+        time.sleep(0.002)
+    return until()
+
+
+@pytest.fixture
+def sim():
+    with clock.simulation() as c:
+        yield c
+
+
+def opened(broker, sim, collector=None, **kwargs):
+    spout = KafkaSpout(spout_config(broker.bootstrap, **kwargs))
+    collector = collector or Collector()
+    spout.open({"topology.message.timeout.secs": 30}, Context(), collector)
+    return spout, collector
+
+
+def test_a_failed_record_is_retried_after_its_backoff_and_holds_the_commit(kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(5)])
+    retry = RetryExponentialBackoff(initial_delay_ms=10_000, delay_period_ms=20_000, max_retries=None,
+                                    max_delay_ms=60_000)
+    spout, out = opened(kafka_broker, sim, retry=retry, offset_commit_period_ms=100)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 5)
+        ids = [m for _, _, m in out.emitted]
+        assert ids == [("in", 0, i) for i in range(5)]
+        for m in ids:
+            if m != ("in", 0, 2):
+                spout.ack(m)
+        t0 = sim.monotonic()
+        spout.fail(("in", 0, 2))
+        out.emitted.clear()
+        # the commit goes up to the failed record and waits there
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 2, step=0.05, limit=150)
+        assert out.emitted == []
+        sim.advance(t0 + 9.9 - sim.monotonic())
+        for _ in range(20):
+            spout.next_tuple()
+        assert out.emitted == []  # the first retry waits initial_delay_ms
+        sim.advance(0.1)
+        spout.next_tuple()
+        assert out.emitted == [("default", ["in", 0, 2, None, b"r2"], ("in", 0, 2))]
+        spout.fail(("in", 0, 2))  # second failure: delay_period_ms * 2**1 = 40 s
+        out.emitted.clear()
+        sim.advance(39.9)
+        for _ in range(20):
+            spout.next_tuple()
+        assert out.emitted == []
+        assert committed(kafka_broker)[0][0] == 2
+        sim.advance(0.1)
+        spout.next_tuple()
+        assert [m for _, _, m in out.emitted] == [("in", 0, 2)]
+        spout.ack(("in", 0, 2))
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 5, step=0.05, limit=200)
+        def owner():
+            return decode(committed(kafka_broker, group=owners_group("g"))[0][0])
+
+        assert pump(spout, sim, lambda: owner() is not None, step=0)
+        assert owner() == Owner(tag_of("t", "in"), 1, False)
+    finally:
+        spout.close()
+    assert decode(committed(kafka_broker, group=owners_group("g"))[0][0]).released
+
+
+def test_after_the_retry_limit_the_record_goes_to_dead_letter_and_counts_once_its_letter_is_acked(
+        kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [b"a", b"poison", b"c"])
+    spout, out = opened(kafka_broker, sim, retry=RetryExponentialBackoff(0, 0, 2, 0))
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 3)
+        spout.ack(("in", 0, 0))
+        spout.ack(("in", 0, 2))
+        for attempt in range(3):
+            spout.fail(("in", 0, 1))
+            if attempt < 2:
+                assert pump(spout, sim, lambda n=attempt: len(out.emitted) == 4 + n)
+        stream, letter, letter_id = out.emitted[-1]
+        assert stream == DEAD_LETTER_STREAM
+        assert letter[0] == ["in", 0, 1] and letter[1] == ["in", 0, 1, None, b"poison"]
+        assert letter[2] == "failed" and letter[6] == 3
+        assert [type(e) for e in out.errors] == [GivenUpError]
+        assert "'in'" in str(out.errors[0]) and "offset 1" in str(out.errors[0])
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 1, step=0.2, limit=100)
+        sim.advance(1)
+        for _ in range(50):
+            spout.next_tuple()
+        assert committed(kafka_broker)[0][0] == 1  # the letter is not acked yet
+        spout.fail(letter_id)  # a failed letter is emitted again, never given up
+        assert pump(spout, sim, lambda: out.emitted[-1][0] == DEAD_LETTER_STREAM and len(out.emitted) == 7)
+        spout.ack(out.emitted[-1][2])
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 3, step=0.2, limit=200)
+    finally:
+        spout.close()
+
+
+def test_polling_pauses_at_max_uncommitted_offsets(kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(10)])
+    spout, out = opened(kafka_broker, sim, max_uncommitted_offsets=4, offset_commit_period_ms=100)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 4)
+        for _ in range(100):
+            spout.next_tuple()
+            time.sleep(0.002)
+        assert len(out.emitted) == 4  # 4 emitted, none acked: the partition waits
+        spout.ack(("in", 0, 0))
+        spout.ack(("in", 0, 1))
+        # committed at the next commit period, then two more come
+        assert pump(spout, sim, lambda: len(out.emitted) == 6, step=0.05)
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 2, step=0.05, limit=100)
+        assert len(out.emitted) == 6
+    finally:
+        spout.close()
+
+
+def test_a_record_translator_that_raises_is_an_error_naming_the_component_and_nothing_is_lost(
+        kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [b"ok", b"bad", b"ok2"])
+    calls = {"bad": 0}
+
+    def translate(record):
+        if record.value() == b"bad":
+            calls["bad"] += 1
+            if calls["bad"] < 3:
+                raise ValueError("cannot parse")
+        return [record.value()]
+
+    spout, out = opened(kafka_broker, sim, record_translator=translate, record_fields=("value",),
+                        retry=RetryExponentialBackoff(100, 100, None, 1000))
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 3, step=0.05)
+        assert sorted(v[0] for _, v, _ in out.emitted) == [b"bad", b"ok", b"ok2"]
+        messages = [str(e) for e in out.errors]
+        assert len(messages) == 2
+        assert all("KafkaSpout 'in'" in m and "record translator raised" in m and "offset 1" in m
+                   and "cannot parse" in m for m in messages)
+    finally:
+        spout.close()
+
+
+def test_gauges_give_offsets_and_lag_per_partition(kafka_broker, sim):
+    kafka_broker.create_topic("in", 2)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(10)], partition_of=lambda i: i % 2)
+    ctx, out = Context(), Collector()
+    spout = KafkaSpout(spout_config(kafka_broker.bootstrap, metrics_time_bucket_size_in_secs=1))
+    spout.open({}, ctx, out)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 10)
+        for _, _, m in out.emitted:
+            if m[1] == 0:
+                spout.ack(m)
+        assert pump(spout, sim, lambda: spout.offsets(TopicPartition("in", 0))["latest_committed"] == 5,
+                    step=0.05)
+        sim.advance(1)
+        assert pump(spout, sim, lambda: spout.watermarks.get(TopicPartition("in", 1)) == (0, 5), step=0.05)
+        assert ctx.gauges["kafkaOffset/totalSpoutLag"]() == 5
+        assert ctx.gauges["kafkaOffset/in/partition_0/lag"]() == 0
+        assert ctx.gauges["kafkaOffset/in/partition_1/lag"]() == 5
+        assert ctx.gauges["kafkaOffset/in/partition_1/latest_emitted"]() == 4
+        assert ctx.gauges["kafkaOffset/in/partition_1/latest_committed"]() == 0
+        assert ctx.gauges["kafkaOffset/in/partition_1/earliest"]() == 0
+        assert ctx.gauges["kafkaOffset/in/partition_1/latest"]() == 5
+        assert ctx.gauges["kafkaOffset/brokerReachable"]() == 1
+    finally:
+        spout.close()
+
+
+def test_at_most_once_commits_what_it_polled_before_emitting_and_tracks_nothing(kafka_broker, sim):
+    from squall.connectors.kafka import ProcessingGuarantee
+
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(5)])
+    spout, out = opened(kafka_broker, sim, processing_guarantee=ProcessingGuarantee.AT_MOST_ONCE)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) >= 1)
+        # a tuple is out only once its whole poll is committed (sync), so past every emitted offset
+        assert committed(kafka_broker)[0][0] > out.emitted[-1][1][2]
+        assert pump(spout, sim, lambda: len(out.emitted) == 5)
+        assert committed(kafka_broker)[0][0] == 5
+        assert {m for _, _, m in out.emitted} == {None}
+        spout.fail(("in", 0, 0))  # nothing is retried
+        sim.advance(60)
+        for _ in range(50):
+            spout.next_tuple()
+        assert len(out.emitted) == 5
+    finally:
+        spout.close()
+
+
+def test_no_guarantee_commits_the_fetched_offsets_every_commit_period(kafka_broker, sim):
+    from squall.connectors.kafka import ProcessingGuarantee
+
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(5)])
+    spout, out = opened(kafka_broker, sim, processing_guarantee=ProcessingGuarantee.NO_GUARANTEE,
+                        offset_commit_period_ms=5000, tuple_tracking=True)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 5, step=0.001)
+        assert [m for _, _, m in out.emitted] == [("in", 0, i) for i in range(5)]  # tuple_tracking
+        assert committed(kafka_broker)[0][0] < 0  # nothing committed before the period
+        sim.advance(5)
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 5, step=0.05, limit=100)
+    finally:
+        spout.close()
+
+
+def test_null_tuples_are_skipped_and_acked_or_emitted_with_emit_null_tuples(kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [b"keep", b"drop", b"keep2"])
+
+    def translate(record):
+        return None if record.value() == b"drop" else [record.value()]
+
+    spout, out = opened(kafka_broker, sim, record_translator=translate, record_fields=("value",))
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 2)
+        assert [m for _, _, m in out.emitted] == [("in", 0, 0), ("in", 0, 2)]
+        spout.ack(("in", 0, 0))
+        spout.ack(("in", 0, 2))
+        # the skipped record counts as acked: the commit passes it
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 3, step=0.05, limit=200)
+    finally:
+        spout.close()
+    spout, out = opened(kafka_broker, sim, record_translator=translate, record_fields=("value",),
+                        emit_null_tuples=True, group_id="other")
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 3)
+        assert out.emitted[1] == ("default", [], ("in", 0, 1))
+    finally:
+        spout.close()
+
+
+def test_a_translator_may_pick_the_stream(kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [b"a", b"b"])
+
+    class ByValue:
+        def __call__(self, record):
+            return ("as" if record.value() == b"a" else "bs", [record.value()])
+
+        def declare(self, declarer):
+            declarer.declare(("value",), stream="as")
+            declarer.declare(("value",), stream="bs")
+
+    spout, out = opened(kafka_broker, sim, record_translator=ByValue())
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 2)
+        assert [(s, v) for s, v, _ in out.emitted] == [("as", [b"a"]), ("bs", [b"b"])]
+    finally:
+        spout.close()
+
+
+def test_a_restart_resumes_at_the_committed_offset_and_earliest_does_too_for_this_topology(kafka_broker, sim):
+    from squall.connectors.kafka import FirstPollOffsetStrategy
+
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(6)])
+    spout, out = opened(kafka_broker, sim)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 6)
+        for i in range(3):
+            spout.ack(("in", 0, i))
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 3, step=0.05, limit=200)
+    finally:
+        spout.close()
+    for strategy, first in ((FirstPollOffsetStrategy.UNCOMMITTED_EARLIEST, 3),
+                            (FirstPollOffsetStrategy.EARLIEST, 3),  # committed by this topology
+                            (FirstPollOffsetStrategy.UNCOMMITTED_LATEST, 3)):
+        spout, out = opened(kafka_broker, sim, first_poll_offset_strategy=strategy)
+        try:
+            assert pump(spout, sim, lambda out=out, first=first: len(out.emitted) == 6 - first)
+            assert out.emitted[0][2] == ("in", 0, first), strategy
+        finally:
+            spout.close()
+    spout, out = opened(kafka_broker, sim, first_poll_offset_strategy=FirstPollOffsetStrategy.LATEST,
+                        group_id="fresh")
+    try:
+        for _ in range(100):
+            spout.next_tuple()
+            time.sleep(0.002)
+        assert out.emitted == []  # a new group at LATEST starts at the end
+    finally:
+        spout.close()
+
+
+def test_acked_offsets_are_committed_only_when_the_commit_period_comes(kafka_broker, sim):
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [b"a", b"b", b"c"])
+    spout, out = opened(kafka_broker, sim, offset_commit_period_ms=5000)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 3, step=0)
+        for _, _, m in out.emitted:
+            spout.ack(m)
+        for _ in range(100):  # real time passes, simulated time does not
+            spout.next_tuple()
+            time.sleep(0.002)
+        assert committed(kafka_broker)[0][0] < 0  # nothing committed yet
+        sim.advance(0.5)  # Storm's TIMER_DELAY_MS before the first commit
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 3, step=0, limit=500)
+        kafka_broker.produce("in", [b"d", b"e"])
+        assert pump(spout, sim, lambda: len(out.emitted) == 5, step=0)
+        for _, _, m in out.emitted[3:]:
+            spout.ack(m)
+        sim.advance(4.9)
+        for _ in range(100):
+            spout.next_tuple()
+            time.sleep(0.002)
+        assert committed(kafka_broker)[0][0] == 3
+        sim.advance(0.1)
+        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 5, step=0, limit=500)
+    finally:
+        spout.close()
+
+
+def test_new_partitions_are_taken_when_the_refresh_period_comes(kafka_broker, sim):
+    kafka_broker.create_topic("r1", 1)
+    kafka_broker.produce("r1", [b"a"])
+    spout = KafkaSpout(KafkaSpoutConfig(kafka_broker.bootstrap, topic_pattern=r"r\d", group_id="g",
+                                        partition_refresh_period_ms=2000))
+    out = Collector()
+    spout.open({}, Context(), out)
+    try:
+        sim.advance(0.5)  # the first refresh, after TIMER_DELAY_MS
+        assert pump(spout, sim, lambda: len(out.emitted) == 1, step=0)
+        kafka_broker.create_topic("r2", 1)
+        kafka_broker.produce("r2", [b"b"])
+        r2 = TopicPartition("r2", 0)
+        for _ in range(300):  # real time passes, simulated time does not: no refresh
+            spout.next_tuple()
+            time.sleep(0.002)
+        assert r2 not in spout.assigned and len(out.emitted) == 1
+        sim.advance(1.9)
+        for _ in range(100):
+            spout.next_tuple()
+            time.sleep(0.002)
+        assert r2 not in spout.assigned and len(out.emitted) == 1
+        sim.advance(0.1)
+        assert pump(spout, sim, lambda: len(out.emitted) == 2, step=0)
+        assert out.emitted[1][2] == ("r2", 0, 0)
+    finally:
+        spout.close()
+
+
+def test_position_and_seek_read_a_partition_again_from_a_recorded_offset(kafka_broker, sim):
+    kafka_broker.create_topic("in", 2)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(10)], partition_of=lambda i: i % 2)
+    spout, out = opened(kafka_broker, sim)
+    try:
+        assert pump(spout, sim, lambda: len(out.emitted) == 10)
+        assert sorted(spout.position()) == [["in", 0, 5], ["in", 1, 5]]
+        for m in [("in", 0, 0), ("in", 0, 1), ("in", 1, 0)]:
+            spout.ack(m)
+        spout.fail(("in", 0, 3))
+        spout.seek([["in", 0, 2], ["other", 0, 7]])
+        out.emitted.clear()
+        assert pump(spout, sim, lambda: len(out.emitted) == 3)
+        assert [m for _, _, m in out.emitted] == [("in", 0, 2), ("in", 0, 3), ("in", 0, 4)]
+        assert sorted(spout.position()) == [["in", 0, 5], ["in", 1, 5]]
+        for _, _, m in out.emitted:
+            spout.ack(m)
+        # what was acked before the seek still counts: partition 0 commits through offset 4
+        sim.advance(1)
+        assert pump(spout, sim, lambda: committed(kafka_broker, partitions=2)[0][0] == 5,
+                    step=0.05, limit=200)
+    finally:
+        spout.close()
