@@ -22,7 +22,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "squall_nimbus_leader": ("gauge", "1 if this Nimbus leads"),
     "squall_topologies": ("gauge", "topologies in the store"),
     "squall_topology_info": ("gauge", "1 per topology, with its id, status and code version"),
-    "squall_topology_uptime_seconds": ("gauge", "seconds since the topology master started"),
+    "squall_topology_uptime_seconds": ("gauge", "seconds since the topology was submitted"),
     "squall_topology_workers": ("gauge", "workers of the topology"),
     "squall_topology_tasks": ("gauge", "tasks (executors) of the topology"),
     "squall_topology_errors": ("gauge", "errors the components reported (kept in the master)"),

@@ -157,14 +157,14 @@ class TopologyView:
 
     def figures(self, cid: str, window: str) -> dict:
         """``cid``'s figures over ``window``: all time from the live info, else from history."""
+        live = self.components.get(cid)
         if window == ALL_TIME:
-            live = self.components.get(cid)
             if live is not None:
                 return live
             return self.history.window(cid, None, self.now) if self.history else {}
-        if self.history is None:
-            return {}
-        return self.history.window(cid, int(window), self.now)
+        # the live figures' gain since the last sample counts: the window is whole from the start
+        history = self.history if self.history is not None else MetricHistory()
+        return history.window(cid, int(window), self.now, live=live)
 
     def topology_figures(self, window: str) -> dict:
         """Topology totals: emitted and transferred by every component, the rest by spouts."""

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     if replication:
         print(f"code of version {info['version']} held by {replication['count']} Nimbus node(s): "
               f"{', '.join(replication['holders']) or '-'}")
-    uptime = info.get("uptime_secs") or 0.0
+    uptime = info.get("master_uptime_secs") or info.get("uptime_secs") or 0.0  # the counters restart with a master
     comps = []
     for cid, c in sorted(info["components"].items()):
         rate = c["emitted"] / uptime if uptime else 0.0
