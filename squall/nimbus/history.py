@@ -12,8 +12,8 @@ Windowed figures are Storm's four windows (10 minutes, 3 hours, 1 day, all time)
 are the sum of the window's buckets, latencies means weighted by the tuples they cover
 (execute and process latency by executed tuples, complete latency by acked spout tuples),
 capacity the mean of the buckets' capacities. Given the live figures, a window adds what they
-gained since the last sample, so it is whole from the first second. ``to_json``/``from_json`` let Nimbus keep it
-in its store, so it survives a Nimbus restart. Time is passed in by the caller.
+gained since the last sample, so it is whole from the first second. ``to_json``/``from_json``
+let Nimbus keep it in its store, so it survives a Nimbus restart. Time is passed in by the caller.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ record and Nimbus's clock. A Nimbus on a real SQLite store, no master launched (
 
 from __future__ import annotations
 
+import time
+
 from squall.nimbus.config import NimbusConfig
 from squall.nimbus.launcher import Launcher
 from squall.nimbus.stormapi import topology_summary_row
@@ -18,14 +20,22 @@ from squall.testing import simulated_time
 from tests.nimbus.harness import free_port
 
 
-def nimbus(root) -> Nimbus:
+def nimbus(root, lead: bool = False) -> Nimbus:
+    """A Nimbus object on a SQLite store under ``root`` (``lead``: elected leader first)."""
     config = NimbusConfig(host="127.0.0.1", port=free_port(), data_dir=root,
                           store=f"sqlite:{root / 'store.sqlite3'}").resolved()
     assert config.blob_dir is not None and config.log_dir is not None
     store = open_store(config.store or "")
     launcher = Launcher(store_uri=config.store or "", blob_dir=config.blob_dir, log_dir=config.log_dir,
                         spark_submit="/bin/false")
-    return Nimbus(config, store, store.election({"url": config.url}), launcher, BlobStore(config.blob_dir))
+    n = Nimbus(config, store, store.election({"url": config.url}), launcher, BlobStore(config.blob_dir))
+    if lead:
+        n.election.start()
+        deadline = time.monotonic() + 10
+        while not n.election.is_leader():
+            assert time.monotonic() < deadline, "the Nimbus was not elected"
+            time.sleep(0.02)
+    return n
 
 
 def test_uptime_counts_from_the_submit_whatever_the_masters_heartbeat_says(tmp_path):
