@@ -11,6 +11,9 @@ cdef class TaskMetrics:
     cdef public long long complete_samples
     cdef public object complete_recent
     cdef public double capacity
+    cdef public object complete_hist, exec_hist, process_hist
     cdef public long long _window_executed
     cdef public object user
     cpdef record_complete(self, double ms)
+    cpdef record_execute(self, double ms, long long n)
+    cpdef record_process(self, double ms)

@@ -53,13 +53,16 @@ def test_the_masters_check_names_each_part_and_how():
     running = plan({"topology.workers": 3})
     assert layout_difference(running, plan({"topology.workers": 3})) is None
     assert layout_difference(running, plan({})) == "workers: running 3, new 1"
-    assert layout_difference(running, plan({"topology.workers": 3, "topology.acker.executors": 1})).startswith(
+    fewer_ackers = plan({"topology.workers": 3, "topology.acker.executors": 1})
+    assert layout_difference(running, fewer_ackers).startswith(
         "tasks of '__acker': running 3, new 1; task ids of '__system'")
-    assert "tasks of 'count': running 2, new 4" in layout_difference(running, plan({"topology.workers": 3}, 4))
+    more_tasks = plan({"topology.workers": 3}, 4)
+    assert "tasks of 'count': running 2, new 4" in layout_difference(running, more_tasks)
     text = upgrade_refusal(2, "workers: running 3, new 1", {"topology.workers": 3}, {"topology.workers": 1})
-    assert text == ("version 2 does not have the running topology's shape (workers: running 3, new 1); an "
-                    "upgrade runs with the new version's configuration only (as JStorm's): overrides given "
-                    "at submit are not carried over; repeat --conf topology.workers=3 to keep the running value")
+    assert text == ("version 2 does not have the running topology's shape (workers: running 3, new 1); "
+                    "an upgrade runs with the new version's configuration only (as JStorm's): overrides "
+                    "given at submit are not carried over; repeat --conf topology.workers=3 to keep the "
+                    "running value")
 
 
 def upload(conf: dict, count: int = 2) -> dict:
