@@ -38,3 +38,13 @@ def test_the_counts_survive_a_restart_of_the_worker():
     assert m.complete_hist[LATENCY_BUCKETS_MS.index(5.0)] == 2
     assert m.complete_hist[LATENCY_BUCKETS_MS.index(500.0)] == 1
     assert m.complete_samples == 3 and len(m.complete_hist) == len(LATENCY_BUCKETS_MS) + 1
+
+
+def test_bucket_index_agrees_with_bisect_over_the_bounds():
+    from bisect import bisect_left
+
+    from squall.runtime.metrics import bucket_index
+
+    values = [0.0, -1.0, 1e9] + [b * f for b in LATENCY_BUCKETS_MS for f in (0.999, 1.0, 1.001)]
+    for ms in values:
+        assert bucket_index(ms) == bisect_left(LATENCY_BUCKETS_MS, ms), ms
