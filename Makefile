@@ -12,7 +12,7 @@ HOT := $(wildcard squall/api/tuple.py squall/api/tuple.pxd squall/runtime/*.pxd)
 .PHONY: setup compile demo test test-fast lint bench bench-full bench-clean soak clean
 
 $(STAMP): pyproject.toml setup.py scripts/setup.sh scripts/setup-java.sh scripts/setup-redis.sh scripts/setup-zookeeper.sh \
-	scripts/setup-node.sh scripts/setup-chromium.sh
+	scripts/setup-node.sh scripts/setup-chromium.sh scripts/setup-prometheus.sh
 	bash scripts/setup.sh "$(PYTHON)" "$(VENV)"
 	touch $(STAMP)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from squall.api.builder import ComponentDeclarer, TopologyBuilder
 from squall.api.components import OutputFieldsDeclarer
+from squall.api.conf_checks import check_setting
 from squall.api.config import Config
 from squall.api.errors import InvalidTopologyError
 from squall.api.fields import Fields
@@ -26,6 +27,7 @@ from squall.flux.document import (
 from squall.flux.errors import FluxError
 from squall.flux.objects import Objects
 from squall.flux.yamlfile import Node
+from squall.runtime.submission import prepare_conf
 
 GROUPINGS = ("SHUFFLE", "FIELDS", "ALL", "GLOBAL", "NONE", "DIRECT", "LOCAL_OR_SHUFFLE",
              "PARTIAL_KEY", "CUSTOM")
@@ -53,7 +55,7 @@ def build(doc: Node) -> Built:
         objects.build(comp, f"component {comp.get('id')!r}")
     if "topologySource" in doc:
         topology = _from_source(doc, objects, conf)
-        return Built(name, conf, topology, objects.by_id)
+        return _checked(Built(name, conf, topology, objects.by_id), doc)
     builder = TopologyBuilder()
     declarers: dict[str, tuple[ComponentDeclarer, Node]] = {}
     spouts = section(doc, "spouts")
@@ -73,7 +75,7 @@ def build(doc: Node) -> Built:
         topology = builder.create_topology()
     except InvalidTopologyError as e:
         raise _located(e, declarers, doc) from None
-    return Built(name, conf, topology, objects.by_id)
+    return _checked(Built(name, conf, topology, objects.by_id), doc)
 
 
 def _need_id(d: Any, what: str) -> None:
@@ -90,7 +92,30 @@ def _config(doc: Node) -> Config:
         return Config()
     if not isinstance(raw, Node):
         raise FluxError(doc.file, doc.line_of("config"), "'config' must be a mapping of keys to values")
+    _check_values(raw, "config")
     return Config({str(k): _plain(v) for k, v in raw.items()})
+
+
+def _check_values(conf: Node, where: str) -> None:
+    """Every key squall knows, checked as submit checks it, at the line of its value."""
+    for key, value in conf.items():
+        try:
+            check_setting(str(key), _plain(value), where)
+        except InvalidTopologyError as e:
+            raise FluxError(conf.file, conf.line_of(key), str(e)) from None
+
+
+def _checked(built: Built, doc: Node) -> Built:
+    """``built`` once submit's checks of the whole configuration pass (keys that go together)."""
+    try:
+        prepare_conf(built.conf, built.topology)
+    except InvalidTopologyError as e:
+        config = doc.get("config")
+        named = [k for k in (config or {}) if re.search(rf"(?<![\w.]){re.escape(str(k))}(?![\w.])", str(e))]
+        if isinstance(config, Node) and named:
+            raise FluxError(config.file, config.line_of(named[0]), str(e)) from None
+        raise FluxError(doc.file, doc.line_of("config") if config else doc.line, str(e)) from None
+    return built
 
 
 def _plain(value: Any) -> Any:
@@ -129,6 +154,7 @@ def _declare(builder: TopologyBuilder, kind: str, d: Node, obj: Any) -> Componen
     if extra is not None:
         if not isinstance(extra, Node):
             raise FluxError(d.file, d.line_of("config"), f"{kind} {d['id']!r}: 'config' must be a mapping")
+        _check_values(extra, f"{kind} {d['id']!r}: config")
         for key, value in extra.items():
             declarer.add_configuration(str(key), _plain(value))
     return declarer

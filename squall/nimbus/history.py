@@ -11,8 +11,9 @@ day, 6 hours over 30 days; plus the all-time totals since the topology was submi
 Windowed figures are Storm's four windows (10 minutes, 3 hours, 1 day, all time): counts
 are the sum of the window's buckets, latencies means weighted by the tuples they cover
 (execute and process latency by executed tuples, complete latency by acked spout tuples),
-capacity the mean of the buckets' capacities. ``to_json``/``from_json`` let Nimbus keep it
-in its store, so it survives a Nimbus restart. Time is passed in by the caller.
+capacity the mean of the buckets' capacities. Given the live figures, a window adds what they
+gained since the last sample, so it is whole from the first second. ``to_json``/``from_json``
+let Nimbus keep it in its store, so it survives a Nimbus restart. Time is passed in by the caller.
 """
 
 from __future__ import annotations
@@ -119,16 +120,25 @@ class MetricHistory:
                 del ring[start]
         self.last_time = now
 
-    def window(self, component: str, window: int | None, now: float) -> dict[str, float]:
-        """Figures of ``component`` over the last ``window`` seconds (None: all time)."""
-        if window is None:
-            return figures(self.total.get(component, {}))
-        res, _ = ring_for(window)
-        since = now - window
+    def window(self, component: str, window: int | None, now: float,
+               live: dict | None = None) -> dict[str, float]:
+        """Figures of ``component`` over the last ``window`` seconds (None: all time).
+
+        ``live``: the component's cumulative figures now. What they gained since the last
+        sample counts too, so a window holds everything of its last ``window`` seconds from
+        the first second on (as Storm's), not only what the samples caught so far.
+        """
         summed = _empty()
-        for start, comps in self.rings[res].items():
-            if start + res > since and start <= now and component in comps:
-                _add(summed, comps[component])
+        if window is None:
+            _add(summed, self.total.get(component) or _empty())
+        else:
+            res, _ = ring_for(window)
+            since = now - window
+            for start, comps in self.rings[res].items():
+                if start + res > since and start <= now and component in comps:
+                    _add(summed, comps[component])
+        if live is not None and (self.last_time is None or now >= self.last_time):
+            _add(summed, _delta(live, self.last.get(component)))
         return figures(summed)
 
     def components(self) -> list[str]:

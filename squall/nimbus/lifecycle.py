@@ -52,7 +52,7 @@ class Lifecycle(NimbusCore):
                 "version": 1, "versions": [1], "workers": None, "num_workers": upload.workers,
                 "parallelism": upload.parallelism, "epoch": 1, "upgrade": None,
                 "spark_master": conf.get("squall.spark.master") or self.config.spark_master,
-                "submitted": time.time(), "version_since": self.now(), "state": "LAUNCHING",
+                "submitted": self.now(), "version_since": self.now(), "state": "LAUNCHING",
                 "restarts": 0, "last_error": None,
                 "message_timeout_secs": float(conf.get(MESSAGE_TIMEOUT) or 30),
             }
@@ -84,7 +84,7 @@ class Lifecycle(NimbusCore):
         return {
             "name": rec["name"], "id": rec["id"], "status": rec["status"], "version": rec["version"],
             "num_workers": figures.get("workers", rec.get("num_workers")),
-            "num_tasks": figures.get("tasks"), "uptime_secs": figures.get("uptime_secs"),
+            "num_tasks": figures.get("tasks"), "uptime_secs": self.uptime(rec),
             "emitted": figures.get("emitted"), "acked": figures.get("acked"),
             "failed": figures.get("failed"), "num_errors": figures.get("errors"),
             "master": rec.get("state"),
@@ -93,6 +93,15 @@ class Lifecycle(NimbusCore):
                 "state": gray.state_of(upgrade)},
             "spark_master": rec["spark_master"],
         }
+
+    def uptime(self, rec: dict) -> float:
+        """Seconds since ``rec``'s topology was submitted (Storm's uptime: from its launch).
+
+        Nimbus's own clock and the record, so the figure never waits for (or freezes with) a
+        master's heartbeat; relaunches of the master and upgrades do not reset it, as Storm's
+        launch time is kept across them.
+        """
+        return round(max(0.0, self.now() - float(rec.get("submitted") or self.now())), 3)
 
     def list_topologies(self) -> list[dict]:
         """Every topology in the store, by name."""
@@ -118,7 +127,7 @@ class Lifecycle(NimbusCore):
                 out["master"]["error"] = str(e)
             else:
                 out.update(components=live["components"], workers=live["workers"],
-                           errors=live["errors"], uptime_secs=live["uptime_secs"],
+                           errors=live["errors"], master_uptime_secs=live["uptime_secs"],
                            tasks=live.get("tasks", []))  # per task: last heartbeat and progress
         now = self.now()
         num = len(out["workers"]) or rec.get("num_workers") or 0

@@ -4,7 +4,9 @@ A pure renderer: ``render(infos, nimbus)`` takes what Nimbus knows and returns t
 Series per topology, per component, per task and per worker, plus the user metrics a
 component registered (``components[c]["metrics"]``) when there are any. Counters end in
 ``_total``; the spouts' complete latency is a summary (its quantiles over the latest
-samples, and sum and count over all time). The series are listed in docs/ui.md.
+samples, and sum and count over all time), and the latencies are histograms as well
+(complete per spout, execute and process per bolt, per worker, in seconds, buckets from
+0.1 ms to 10 s) for ``histogram_quantile()``. The series are listed in docs/ui.md.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from squall.nimbus.structure import is_system
+from squall.runtime.metrics import LATENCY_BUCKETS_MS
 
 Labels = dict[str, Any]
 
@@ -22,7 +25,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "squall_nimbus_leader": ("gauge", "1 if this Nimbus leads"),
     "squall_topologies": ("gauge", "topologies in the store"),
     "squall_topology_info": ("gauge", "1 per topology, with its id, status and code version"),
-    "squall_topology_uptime_seconds": ("gauge", "seconds since the topology master started"),
+    "squall_topology_uptime_seconds": ("gauge", "seconds since the topology was submitted"),
     "squall_topology_workers": ("gauge", "workers of the topology"),
     "squall_topology_tasks": ("gauge", "tasks (executors) of the topology"),
     "squall_topology_errors": ("gauge", "errors the components reported (kept in the master)"),
@@ -33,6 +36,10 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "squall_component_process_latency_ms": ("gauge", "mean time from execute to ack (sampled)"),
     "squall_component_complete_latency_ms": ("summary", "spout tuple trees: emit to ack"),
     "squall_component_errors": ("gauge", "errors reported by the component"),
+    "squall_spout_complete_latency_seconds": ("histogram", "spout tuple trees: emit to ack"),
+    "squall_bolt_execute_latency_seconds": ("histogram", "time in execute (the sampled executes, "
+                                                         "topology.stats.sample.rate)"),
+    "squall_bolt_process_latency_seconds": ("histogram", "time from execute to ack (sampled)"),
     **{f"squall_task_{c}_total": ("counter", f"tuples {c} by the task") for c in COUNTERS},
     "squall_task_capacity": ("gauge", "share of time the task spent in execute"),
     "squall_task_execute_latency_ms": ("gauge", "the task's mean execute latency (sampled)"),
@@ -40,7 +47,13 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "squall_worker_uptime_seconds": ("gauge", "seconds since the worker's process registered"),
     "squall_worker_restarts_total": ("counter", "restarts of the worker"),
     "squall_worker_tasks": ("gauge", "tasks the worker hosts"),
-    "squall_worker_memory_bytes": ("gauge", "resident memory of the worker (workers on Nimbus's host)"),
+    "squall_worker_memory_bytes": ("gauge", "resident memory of the worker's process, as it measures it"),
+    "squall_worker_cpu_seconds_total": ("counter", "CPU seconds (user + system) of the worker's process"),
+    "squall_worker_cpu_percent": ("gauge", "CPU of the worker's process between its last two heartbeats "
+                                           "(100: one core)"),
+    "squall_worker_assigned_memory_bytes": ("gauge", "memory the scheduler assigned to the worker"),
+    "squall_worker_assigned_cpu_percent": ("gauge", "CPU the scheduler assigned to the worker "
+                                                    "(100: one core)"),
     "squall_worker_rejected_frames_total": ("counter", "frames the worker's transport refused"),
     "squall_user_metric": ("gauge", "a metric a component registered (counter, gauge, histogram, "
                                     "meter, timer), aggregated over its tasks"),
@@ -104,7 +117,39 @@ def _user_metrics(page: _Page, labels: Labels, metrics: Any) -> None:
             page.add("squall_user_metric", {**labels, "metric": name, "type": "", "field": "value"}, value)
 
 
-def _component(page: _Page, top: Labels, cid: str, kind: str, c: dict) -> None:
+# histogram of the heartbeats (squall.runtime.metrics) -> its family, for spouts or bolts
+HISTOGRAMS = {"spout": (("complete", "squall_spout_complete_latency_seconds"),),
+              "bolt": (("exec", "squall_bolt_execute_latency_seconds"),
+                       ("process", "squall_bolt_process_latency_seconds"))}
+LE = [_format(ms / 1000.0) for ms in LATENCY_BUCKETS_MS] + ["+Inf"]
+
+
+def _histograms(page: _Page, top: Labels, cid: str, kind: str, c: dict, workers: dict[int, str]) -> None:
+    """The component's latency histograms, one series set per worker that runs its tasks."""
+    by_worker: dict[str, dict[str, dict]] = {}
+    for task, t in (c.get("by_task") or {}).items():
+        worker = workers.get(int(task), "")
+        for name, h in (t.get("histograms") or {}).items():
+            into = by_worker.setdefault(worker, {}).setdefault(name, {"counts": [], "sum_ms": 0.0})
+            counts = list(h.get("counts") or [])
+            before = into["counts"] or [0] * len(counts)
+            into["counts"] = [a + b for a, b in zip(before, counts, strict=False)]
+            into["sum_ms"] += float(h.get("sum_ms") or 0.0)
+    for worker, hists in sorted(by_worker.items()):
+        labels = {**top, "component": cid, "worker": worker}
+        for name, family in HISTOGRAMS.get(kind, ()):
+            h = hists.get(name)
+            if h is None or len(h["counts"]) != len(LE):
+                continue
+            total = 0
+            for le, n in zip(LE, h["counts"], strict=True):
+                total += n
+                page.add(family, {**labels, "le": le}, total, "_bucket")
+            page.add(family, labels, h["sum_ms"] / 1000.0, "_sum")
+            page.add(family, labels, total, "_count")
+
+
+def _component(page: _Page, top: Labels, cid: str, kind: str, c: dict, workers: dict[int, str]) -> None:
     labels = {**top, "component": cid, "kind": kind}
     for counter in COUNTERS:
         page.add(f"squall_component_{counter}_total", labels, c.get(counter))
@@ -119,6 +164,7 @@ def _component(page: _Page, top: Labels, cid: str, kind: str, c: dict) -> None:
         acked = _number(c.get("acked")) or 0.0
         page.add(fam, labels, (_number(c.get("complete_latency_ms")) or 0.0) * acked, "_sum")
         page.add(fam, labels, acked, "_count")
+    _histograms(page, top, cid, kind, c, workers)
     for task, t in sorted((c.get("by_task") or {}).items(), key=lambda kv: int(kv[0])):
         tl = {**top, "component": cid, "task": str(task)}
         for counter in COUNTERS:
@@ -145,16 +191,26 @@ def render(infos: Iterable[dict], nimbus: dict) -> str:
         page.add("squall_topology_errors", top, len(info.get("errors") or []))
         page.add("squall_topology_master_restarts_total", top, info.get("restarts", 0))
         kinds = info.get("kinds") or {}
+        workers = {int(t): str(w.get("worker"))
+                   for w in info.get("workers") or [] for t in w.get("tasks") or []}
         for cid, c in sorted(comps.items()):
             kind = kinds.get(cid) or ("system" if is_system(cid) else "bolt")
-            _component(page, top, cid, kind, c)
+            _component(page, top, cid, kind, c, workers)
         for w in info.get("workers") or []:
             wl = {**top, "worker": str(w.get("worker")), "host": w.get("host") or ""}
             page.add("squall_worker_up", wl, 1 if w.get("state", "RUNNING") == "RUNNING" else 0)
             page.add("squall_worker_uptime_seconds", wl, w.get("uptime_secs"))
             page.add("squall_worker_restarts_total", wl, w.get("restarts", 0))
             page.add("squall_worker_tasks", wl, len(w.get("tasks") or []))
-            if w.get("memory_mb") is not None:
-                page.add("squall_worker_memory_bytes", wl, float(w["memory_mb"]) * 1024 * 1024)
+            rss = w.get("rss_mb") if w.get("rss_mb") is not None else w.get("memory_mb")
+            if rss is not None:
+                page.add("squall_worker_memory_bytes", wl, float(rss) * 1024 * 1024)
+            page.add("squall_worker_cpu_seconds_total", wl, w.get("cpu_secs"))
+            page.add("squall_worker_cpu_percent", wl, w.get("cpu_percent"))
+            assigned = w.get("resources") or {}
+            if assigned.get("memory_mb") is not None:
+                mem = float(assigned["memory_mb"]) * 1024 * 1024
+                page.add("squall_worker_assigned_memory_bytes", wl, mem)
+            page.add("squall_worker_assigned_cpu_percent", wl, assigned.get("cpu_percent"))
             page.add("squall_worker_rejected_frames_total", wl, w.get("rejected_frames", 0))
     return page.text()

@@ -157,14 +157,14 @@ class TopologyView:
 
     def figures(self, cid: str, window: str) -> dict:
         """``cid``'s figures over ``window``: all time from the live info, else from history."""
+        live = self.components.get(cid)
         if window == ALL_TIME:
-            live = self.components.get(cid)
             if live is not None:
                 return live
             return self.history.window(cid, None, self.now) if self.history else {}
-        if self.history is None:
-            return {}
-        return self.history.window(cid, int(window), self.now)
+        # the live figures' gain since the last sample counts: the window is whole from the start
+        history = self.history if self.history is not None else MetricHistory()
+        return history.window(cid, int(window), self.now, live=live)
 
     def topology_figures(self, window: str) -> dict:
         """Topology totals: emitted and transferred by every component, the rest by spouts."""
@@ -246,17 +246,21 @@ def worker_row(view: TopologyView, worker: dict) -> dict:
         if comp is not None and not is_system(comp):
             counts[comp] = counts.get(comp, 0) + 1
     uptime = int(worker.get("uptime_secs") or 0)
+    assigned = worker.get("resources") or {}  # the scheduler's; 0 where it assigned none
     return {
         "supervisorId": worker.get("host") or "", "host": worker.get("host") or "", "port": _port(worker),
         "topologyId": view.id, "topologyName": view.name, "executorsTotal": len(worker.get("tasks") or []),
-        "assignedMemOnHeap": 0.0, "assignedMemOffHeap": 0.0, "assignedCpu": 0.0,
+        "assignedMemOnHeap": float(assigned.get("memory_mb") or 0.0), "assignedMemOffHeap": 0.0,
+        "assignedCpu": float(assigned.get("cpu_percent") or 0.0),
         "componentNumTasks": counts, "uptime": pretty_uptime(uptime), "uptimeSeconds": uptime,
         "workerLogLink": worker_log_link(view.name, worker),
         # squall's own
         "worker": worker.get("worker"), "pid": worker.get("pid"), "tasks": worker.get("tasks") or [],
         "restarts": worker.get("restarts", 0), "state": worker.get("state", "RUNNING"),
         "version": worker.get("version"), "lastWorkerError": worker.get("last_error"),
-        "memoryMb": worker.get("memory_mb"),
+        "memoryMb": worker.get("rss_mb") if worker.get("rss_mb") is not None else worker.get("memory_mb"),
+        # measured by the worker process itself, beside Storm's assigned figures
+        "rssMb": worker.get("rss_mb"), "cpuPercent": worker.get("cpu_percent"),
     }
 
 

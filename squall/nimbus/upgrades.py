@@ -33,6 +33,7 @@ from squall.nimbus.errors import Conflict, InvalidRequest, NimbusError
 from squall.nimbus.gray import select_workers
 from squall.nimbus.lifecycle import Lifecycle
 from squall.nimbus.validation import Upload, decode_upload, json_conf, shape_difference
+from squall.runtime.layout import UPGRADE_CONF_NOTE, part_difference, repeat_hint
 from squall.store import keys as K
 
 __all__ = ["Nimbus", "select_workers"]
@@ -122,11 +123,15 @@ class Nimbus(Lifecycle):
 
     def _gray_upgrade(self, rec: dict, upload: Upload, selector: dict) -> dict:
         name = rec["name"]
-        current = cloudpickle.loads(self.blobs.version(rec["id"], rec["version"]).topology_bytes())
-        difference = shape_difference(current, upload.topology)
+        running = self.blobs.version(rec["id"], rec["version"])
+        current = cloudpickle.loads(running.topology_bytes())
+        difference = shape_difference(current, upload.topology) or \
+            part_difference("workers", rec.get("num_workers"), upload.workers)
         if difference:
+            hint = repeat_hint(running.conf(), upload.conf)
             raise InvalidRequest(f"gray upgrade needs the running topology's shape, but {difference}; "
-                                 f"use a hot deploy (upgrade without --workers/--component/--worker-num)")
+                                 f"{UPGRADE_CONF_NOTE}{'; ' + hint if hint else ''}; or use a hot "
+                                 f"deploy (upgrade without --workers/--component/--worker-num)")
         live = self.control(rec, "GET", "/info", timeout=10.0)
         tasks = {c: f["tasks"] for c, f in live["components"].items()}
         chosen = select_workers(live["workers"], tasks, selector, set())

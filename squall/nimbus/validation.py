@@ -23,6 +23,7 @@ import cloudpickle
 from squall.api.errors import InvalidTopologyError
 from squall.api.topology import StormTopology
 from squall.nimbus.errors import InvalidRequest
+from squall.runtime.layout import part_difference
 from squall.runtime.plan import make_plan
 from squall.runtime.submission import check_name, prepare_conf, prepare_topology, with_parallelism
 from squall.scheduler import build_request
@@ -117,13 +118,10 @@ def shape(topology: StormTopology) -> dict:
 
 
 def shape_difference(old: StormTopology, new: StormTopology) -> str | None:
-    """None if the shapes match, else one line saying where they differ."""
+    """None if the shapes match, else one line saying what differs and how."""
     a, b = shape(old), shape(new)
     if set(a) != set(b):
         added, removed = sorted(set(b) - set(a)), sorted(set(a) - set(b))
-        return f"components differ (added {added or 'none'}, removed {removed or 'none'})"
-    for cid in a:
-        for key in a[cid]:
-            if a[cid][key] != b[cid][key]:
-                return f"component {cid!r} differs in its {key}"
-    return None
+        return f"components: added {added or 'none'}, removed {removed or 'none'}"
+    parts = [part_difference(f"{key} of {cid!r}", a[cid][key], b[cid][key]) for cid in a for key in a[cid]]
+    return "; ".join(p for p in parts if p) or None

@@ -328,8 +328,7 @@ class OutputCollector(_Emitter):
             m = self._metrics
             m.acked += 1
             if tup._t0:
-                m.process_ms += (self._worker.clock() - tup._t0) * 1000.0
-                m.process_samples += 1
+                m.record_process((self._worker.clock() - tup._t0) * 1000.0)
         if hooks is not None:
             hooks.bolt_ack(tup, self._latency(tup))
 

@@ -1,5 +1,7 @@
 # C layout for the compiled hot path (scripts/compile.py); metrics.py is the source.
 
+cpdef int bucket_index(double ms)
+
 cdef class TaskMetrics:
     cdef public object component, task
     cdef public long long emitted, transferred, acked, failed, executed
@@ -11,6 +13,9 @@ cdef class TaskMetrics:
     cdef public long long complete_samples
     cdef public object complete_recent
     cdef public double capacity
+    cdef public list complete_hist, exec_hist, process_hist
     cdef public long long _window_executed
     cdef public object user
     cpdef record_complete(self, double ms)
+    cpdef record_execute(self, double ms, long long n)
+    cpdef record_process(self, double ms)

@@ -6,7 +6,8 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from squall.api.config import check_component_conf, check_positive, effective_conf
+from squall.api.conf_checks import check_settings
+from squall.api.config import check_component_conf, effective_conf
 from squall.api.errors import InvalidTopologyError
 from squall.api.topology import StormTopology
 from squall.runtime.window_checks import check_windows
@@ -24,23 +25,6 @@ def check_name(name: object) -> str:
     return name
 
 
-def _positive(conf: dict, key: str, *, allow_none: bool, integer: bool) -> None:
-    check_positive("config", key, conf.get(key), integer=integer, allow_none=allow_none)
-
-
-def _hook_paths(paths: Any, where: str) -> None:
-    """``topology.auto.task.hooks``: None or a list of import paths (resolved in the workers)."""
-    if paths is None:
-        return
-    if isinstance(paths, (list, tuple)) and all(
-            isinstance(p, str) and "." in p.strip(".") for p in paths):
-        return
-    raise InvalidTopologyError(
-        f"{where} topology.auto.task.hooks must be a list of hook class import paths "
-        f"('package.module.Class'), got {paths!r}"
-    )
-
-
 def prepare_conf(conf: Any, topology: Any) -> dict:
     """Validate ``conf`` and ``topology``; returns the effective configuration."""
     if not isinstance(topology, StormTopology):
@@ -53,37 +37,12 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
     if not isinstance(conf, dict):
         raise InvalidTopologyError(f"topology config must be a dict (or Config), got {type(conf).__name__}")
     merged = effective_conf(conf)
-    _positive(merged, "topology.workers", allow_none=False, integer=True)
-    _positive(merged, "topology.message.timeout.secs", allow_none=False, integer=False)
-    _positive(merged, "topology.max.spout.pending", allow_none=True, integer=True)
-    _positive(merged, "topology.tick.tuple.freq.secs", allow_none=True, integer=False)
-    _positive(merged, "topology.tasks", allow_none=True, integer=True)
-    _positive(merged, "topology.max.task.parallelism", allow_none=True, integer=True)
-    for key in ("topology.localityaware.higher.bound", "topology.localityaware.lower.bound"):
-        bound = merged.get(key)
-        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or bound < 0:
-            raise InvalidTopologyError(f"config {key} must be a number >= 0, got {bound!r}")
-    _positive(merged, "topology.executor.receive.buffer.size", allow_none=False, integer=True)
-    _positive(merged, "squall.transfer.batch.size", allow_none=False, integer=True)
-    batch_ms = merged.get("squall.transfer.batch.time.ms")
-    if isinstance(batch_ms, bool) or not isinstance(batch_ms, (int, float)) or batch_ms < 0:
-        raise InvalidTopologyError(
-            f"config squall.transfer.batch.time.ms must be a number >= 0, got {batch_ms!r}")
-    retries = merged.get("squall.spout.max.retries")
-    if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
-        raise InvalidTopologyError(
-            f"config squall.spout.max.retries must be a non-negative integer or None, got {retries!r}"
-        )
-    _hook_paths(merged.get("topology.auto.task.hooks"), "config")
+    check_settings(merged)  # the type and range of every key squall knows
     for comp in topology.components.values():
         check_component_conf(comp.id, comp.conf)  # again: a topology may not come from the builder
     check_windows(merged, topology)
     if topology.stateful:
-        interval = merged.get("topology.state.checkpoint.interval.ms")
-        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
-            raise InvalidTopologyError(
-                f"config topology.state.checkpoint.interval.ms must be a positive number, got {interval!r}"
-            )
+        interval = merged["topology.state.checkpoint.interval.ms"]
         timeout_ms = float(merged["topology.message.timeout.secs"]) * 1000.0
         if interval >= timeout_ms:
             raise InvalidTopologyError(

@@ -549,8 +549,7 @@ class BoltTask(Task):
         m.executed += count
         if timed:
             ms = (self.worker.clock() - t0) * 1000.0
-            m.exec_sampled_ms += ms
-            m.exec_samples += count
+            m.record_execute(ms, count)
             if hooks is not None:
                 each = ms / count
                 for tup in batch:
@@ -578,8 +577,7 @@ class BoltTask(Task):
         m = self.metrics
         m.executed += 1
         if sample:
-            m.exec_sampled_ms += (self.worker.clock() - t0) * 1000.0
-            m.exec_samples += 1
+            m.record_execute((self.worker.clock() - t0) * 1000.0, 1)
         if hooks is not None:
             hooks.bolt_execute(tup, (self.worker.clock() - t0) * 1000.0)
 

@@ -30,6 +30,7 @@ import cloudpickle
 
 from squall.api.config import SQUALL_SPARK_MASTER
 from squall.api.topology import StormTopology
+from squall.runtime.layout import layout_difference, upgrade_refusal
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import prepare_conf, prepare_topology, with_parallelism
 from squall.scheduler import OldWorker, SchedulingError, old_workers
@@ -53,16 +54,6 @@ HEARTBEAT_SECS = 1.0
 
 class Fenced(Exception):
     """A newer master of this topology exists, or the topology was killed."""
-
-
-def same_layout(a: TaskPlan, b: TaskPlan) -> bool:
-    """True when two plans have the same workers, tasks, executors and streams.
-
-    Which worker holds which executor is the scheduler's choice for the running plan;
-    a new version's workers run under that plan, so it is not compared.
-    """
-    return (a.num_workers == b.num_workers and a.component_tasks == b.component_tasks
-            and a.executors == b.executors and a.streams == b.streams)
 
 
 class TopologyApp:
@@ -379,9 +370,9 @@ class TopologyApp:
             master = self._running()
             self.record = self.store.get(K.topology_key(self.name)) or self.record
             code = self.load_version(int(body["version"]))
-            if not same_layout(make_plan(code.topology, code.conf), master.plan):
-                raise ControlError(409, f"version {code.version} does not have the running topology's "
-                                        f"shape (components, streams, tasks, workers)")
+            difference = layout_difference(master.plan, make_plan(code.topology, code.conf))
+            if difference:
+                raise ControlError(409, upgrade_refusal(code.version, difference, master.conf, code.conf))
             workers = [int(w) for w in body.get("workers") or []]
             bad = [w for w in workers if not 0 <= w < master.plan.num_workers]
             if bad:

@@ -45,7 +45,7 @@ from typing import Any
 import msgpack
 
 from squall.runtime.metrics import FIELDS as METRIC_FIELDS
-from squall.runtime.metrics import TaskMetrics
+from squall.runtime.metrics import HISTOGRAMS, TaskMetrics, empty_histogram
 from squall.runtime.user_metrics import ReceivedMetrics
 
 REGISTER = "register"
@@ -173,7 +173,10 @@ def metrics_from_dict(d: dict, carried: dict | None = None) -> TaskMetrics:
     if d.get("user"):
         m.user = ReceivedMetrics(d["user"])
     for key, value in (carried or {}).items():
-        setattr(m, key, getattr(m, key) + value)
+        if key in HISTOGRAMS:
+            setattr(m, key, [a + b for a, b in zip(getattr(m, key), value, strict=False)])
+        else:
+            setattr(m, key, getattr(m, key) + value)
     return m
 
 
@@ -182,3 +185,6 @@ def add_counters(total: dict, d: dict) -> None:
     for key in ADDITIVE:
         if key in d:
             total[key] = total.get(key, 0) + d[key]
+    for key in HISTOGRAMS:  # counts per latency bucket, added bucket by bucket
+        if key in d:
+            total[key] = [a + b for a, b in zip(total.get(key) or empty_histogram(), d[key], strict=False)]

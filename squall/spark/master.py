@@ -400,6 +400,7 @@ class TopologyMaster:
             inc.corrupt_frames = int(msg.get("corrupt_frames") or 0)
             inc.rejected_frames = int(msg.get("rejected_frames") or 0)
             inc.transfer = dict(msg.get("transfer") or {})
+            inc.usage = dict(msg.get("usage") or {})
             self.errors.extend(msg["errors"])
             for sample in msg.get("samples") or ():
                 self._sample_seq += 1

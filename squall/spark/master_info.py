@@ -51,7 +51,7 @@ def worker_info(plan: TaskPlan, slot: Slot, inc: Incarnation | None, now: float)
                 "pid": None, "address": None, "launch": slot.launch, "attempt": None,
                 "restarts": slot.restarts, "state": state, "uptime_secs": 0.0,
                 "last_error": slot.last_error, "rejected_frames": 0, "corrupt_frames": 0,
-                "transfer": {}}
+                "transfer": {}, "rss_mb": None, "cpu_percent": None, "cpu_secs": None}
     return {
         "worker": slot.index, "tasks": plan.worker_tasks(slot.index), "host": inc.host,
         "pid": inc.pid, "address": inc.address, "launch": slot.launch, "attempt": inc.attempt,
@@ -59,4 +59,7 @@ def worker_info(plan: TaskPlan, slot: Slot, inc: Incarnation | None, now: float)
         "uptime_secs": round(now - inc.registered_at, 3), "last_error": slot.last_error,
         "rejected_frames": inc.rejected_frames, "corrupt_frames": inc.corrupt_frames,
         "transfer": dict(inc.transfer),
+        # measured by the worker process itself (squall.runtime.process_usage)
+        "rss_mb": inc.usage.get("rss_mb"), "cpu_percent": inc.usage.get("cpu_percent"),
+        "cpu_secs": inc.usage.get("cpu_secs"),
     }

@@ -44,6 +44,7 @@ class Incarnation:
     transfer: dict = field(default_factory=dict)  # its Worker.transfer_stats() at the last heartbeat
     applied: int = 0  # the last activate/deactivate it confirmed (its seq)
     stuck: list[dict] = field(default_factory=list)  # its tasks stuck in one call, now
+    usage: dict = field(default_factory=dict)  # its own RSS and CPU at the last heartbeat (ProcessUsage)
     nonce: bytes = b""  # its transport's end of every link (see ``squall.spark.transport``)
 
 

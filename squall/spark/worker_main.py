@@ -30,6 +30,7 @@ from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
 from squall.runtime.errors import ErrorLog
 from squall.runtime.plan import TaskPlan
+from squall.runtime.process_usage import ProcessUsage
 from squall.runtime.sampling import TupleSampler
 from squall.runtime.worker import Worker
 from squall.spark import coordination as co
@@ -264,6 +265,7 @@ class _MasterLink:
         spec = self.spec
         sent_errors = 0
         next_beat = 0.0
+        usage = ProcessUsage()  # this process's RSS and CPU, in every heartbeat
         while True:
             now = time.monotonic()
             if now >= next_beat:
@@ -276,7 +278,7 @@ class _MasterLink:
                           rejected_frames=transport.rejected_frames,
                           stuck=[dict(s) for s in list(worker.stuck.values())],
                           corrupt_frames=worker.corrupt_frames, samples=samples,
-                          transfer=worker.transfer_stats())
+                          transfer=worker.transfer_stats(), usage=usage.sample())
                 next_beat = now + spec.heartbeat_secs
             msg = self.recv(max(0.0, next_beat - time.monotonic()))
             if msg is not None:

@@ -122,3 +122,16 @@ streams:
     out = cli("submit", str(f), "--dry-run")
     assert out.returncode == 1
     assert "16000 ms is more than topology.message.timeout.secs 10 s" in out.stderr
+
+
+def test_dry_run_refuses_a_bad_config_value_at_its_line(tmp_path):
+    """Issue 31: ``topology.workers: "not-a-number"`` used to pass the load (and the error of
+    the dry run named no line)."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(YAML.read_text().replace("topology.workers: 2", 'topology.workers: "not-a-number"'))
+    out = cli("submit", str(bad), "--dry-run", "--filter", str(ROOT / "examples" / "word_count.properties"),
+              "--env-filter", env_extra={"SQUALL_WORDCOUNT_RESULTS": str(tmp_path)})
+    assert out.returncode == 1
+    line = next(i for i, t in enumerate(bad.read_text().splitlines(), 1) if "not-a-number" in t)
+    assert f"bad.yaml:{line}: config topology.workers must be a positive integer, got 'not-a-number'" \
+        in out.stderr, out.stderr

@@ -60,6 +60,8 @@ def test_shape_difference_names_the_change():
         return b.create_topology()
 
     assert shape_difference(build(2), build(2)) is None
-    assert shape_difference(build(2), build(3)) == "component 'b' differs in its parallelism"
-    assert shape_difference(build(2), build(2, "fields")) == "component 'b' differs in its inputs"
+    assert shape_difference(build(2), build(3)) == ("parallelism of 'b': running 2, new 3; "
+                                                    "tasks of 'b': running 2, new 3")
+    assert shape_difference(build(2), build(2, "fields")).startswith(
+        "inputs of 'b': running [('s', 'default', 'shuffle'")
     assert set(shape(build(2))) == {"b", "s"}

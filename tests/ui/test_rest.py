@@ -19,6 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.nimbus.harness import wait_for
+from tests.prometheus_server import PrometheusServer
 from tests.ui.conftest import NAME, REPO, artifacts_dir
 from tests.ui.topology_source import COMPONENTS, SECRET_VALUE, STREAMS
 
@@ -274,6 +275,62 @@ def test_prometheus_metrics_parse(world):
     up = [s for s in families["squall_worker_up"].samples]
     assert len(up) == 2 and all(s.value == 1 for s in up)
 
+
+
+def test_prometheus_evaluates_histogram_quantile_over_the_latencies(world, tmp_path):
+    """Issue 31: Debian's prometheus scrapes /metrics; histogram_quantile() answers for the
+    spout's complete latency and the bolts' execute and process latency, per worker."""
+    port = world.url.rsplit(":", 1)[1]
+    with PrometheusServer(tmp_path / "prometheus", [f"127.0.0.1:{port}"]) as prom:
+        count = f'squall_spout_complete_latency_seconds_count{{topology="{NAME}"}}'
+        wait_for(lambda: prom.query(count), 60, f"prometheus to scrape {count}")
+        assert prom.targets_health() == ["up"]
+        acked = world.info()["components"]["sentences"]["acked"]
+        scraped = prom.query(count)
+        assert {r["metric"]["component"] for r in scraped} == {"sentences"}
+        assert {r["metric"]["worker"] for r in scraped} <= {"0", "1"}
+        assert 0 < sum(float(r["value"][1]) for r in scraped) <= acked
+        quantile = ("histogram_quantile({q}, sum by (le, component) "
+                    f'({{{{__name__="{{family}}_bucket",topology="{NAME}"}}}}))')
+        for family, components in (("squall_spout_complete_latency_seconds", {"sentences"}),
+                                    ("squall_bolt_execute_latency_seconds", {"split", "count", "total"}),
+                                    ("squall_bolt_process_latency_seconds", {"split", "count", "total"})):
+            p50 = {r["metric"]["component"]: float(r["value"][1])
+                   for r in prom.query(quantile.format(q=0.5, family=family))}
+            p99 = {r["metric"]["component"]: float(r["value"][1])
+                   for r in prom.query(quantile.format(q=0.99, family=family))}
+            assert components <= set(p50), (family, p50)
+            for c in components:
+                assert 0 < p50[c] <= p99[c] <= 10, (family, c, p50[c], p99[c])
+        (artifacts_dir() / "prometheus-quantiles.json").write_text(json.dumps(
+            prom.query(quantile.format(q=0.99, family="squall_spout_complete_latency_seconds"))))
+
+
+def test_workers_measure_their_own_memory_and_cpu(world):
+    """Issue 31: the scheduler's assigned CPU and memory are labelled as such; beside them each
+    worker's process reports its own RSS and CPU in its heartbeats (info, REST, /metrics)."""
+    info = world.info()
+    for w in info["workers"]:
+        with open(f"/proc/{w['pid']}/status") as f:  # the workers run on this host
+            vmrss_mb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+        assert 10 < w["rss_mb"] and abs(w["rss_mb"] - vmrss_mb) < 0.5 * vmrss_mb, (w["rss_mb"], vmrss_mb)
+        assert w["cpu_percent"] >= 0 and w["cpu_secs"] > 0
+        assert w["resources"]["memory_mb"] > 0  # the scheduler's assignment, a different figure
+    page = world.get(f"/api/v1/topology/{NAME}")
+    for w in page["workers"]:
+        mine = next(x for x in info["workers"] if x["worker"] == w["worker"])
+        assert w["assignedMemOnHeap"] == mine["resources"]["memory_mb"]
+        assert w["assignedCpu"] == mine["resources"]["cpu_percent"]
+        assert w["rssMb"] > 10 and w["cpuPercent"] >= 0
+    _, _, body = world.raw("/metrics")
+    fams = {f.name: f for f in text_string_to_metric_families(body.decode())}
+    cpu = [s for s in fams["squall_worker_cpu_seconds"].samples if s.labels["topology"] == NAME]
+    assert len(cpu) == 2 and all(s.value > 0 for s in cpu)
+    assigned = [s.value for s in fams["squall_worker_assigned_memory_bytes"].samples]
+    measured = [s.value for s in fams["squall_worker_memory_bytes"].samples]
+    assert len(assigned) == len(measured) == 2 and assigned != measured
+    text = world.cli("info", NAME, check=True).stdout
+    assert "ASSIGNED CPU %" in text and "ASSIGNED MEM MB" in text and "RSS MB" in text
 
 def documented_series() -> set[str]:
     """The series names in docs/ui.md's Prometheus table, with ``{a,b}`` expanded."""

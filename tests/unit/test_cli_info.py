@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from squall.cli.commands import info as info_cmd
 
@@ -53,3 +54,25 @@ def test_info_without_user_metrics_prints_no_metrics_table(monkeypatch, capsys):
     monkeypatch.setattr(info_cmd, "client", lambda args: FakeClient(body))
     info_cmd.run(argparse.Namespace(name="wc", json=False, conf=False, tasks=False))
     assert "METRIC" not in capsys.readouterr().out
+
+
+def test_worker_columns_say_assigned_and_show_what_the_process_measured(monkeypatch, capsys):
+    """Issue 31: "CPU % 260.0" and "MEM MB 3328.0" were the scheduler's assignment, shown as if
+    measured; now labelled as assigned, with the worker's own CPU % and RSS beside them."""
+    worker = {"worker": 0, "version": 1, "state": "RUNNING", "host": "127.0.0.1",
+              "assigned_host": "127.0.0.1", "resources": {"cpu_percent": 260.0, "memory_mb": 3328.0},
+              "cpu_percent": 97.5, "rss_mb": 81.3,
+              "pid": 4242, "address": "tcp://127.0.0.1:5000", "restarts": 0, "uptime_secs": 60.0,
+              "tasks": [1, 2]}
+    body = {"name": "wc", "status": "ACTIVE", "version": 1, "uptime_secs": 60.0, "master": {},
+            "workers": [worker], "errors": [], "components": {"count": component({})}}
+    monkeypatch.setattr(info_cmd, "client", lambda args: FakeClient(body))
+    info_cmd.run(argparse.Namespace(name="wc", json=False, conf=False, tasks=False))
+    out = capsys.readouterr().out
+    header, row = out[out.index("WORKER "):].splitlines()[:2]
+    starts = {m.group(0): m.start() for m in re.finditer(r"\S+(?: \S+)*", header)}  # column -> where
+    columns = list(starts)
+    assert columns[5:10] == ["ASSIGNED HOST", "ASSIGNED CPU %", "ASSIGNED MEM MB", "CPU %", "RSS MB"]
+    cells = {name: row[starts[name]:].split()[0] for name in columns[6:10]}
+    assert cells == {"ASSIGNED CPU %": "260.0", "ASSIGNED MEM MB": "3328.0", "CPU %": "97.5",
+                     "RSS MB": "81.3"}

@@ -89,3 +89,47 @@ def test_the_docs_name_every_series():
     from tests.ui.test_rest import documented_series  # the same reading of docs/ui.md
 
     assert documented_series() == set(FAMILIES)
+
+
+def test_latencies_are_histograms_per_worker():
+    """Issue 31: complete latency per spout, execute and process latency per bolt, as
+    Prometheus histograms (buckets 0.1 ms - 10 s, in seconds), labelled topology, component
+    and worker, from the tasks' own metrics."""
+    from squall.runtime.info import topology_info
+    from squall.runtime.metrics import LATENCY_BUCKETS_MS, TaskMetrics
+    from squall.runtime.plan import make_plan
+    from squall.runtime.submission import prepare_conf
+    from tests.unit.test_submission import topology
+
+    t = topology()
+    plan = make_plan(t, prepare_conf({"topology.workers": 2}, t))
+    spout = TaskMetrics("words", plan.component_tasks["words"][0])
+    for ms in (0.05, 0.3, 0.3, 7.0, 20_000.0):
+        spout.record_complete(ms)
+    bolt = TaskMetrics("ticker", plan.component_tasks["ticker"][0])
+    bolt.record_execute(4.0, 2)  # a batch of two: 2 ms each
+    bolt.record_execute(0.08, 1)
+    bolt.record_process(30.0)
+    info = topology_info("t", "ACTIVE", plan, [spout, bolt], [], 1.0)
+    info["kinds"] = {"words": "spout", "ticker": "bolt"}
+    fams = families(render([info], {"leader": True}))
+    complete = fams["squall_spout_complete_latency_seconds"]
+    assert complete.type == "histogram"
+    buckets = {s.labels["le"]: s.value for s in complete.samples if s.name.endswith("_bucket")}
+    assert len(buckets) == len(LATENCY_BUCKETS_MS) + 1
+    picked = ("0.0001", "0.0005", "0.01", "10", "+Inf")
+    assert [buckets[le] for le in picked] == [1, 3, 4, 4, 5]
+    worker = str(next(w for w in range(2) if spout.task in plan.worker_tasks(w)))
+    labels = next(s.labels for s in complete.samples if s.name.endswith("_count"))
+    assert labels == {"topology": "t", "component": "words", "worker": worker}
+    total = {s.name: s.value for s in complete.samples if not s.name.endswith("_bucket")}
+    assert total["squall_spout_complete_latency_seconds_count"] == 5
+    assert abs(total["squall_spout_complete_latency_seconds_sum"] - 20.00765) < 1e-9
+    execute = {s.labels.get("le"): s.value for s in fams["squall_bolt_execute_latency_seconds"].samples
+               if s.name.endswith("_bucket")}
+    assert (execute["0.0001"], execute["0.001"], execute["0.0025"]) == (1, 1, 3)
+    process = {s.name: s.value for s in fams["squall_bolt_process_latency_seconds"].samples}
+    assert process["squall_bolt_process_latency_seconds_count"] == 1
+    assert "squall_spout_execute_latency_seconds" not in fams  # spouts have no execute
+    # the counters are as they were
+    assert fams["squall_component_acked"].type == "counter"

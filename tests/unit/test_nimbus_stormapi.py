@@ -113,13 +113,29 @@ def test_topology_page_shape():
 def test_windows_read_the_history():
     h = MetricHistory()
     h.record(NOW - 4000, {"spout": {"emitted": 0, "acked": 0}})
-    h.record(NOW - 3000, {"spout": {"emitted": 100, "acked": 100}})
-    h.record(NOW - 10, {"spout": {"emitted": 130, "acked": 125}})
+    h.record(NOW - 3000, {"spout": {"emitted": 5, "acked": 5}})
+    h.record(NOW - 10, {"spout": {"emitted": 8, "acked": 7}})
     page = topology_page(view(history=h), "600")
-    assert page["window"] == "600" and page["spouts"][0]["emitted"] == 30
-    by_window = {s["window"]: s["emitted"] for s in page["topologyStats"]}
-    assert by_window["600"] == 30 and by_window["10800"] == 130
-    assert by_window[":all-time"] == 10 + 43234  # all time is the live figures
+    # the samples' 3 in the last 10 minutes, and the 2 the live figures (10) gained since
+    assert page["window"] == "600" and page["spouts"][0]["emitted"] == 3 + 2
+    acked = {s["window"]: s["acked"] for s in page["topologyStats"]}  # the spouts' acks
+    assert acked["600"] == (7 - 5) + (9 - 7) and acked["10800"] == 9 and acked[":all-time"] == 9
+    emitted = {s["window"]: s["emitted"] for s in page["topologyStats"]}
+    assert emitted[":all-time"] == 10 + 43234  # all time is the live figures
+
+
+def test_the_ten_minute_window_is_whole_from_the_first_second():
+    """Issue 31: 600 showed acked 0 while :all-time showed thousands, until a sample came."""
+    h = MetricHistory()
+    h.record(NOW - 2, {"spout": {"emitted": 0, "acked": 0}, "MyBoltId": {"executed": 0}})  # at submit
+    for history in (h, MetricHistory(), None):  # one sample at the start; none yet; no history
+        page = topology_page(view(history=history), "600")
+        stats = {s["window"]: s for s in page["topologyStats"]}
+        for window in ("600", "10800", "86400"):
+            assert stats[window]["acked"] == stats[":all-time"]["acked"] == 9, (window, history)
+            assert stats[window]["emitted"] == stats[":all-time"]["emitted"]
+        assert page["spouts"][0]["acked"] == 9 and page["spouts"][0]["completeLatency"] == "12.346"
+        assert bolt(page)["executed"] == 153343 and bolt(page)["executeLatency"] == "122.000"
 
 
 def test_component_page_shape():

@@ -36,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     if replication:
         print(f"code of version {info['version']} held by {replication['count']} Nimbus node(s): "
               f"{', '.join(replication['holders']) or '-'}")
-    uptime = info.get("uptime_secs") or 0.0
+    # the rates over the running master's age: the counters start with it
+    uptime = info.get("master_uptime_secs") or info.get("uptime_secs") or 0.0
     comps = []
     for cid, c in sorted(info["components"].items()):
         rate = c["emitted"] / uptime if uptime else 0.0
@@ -53,16 +54,19 @@ def run(args: argparse.Namespace) -> int:
     if metrics:
         print()
         print(table(["COMPONENT", "METRIC", "TYPE", "VALUE"], metrics))
+    # the scheduler's assignment (what a worker may use) beside what its process measured
     workers = [[w["worker"], w.get("version"), stamp(w.get("version_since")), w.get("state"), w.get("host"),
                 w.get("assigned_host"), (w.get("resources") or {}).get("cpu_percent"),
                 (w.get("resources") or {}).get("memory_mb"),
+                _num(w.get("cpu_percent")), _num(w.get("rss_mb")),
                 w.get("pid"), w.get("address"), w.get("restarts"), duration(w.get("uptime_secs")),
                 w.get("tasks")]
                for w in info["workers"]]
     if workers:
         print()
-        print(table(["WORKER", "VERSION", "SINCE", "STATE", "HOST", "ASSIGNED", "CPU %", "MEM MB", "PID",
-                     "ADDRESS", "RESTARTS", "UPTIME", "TASKS"], workers))
+        print(table(["WORKER", "VERSION", "SINCE", "STATE", "HOST", "ASSIGNED HOST", "ASSIGNED CPU %",
+                     "ASSIGNED MEM MB", "CPU %", "RSS MB", "PID", "ADDRESS", "RESTARTS", "UPTIME", "TASKS"],
+                    workers))
     for note in info.get("placement_notes") or []:
         print(f"placement: {note}")
     print_upgrade(info)

@@ -138,3 +138,65 @@ def test_error_in_an_included_file_names_that_file(tmp_path):
     f.write_text(GOOD + "includes:\n  - file: part.yaml\n")
     with pytest.raises(FluxError, match=r"part\.yaml:4: unknown class 'x.y.Nope'"):
         load_yaml(str(f))
+
+
+# ---- configuration values: the checks submit makes, at the line of the value (issue 31) ----
+
+CONFIGURED = GOOD.replace('name: "wc"\n', 'name: "wc"\nconfig:\n  my.own.key: [1]\n  KEY: VALUE\n')
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("topology.workers", '"not-a-number"', "topology.workers must be a positive integer, got 'not-a-number'"),
+    ("topology.workers", "0", "topology.workers must be a positive integer, got 0"),
+    ("topology.workers", "2.5", "must be a positive integer, got 2.5"),
+    ("topology.message.timeout.secs", "-1", "topology.message.timeout.secs must be a positive number"),
+    ("topology.max.spout.pending", '"1000"', "topology.max.spout.pending must be a positive integer or None"),
+    ("topology.acker.executors", "-1", "topology.acker.executors must be a non-negative integer or None"),
+    ("topology.debug", '"yes"', "topology.debug must be true or false, got 'yes'"),
+    ("topology.backpressure.water.mark.high", "1.5", "must be a number from 0 to 1, got 1.5"),
+    ("topology.state.provider.config", "[1]", "topology.state.provider.config must be a mapping"),
+    ("topology.spout.wait.progressive.level1.count", "-3", "must be an integer >= 0, got -3"),
+    ("squall.max.tuple.bytes", "true", "squall.max.tuple.bytes must be a positive integer, got True"),
+])
+def test_a_bad_config_value_is_refused_at_its_line(tmp_path, key, value, words):
+    text = CONFIGURED.replace("KEY: VALUE", f"{key}: {value}")
+    e = error_of(tmp_path, text)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.startswith(f"  {key}:"))
+    assert line_of(e) == line, str(e)
+    assert words in str(e)
+
+
+def test_a_bad_component_config_value_is_refused_at_its_line(tmp_path):
+    text = GOOD.replace('    parallelism: 2\n',
+                        '    parallelism: 2\n    config:\n      topology.max.spout.pending: "lots"\n', 1)
+    e = error_of(tmp_path, text)
+    assert line_of(e) == 11 and "bolt 'count': config topology.max.spout.pending" in str(e)
+
+
+def test_values_that_only_go_wrong_together_name_the_line_of_a_key(tmp_path):
+    # a window longer than the message timeout: the check submit makes, at the timeout's line
+    text = CONFIGURED.replace("KEY: VALUE", "topology.message.timeout.secs: 2").replace(
+        '    className: "tests.unit.flux.components.TestWordCounter"',
+        '    className: "tests.integration.window_components.WindowRecorder"\n'
+        '    configMethods:\n      - name: "with_tumbling_window"\n        args: [ref: "five"]', 1)
+    text = text.replace("spouts:", 'components:\n  - id: "five"\n    className: "squall.Duration"\n'
+                                   '    factory: "seconds"\n    factoryArgs: [5]\nspouts:', 1)
+    e = error_of(tmp_path, text)
+    assert line_of(e) == 4 and "topology.message.timeout.secs 2 s" in str(e)
+
+
+def test_flux_and_submit_refuse_the_same_values(tmp_path):
+    """Every key in the one table of checks: a bad value fails ``prepare_conf`` and Flux alike."""
+    from squall.api.conf_checks import CHECKS
+    from squall.api.errors import InvalidTopologyError
+    from squall.runtime.submission import prepare_conf
+
+    good = tmp_path / "good.yaml"
+    good.write_text(GOOD)
+    topology = load_yaml(str(good)).topology
+    for key in CHECKS:
+        bad = {"topology.debug": 7}.get(key, [7, 7])  # no check takes a list of numbers
+        with pytest.raises(InvalidTopologyError, match=re.escape(key)) as submitted:
+            prepare_conf({key: bad}, topology)
+        e = error_of(tmp_path, CONFIGURED.replace("KEY: VALUE", f'"{key}": {bad}'))
+        assert str(submitted.value) in str(e), (key, str(e))
