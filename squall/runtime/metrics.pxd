@@ -1,4 +1,5 @@
 # C layout for the compiled hot path (scripts/compile.py); metrics.py is the source.
+cimport cython
 
 cdef class TaskMetrics:
     cdef public object component, task
@@ -13,4 +14,7 @@ cdef class TaskMetrics:
     cdef public double capacity
     cdef public long long _window_executed
     cdef public object user
+    cdef public object outputs, inputs
     cpdef record_complete(self, double ms)
+    @cython.locals(inputs=dict, streams=dict, row=list)
+    cpdef sample_input(self, object component, object stream, int kind, double ms)
