@@ -50,7 +50,7 @@ class LocalCluster(ClusterBase[_Running]):
     in-process queues, so serialization faults show up as they would on a cluster.
     """
 
-    def __init__(self, tap: Callable[[str, str, list], None] | None = None) -> None:
+    def __init__(self, tap: Callable[[str, str, list, int], None] | None = None) -> None:
         super().__init__()
         self._tap = tap
         # the clock every worker of this cluster reads: simulated when the cluster is made

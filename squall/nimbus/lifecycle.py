@@ -20,6 +20,7 @@ from squall.nimbus.errors import Conflict, InvalidRequest, NimbusError
 from squall.nimbus.replication import forget, holders
 from squall.nimbus.validation import check_topology_name, decode_upload, json_conf
 from squall.store import keys as K
+from squall.store import taskrecords
 
 MESSAGE_TIMEOUT = "topology.message.timeout.secs"
 START_INACTIVE = "squall.topology.start.inactive"
@@ -58,7 +59,8 @@ class Lifecycle(NimbusCore):
             }
             if not self.store.create(K.topology_key(name), rec):
                 raise Conflict(f"topology {name!r} is already running; kill it first or pick another name")
-            self.store.delete(K.master_key(name))  # a registration left by an earlier topology
+            for key in K.master_key(name), *K.task_record_keys(name):  # left by an earlier topology
+                self.store.delete(key)
             try:
                 replication = self.store_version(name, topology_id, 1, code=upload.code,
                                                  topology=upload.topology_bytes, conf=conf)
@@ -120,6 +122,7 @@ class Lifecycle(NimbusCore):
                          "app_id": m.get("app_id"), "registered_epoch": m.get("epoch")}
         held = holders(self.store, rec["id"], rec["version"])
         out["replication"] = {"count": len(held), "holders": sorted(held.values())}
+        live = None
         if self.live_master(rec) is not None:
             try:
                 live = self.control(rec, "GET", "/info", timeout=10.0)
@@ -129,6 +132,10 @@ class Lifecycle(NimbusCore):
                 out.update(components=live["components"], workers=live["workers"],
                            errors=live["errors"], master_uptime_secs=live["uptime_secs"],
                            tasks=live.get("tasks", []))  # per task: last heartbeat and progress
+        if live is None:  # no master answers (relaunching, or down): what the last one stored
+            out.update(errors=taskrecords.errors_from(self.store.get(K.task_errors_key(name))),
+                       tasks=taskrecords.tasks_from(self.store.get(K.taskbeats_key(name)), time.time()))
+        out["assignment"] = self.store.get(K.assignment_key(name))
         now = self.now()
         num = len(out["workers"]) or rec.get("num_workers") or 0
         up = rec.get("upgrade")
@@ -242,6 +249,8 @@ class Lifecycle(NimbusCore):
         self.stop_master(rec, wait_secs)
         self.store.delete(K.topology_key(name))
         self.store.delete(K.master_key(name))
+        for key in K.task_record_keys(name):
+            self.store.delete(key)
         self.store.delete(history_key(name))
         forget(self.store, rec["id"])
         self.blobs.remove(rec["id"])

@@ -142,6 +142,7 @@ def ui_schemas() -> dict:
         "Samples": {"type": "object", "properties": {
             "debug": {"type": "object", "nullable": True}, "last": _I,
             "samples": {"type": "array", "items": {"type": "object", "properties": {
-                "seq": _I, "component": _S, "stream": _S, "worker": _I, "values": {"type": "array"},
+                "seq": _I, "component": _S, "stream": _S, "task": _I,
+                "worker": _I, "values": {"type": "array"},
                 "time": _N}}}}},
     }

@@ -111,6 +111,9 @@ class TopologyView:
         self.now = now
         self.components: dict[str, dict] = info.get("components") or {}
         self.by_task = _task_worker(info)
+        # when each task's current process started it (the master's, or its stored, records)
+        self.task_started = {t["task"]: t["start_time"] for t in info.get("tasks") or []
+                             if isinstance(t, dict) and t.get("start_time")}
 
     @property
     def name(self) -> str:
@@ -325,35 +328,62 @@ def topology_page(view: TopologyView, window: str) -> dict:
 # ---- topology/:id/component/:component ---------------------------------------------------------
 
 
-def _outputs(view: TopologyView, cid: str, f: dict) -> list[dict]:
+def _per_stream(view: TopologyView, cid: str, window: str, direction: str) -> dict:
+    """The live per-stream figures of ``cid`` (all time only: the history is per component)."""
+    streams = (view.components.get(cid) or {}).get("streams") or {} if window == ALL_TIME else {}
+    if direction == "outputs":
+        return {r["stream"]: r for r in streams.get("outputs") or []}
+    return {(r["component"], r["stream"]): r for r in streams.get("inputs") or []}
+
+
+def _int(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
+def _outputs(view: TopologyView, cid: str, f: dict, window: str = ALL_TIME) -> list[dict]:
     streams = sorted((view.shape.get(cid) or {}).get("streams") or {"default": []})
-    if len(streams) != 1:  # squall counts per component: a share per stream is not measured
-        return [{"stream": s, "emitted": None, "transferred": None, "completeLatency": None,
-                 "acked": None, "failed": None} for s in streams]
-    return [{"stream": streams[0], "emitted": int(f.get("emitted") or 0),
-             "transferred": int(f.get("transferred") or 0),
-             "completeLatency": float_str(f.get("complete_latency_ms")),
-             "acked": int(f.get("acked") or 0), "failed": int(f.get("failed") or 0)}]
+    if len(streams) == 1:  # the component's own figures, over any window
+        return [{"stream": streams[0], "emitted": int(f.get("emitted") or 0),
+                 "transferred": int(f.get("transferred") or 0),
+                 "completeLatency": float_str(f.get("complete_latency_ms")),
+                 "acked": int(f.get("acked") or 0), "failed": int(f.get("failed") or 0)}]
+    # several: each stream's own counts (a spout's trees are not counted per stream)
+    live = _per_stream(view, cid, window, "outputs")
+    return [{"stream": s, "emitted": _int((live.get(s) or {}).get("emitted", 0 if live else None)),
+             "transferred": _int((live.get(s) or {}).get("transferred", 0 if live else None)),
+             "completeLatency": None, "acked": None, "failed": None} for s in streams]
 
 
-def _inputs(view: TopologyView, cid: str, f: dict) -> list[dict]:
+def _inputs(view: TopologyView, cid: str, f: dict, window: str = ALL_TIME) -> list[dict]:
     inputs = (view.shape.get(cid) or {}).get("inputs") or []
     one = len(inputs) == 1
+    live = _per_stream(view, cid, window, "inputs")
     out = []
     for i in inputs:
-        out.append({"component": i["component"], "encodedComponentId": quote(i["component"], safe=""),
-                    "stream": i["stream"], "grouping": i["grouping"],
-                    "executeLatency": float_str(f.get("execute_latency_ms")) if one else None,
-                    "processLatency": float_str(f.get("process_latency_ms")) if one else None,
-                    "executed": int(f.get("executed") or 0) if one else None,
-                    "acked": int(f.get("acked") or 0) if one else None,
-                    "failed": int(f.get("failed") or 0) if one else None})
+        row = {"component": i["component"], "encodedComponentId": quote(i["component"], safe=""),
+               "stream": i["stream"], "grouping": i["grouping"]}
+        if one:  # the component's own figures, over any window
+            row.update(executeLatency=float_str(f.get("execute_latency_ms")),
+                       processLatency=float_str(f.get("process_latency_ms")),
+                       executed=int(f.get("executed") or 0), acked=int(f.get("acked") or 0),
+                       failed=int(f.get("failed") or 0))
+        else:  # estimated from the sampled tuples of each stream (squall.runtime.metrics)
+            s = live.get((i["component"], i["stream"]))
+            zero = 0 if live else None  # live figures but none sampled from this input: none seen
+            row.update(executeLatency=float_str(s["execute_latency_ms"]) if s and s["execute_latency_ms"]
+                       is not None else None,
+                       processLatency=float_str(s["process_latency_ms"]) if s and s["process_latency_ms"]
+                       is not None else None,
+                       executed=_int(s["executed"]) if s else zero, acked=_int(s["acked"]) if s else zero,
+                       failed=_int(s["failed"]) if s else zero)
+        out.append(row)
     return out
 
 
 def _executor(view: TopologyView, cid: str, task: int, figures: dict, spout: bool) -> dict:
     worker = view.by_task.get(task) or {}
-    uptime = int(worker.get("uptime_secs") or view.uptime_secs())
+    started = view.task_started.get(task)
+    uptime = int(max(0.0, view.now - started) if started else worker.get("uptime_secs") or view.uptime_secs())
     row = {"id": f"[{task}-{task}]", "encodedId": quote(f"[{task}-{task}]", safe=""), "task": task,
            "host": worker.get("host") or "", "port": _port(worker), "worker": worker.get("worker"),
            "uptime": pretty_uptime(uptime), "uptimeSeconds": uptime,
@@ -393,7 +423,7 @@ def component_page(view: TopologyView, cid: str, window: str) -> dict:
              "error": error_text(e), "errorTime": int(e.get("time") or 0) * 1000,
              "task": e.get("task"), "message": e.get("message")}
             for e in reversed(view.errors(cid))],
-        "outputStats": _outputs(view, cid, f),
+        "outputStats": _outputs(view, cid, f, window),
         "executorStats": [_executor(view, cid, t, (live.get("by_task") or {}).get(t)
                                     or (live.get("by_task") or {}).get(str(t)) or {}, spout)
                           for t in view.tasks(cid)],
@@ -403,7 +433,7 @@ def component_page(view: TopologyView, cid: str, window: str) -> dict:
         out["spoutSummary"] = [_spout_window(view, cid, w) for w in view.windows()]
     else:
         out["boltStats"] = [_bolt_window(view, cid, w) for w in view.windows()]
-        out["inputStats"] = _inputs(view, cid, f)
+        out["inputStats"] = _inputs(view, cid, f, window)
     return out
 
 

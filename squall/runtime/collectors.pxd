@@ -17,6 +17,7 @@ cdef class StreamRoute:
     cdef public list routers
     cdef public RouterBase single
     cdef public object direct
+    cdef public long long emitted, transferred
 
 cdef class _Emitter:
     cdef public Task _task
@@ -32,17 +33,17 @@ cdef class _Emitter:
 
 cdef class SpoutOutputCollector(_Emitter):
     cdef public SpoutTask _spout_task
-    @cython.locals(task=SpoutTask, worker=Worker, edges=SplitMix64, ack_val=u64, edge=u64, root=u64)
-    cpdef _send(self, object stream, list values, list targets, object msg_id)
+    @cython.locals(task=SpoutTask, worker=Worker, edges=SplitMix64, ack_val=u64, edge=u64, root=u64, n=Py_ssize_t)
+    cpdef _send(self, StreamRoute route, list values, list targets, object msg_id)
 
 cdef class OutputCollector(_Emitter):
     cdef public BoltTask _bolt_task
     cdef public bint _acking
     @cython.locals(route=StreamRoute, single=RouterBase, vals=list, targets=list)
     cpdef list emit(self, object values, object anchors=*, object stream=*)
-    @cython.locals(task=BoltTask, worker=Worker, anchor=Tuple, edges=SplitMix64, acc=u64, edge=u64, root=u64, nroots=int)
-    cpdef _send(self, object stream, list values, list targets, object anchors)
-    @cython.locals(task=BoltTask, m=TaskMetrics, nroots=int, extra=u64, value=u64)
+    @cython.locals(task=BoltTask, worker=Worker, anchor=Tuple, edges=SplitMix64, acc=u64, edge=u64, root=u64, nroots=int, n=Py_ssize_t)
+    cpdef _send(self, StreamRoute route, list values, list targets, object anchors)
+    @cython.locals(task=BoltTask, m=TaskMetrics, nroots=int, extra=u64, value=u64, ms=double)
     cpdef ack(self, Tuple tup)
     cpdef fail(self, Tuple tup)
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from squall.api.errors import FailedException
 from squall.api.tuple import DEFAULT_STREAM, TICK_STREAM, Tuple
 from squall.runtime.ids import id_source
+from squall.runtime.metrics import ACKED_SAMPLES, FAILED_SAMPLES
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import DirectOnly, Router, RouterBase
 
@@ -26,7 +27,7 @@ def _thread_id() -> int:
 class StreamRoute:
     """How one task emits on one stream: arity check and routers (or direct targets)."""
 
-    __slots__ = ("stream", "arity", "routers", "single", "direct")
+    __slots__ = ("stream", "arity", "routers", "single", "direct", "emitted", "transferred")
 
     def __init__(self, stream: str, arity: int, routers: list[Router],
                  direct: DirectOnly | None) -> None:
@@ -37,6 +38,8 @@ class StreamRoute:
         self.single = (routers[0] if len(routers) == 1 and isinstance(routers[0], RouterBase)
                        else None)
         self.direct = direct
+        self.emitted = 0  # this task's tuples on this stream, and their copies sent (Storm's UI)
+        self.transferred = 0
 
 
 class _Emitter:
@@ -47,6 +50,7 @@ class _Emitter:
         self._routes = routes
         self._worker = task.worker
         self._metrics = task.metrics
+        self._metrics.outputs = routes  # read for the per-stream figures
         self._component = task.component
         self._edges = id_source()  # random 64-bit edge ids (splitmix64 when compiled)
         # the route of the stream emitted last (mostly the same str object): no dict lookup
@@ -152,22 +156,25 @@ class SpoutOutputCollector(_Emitter):
         if owner and owner != _thread_id():
             self._foreign("emit")
         route, values, targets = self._route(stream, values)
-        self._send(route.stream, values, targets, msg_id)
+        self._send(route, values, targets, msg_id)
         return list(targets)  # routers reuse their lists; the caller gets its own
 
     def emit_direct(self, task: int, values: list, stream: str = DEFAULT_STREAM,
                     msg_id: Any = None) -> None:
         """Emit ``values`` on direct ``stream`` to ``task`` only."""
-        self._direct(task, stream, values)
-        self._send(stream, list(values), [task], msg_id)
+        self._send(self._direct(task, stream, values), list(values), [task], msg_id)
 
-    def _send(self, stream: str, values: list, targets: list[int], msg_id: Any) -> None:
+    def _send(self, route: StreamRoute, values: list, targets: list[int], msg_id: Any) -> None:
         task = self._spout_task
         worker = self._worker  # its cpdef methods are not cached as bound methods (compiled)
+        stream = route.stream
+        n = len(targets)
         self._metrics.emitted += 1
-        self._metrics.transferred += len(targets)
+        self._metrics.transferred += n
+        route.emitted += 1
+        route.transferred += n
         if self._worker.tap is not None:
-            self._worker.tap(task.component, stream, values)
+            self._worker.tap(task.component, stream, values, task.task_id)
         hooks = task.hooks
         if hooks is not None:
             hooks.emit(values, stream, targets)
@@ -224,7 +231,7 @@ class OutputCollector(_Emitter):
         if (route is None or route.direct is not None or type(values) is not list
                 or len(values) != route.arity):
             route, vals, targets = self._route_checked(stream, values)
-            self._send(route.stream, vals, targets, anchors)
+            self._send(route, vals, targets, anchors)
             return list(targets)
         vals = values  # a list (checked above; typed when compiled)
         single = route.single
@@ -233,7 +240,7 @@ class OutputCollector(_Emitter):
             # a hook gets them
             if self._worker.tap is not None or self._task.hooks is not None:
                 vals = vals[:]
-            self._send(route.stream, vals, [], anchors)
+            self._send(route, vals, [], anchors)
             return []
         vals = vals[:]  # the caller may reuse its list after emit
         if single is not None:
@@ -242,23 +249,26 @@ class OutputCollector(_Emitter):
             targets = []
             for r in route.routers:
                 targets.extend(r(vals))
-        self._send(route.stream, vals, targets, anchors)
+        self._send(route, vals, targets, anchors)
         return targets[:]  # routers reuse their lists; the caller gets its own
 
     def emit_direct(self, task: int, values: list, anchors: Tuple | list[Tuple] | None = None,
                     stream: str = DEFAULT_STREAM) -> None:
         """Emit on direct ``stream`` to ``task`` only."""
-        self._direct(task, stream, values)
-        self._send(stream, list(values), [task], anchors)
+        self._send(self._direct(task, stream, values), list(values), [task], anchors)
 
-    def _send(self, stream: str, values: list, targets: list[int],
+    def _send(self, route: StreamRoute, values: list, targets: list[int],
               anchors: Tuple | list[Tuple] | None) -> None:
         task = self._bolt_task
         worker = self._worker
+        stream = route.stream
+        n = len(targets)
         self._metrics.emitted += 1
-        self._metrics.transferred += len(targets)
+        self._metrics.transferred += n
+        route.emitted += 1
+        route.transferred += n
         if self._worker.tap is not None:
-            self._worker.tap(task.component, stream, values)
+            self._worker.tap(task.component, stream, values, task.task_id)
         if task.hooks is not None:
             task.hooks.emit(values, stream, targets)
         if anchors is None or not task.acking:
@@ -328,7 +338,9 @@ class OutputCollector(_Emitter):
             m = self._metrics
             m.acked += 1
             if tup._t0:
-                m.record_process((self._worker.clock() - tup._t0) * 1000.0)
+                ms = (self._worker.clock() - tup._t0) * 1000.0
+                m.record_process(ms)
+                m.sample_input(tup.component, tup.stream, ACKED_SAMPLES, ms)
         if hooks is not None:
             hooks.bolt_ack(tup, self._latency(tup))
 
@@ -359,6 +371,8 @@ class OutputCollector(_Emitter):
                                      [root, task.component, task.task_id, error], None)
         if tup.stream is not TICK_STREAM:
             self._metrics.failed += 1
+            if tup._t0:
+                self._metrics.sample_input(tup.component, tup.stream, FAILED_SAMPLES, 0.0)
         if hooks is not None:
             hooks.bolt_fail(tup, self._latency(tup))
 

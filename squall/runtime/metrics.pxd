@@ -1,4 +1,5 @@
 # C layout for the compiled hot path (scripts/compile.py); metrics.py is the source.
+cimport cython
 
 cpdef int bucket_index(double ms)
 
@@ -16,6 +17,9 @@ cdef class TaskMetrics:
     cdef public list complete_hist, exec_hist, process_hist
     cdef public long long _window_executed
     cdef public object user
+    cdef public object outputs, inputs
     cpdef record_complete(self, double ms)
     cpdef record_execute(self, double ms, long long n)
     cpdef record_process(self, double ms)
+    @cython.locals(inputs=dict, streams=dict, row=list)
+    cpdef sample_input(self, object component, object stream, int kind, double ms)

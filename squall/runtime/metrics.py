@@ -1,4 +1,12 @@
-"""Per-task counters and latencies, written by the task's thread, read by anyone."""
+"""Per-task counters and latencies, written by the task's thread, read by anyone.
+
+Per stream, as Storm's UI shows them: each output stream's emitted and transferred counts
+are exact (counters on the collector's route of that stream, ``outputs``); each input
+stream's (source component, stream) figures come from the tuples already sampled for the
+execute and process latencies (``topology.stats.sample.rate``, as Storm samples its
+stats): the sampled share of a stream scales the task's executed, acked and failed totals,
+exact when a task reads one stream.
+"""
 
 from __future__ import annotations
 
@@ -48,7 +56,7 @@ def empty_histogram() -> list[int]:
 class TaskMetrics:
     """Counters of one task. Plain numbers: reads from other threads may lag, never tear."""
 
-    __slots__ = (*FIELDS, "_window_executed", "user")
+    __slots__ = (*FIELDS, "_window_executed", "user", "outputs", "inputs")
 
     def __init__(self, component: str, task: int, emitted: int = 0, transferred: int = 0,
                  acked: int = 0, failed: int = 0, executed: int = 0,
@@ -80,6 +88,34 @@ class TaskMetrics:
         # the task's user metrics: anything with ``raw()`` (plain data per metric name) and
         # ``roll()`` (close a window): the live registry in a worker, a received copy elsewhere
         self.user: Any = None
+        # stream -> its route (live: counters ``emitted``, ``transferred``) or [emitted, transferred]
+        self.outputs: Any = None
+        # source component -> stream -> [exec samples, exec ms, acked samples, process ms, failed samples]
+        self.inputs: Any = None
+
+    def sample_input(self, component: str, stream: str, kind: int, ms: float) -> None:
+        """One sampled tuple of ``(component, stream)`` was executed, acked or failed (``kind``)."""
+        inputs = self.inputs
+        if inputs is None:
+            inputs = self.inputs = {}
+        streams = inputs.get(component)
+        if streams is None:
+            streams = inputs[component] = {}
+        row = streams.get(stream)
+        if row is None:
+            row = streams[stream] = [0, 0.0, 0, 0.0, 0]
+        row[kind] += 1
+        if kind != FAILED_SAMPLES:
+            row[kind + 1] += ms
+
+    def stream_counts(self) -> dict:
+        """Plain data: ``{"out": {stream: [emitted, transferred]}, "in": {component: {stream: row}}}``."""
+        out = {}
+        for stream, route in list((self.outputs or {}).items()):
+            out[stream] = list(route) if isinstance(route, list) else [route.emitted, route.transferred]
+        inputs = {c: {s: list(row) for s, row in list(streams.items())}
+                  for c, streams in list((self.inputs or {}).items())}
+        return {"out": out, "in": inputs}
 
     def record_complete(self, ms: float) -> None:
         """A spout tuple tree completed ``ms`` after its emit."""
@@ -129,6 +165,9 @@ class TaskMetrics:
         return self.user.raw() if self.user is not None else {}
 
 
+EXEC_SAMPLES, ACKED_SAMPLES, FAILED_SAMPLES = 0, 2, 4  # kinds of ``sample_input``
+
+
 def percentile(samples: list[float], q: float, *, ordered: bool = False) -> float:
     """The ``q``-quantile (0..1) of ``samples`` by nearest rank; 0.0 when empty."""
     if not samples:
@@ -145,6 +184,7 @@ def aggregate(metrics: list[TaskMetrics]) -> dict:
         return sum(getattr(m, total) for m in metrics) / n if n else 0.0
 
     recent = sorted(x for m in metrics for x in list(m.complete_recent))
+    streams = stream_figures(metrics)
     raws = {m.task: m.user_raw() for m in metrics}
     by_task = {
         m.task: {
@@ -174,6 +214,7 @@ def aggregate(metrics: list[TaskMetrics]) -> dict:
         "metrics": component_metrics(raws),
         "histograms": histograms(metrics),
         "by_task": by_task,
+        "streams": streams,
     }
 
 
@@ -192,3 +233,52 @@ def histograms(metrics: list[TaskMetrics]) -> dict:
         out[name.removesuffix("_hist")] = {
             "counts": counts, "sum_ms": sum(getattr(m, _HIST_SUMS[name]) for m in metrics)}
     return out
+
+
+def stream_figures(metrics: list[TaskMetrics]) -> dict:
+    """Per output stream and per input (component, stream) figures of a component's tasks.
+
+    ``outputs``: a list of stream, emitted, transferred (exact). ``inputs``: a list of
+    component, stream, executed, execute and process latency, acked, failed, estimated per
+    task from its sampled tuples (latencies None where none was sampled).
+    """
+    outputs: dict[str, dict] = {}
+    inputs: dict[tuple[str, str], dict] = {}
+    for m in metrics:
+        counts = m.stream_counts()
+        for stream, (emitted, transferred) in counts["out"].items():
+            row = outputs.setdefault(stream, {"stream": stream, "emitted": 0, "transferred": 0})
+            row["emitted"] += emitted
+            row["transferred"] += transferred
+        _add_inputs(inputs, m, counts["in"])
+    rows = sorted(inputs.values(), key=lambda r: (r["component"], r["stream"]))
+    for r in rows:
+        samples, acks = r.pop("_exec_samples"), r.pop("_ack_samples")
+        r["execute_latency_ms"] = r.pop("_exec_ms") / samples if samples else None
+        r["process_latency_ms"] = r.pop("_process_ms") / acks if acks else None
+        for key in ("executed", "acked", "failed"):
+            r[key] = round(r[key]) if r[key] is not None else None
+    return {"outputs": [outputs[s] for s in sorted(outputs)], "inputs": rows}
+
+
+def _add_inputs(inputs: dict, m: TaskMetrics, sampled: dict) -> None:
+    """Fold one task's sampled inputs in, scaling its totals by each stream's sampled share."""
+    totals = [0, 0, 0]
+    for streams in sampled.values():
+        for row in streams.values():
+            totals[0] += row[EXEC_SAMPLES]
+            totals[1] += row[ACKED_SAMPLES]
+            totals[2] += row[FAILED_SAMPLES]
+    for component, streams in sampled.items():
+        for stream, row in streams.items():
+            r = inputs.setdefault((component, stream), {
+                "component": component, "stream": stream, "executed": 0.0, "acked": 0.0, "failed": 0.0,
+                "_exec_samples": 0, "_exec_ms": 0.0, "_ack_samples": 0, "_process_ms": 0.0})
+            for key, total, kind, whole in (("executed", totals[0], EXEC_SAMPLES, m.executed),
+                                            ("acked", totals[1], ACKED_SAMPLES, m.acked),
+                                            ("failed", totals[2], FAILED_SAMPLES, m.failed)):
+                r[key] += whole * row[kind] / total if total else 0.0
+            r["_exec_samples"] += row[EXEC_SAMPLES]
+            r["_exec_ms"] += row[EXEC_SAMPLES + 1]
+            r["_ack_samples"] += row[ACKED_SAMPLES]
+            r["_process_ms"] += row[ACKED_SAMPLES + 1]

@@ -3,7 +3,7 @@
 A ``TupleSampler`` is installed as a worker's ``tap`` (called by the output collectors on
 every emit) only while debugging is on; off, the tap is None and an emit costs one ``is
 None`` test. It keeps a bounded buffer of samples (component, stream, worker, values,
-time) that the worker's heartbeats drain to the topology master. Values are shown, not
+time, and the emitting task) that the worker's heartbeats drain to the topology master. Values are shown, not
 replayed: anything that is not a plain JSON scalar becomes its ``repr``, cut short.
 """
 
@@ -48,15 +48,15 @@ class TupleSampler:
         self.buffer: deque[dict] = deque(maxlen=limit)
         self.dropped = 0  # samples pushed out of a full buffer before a heartbeat took them
 
-    def __call__(self, component: str, stream: str, values: list) -> None:
-        """One emit (called on the emitting task's thread)."""
+    def __call__(self, component: str, stream: str, values: list, task: int) -> None:
+        """One emit of ``task`` (called on the emitting task's thread)."""
         if self.components is not None and component not in self.components:
             return
         if self.rate < 1.0 and self._random() >= self.rate:
             return
         if len(self.buffer) == self.buffer.maxlen:
             self.dropped += 1
-        self.buffer.append({"component": component, "stream": stream, "worker": self.worker,
+        self.buffer.append({"component": component, "stream": stream, "task": task, "worker": self.worker,
                             "values": [shown(v) for v in values], "time": self._time_ms() / 1000.0})
 
     def drain(self) -> list[dict]:

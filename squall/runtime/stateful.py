@@ -91,7 +91,9 @@ def check_recovered(state: Any, conf: dict, context: TopologyContext) -> None:
                                               conf, context)
     record = meta.get(RECORD_KEY)
     committed = state.committed_txid()
-    where = f"task {context.task_id} of {context.component_id!r} ({state.namespace})"
+    # ``namespace`` is squall's providers' own attribute, not KeyValueState's: a user's may lack it
+    namespace = getattr(state, "namespace", None)
+    where = f"task {context.task_id} of {context.component_id!r}" + (f" ({namespace})" if namespace else "")
     # a task restarted before the topology's first commit has nothing to find, rightly
     if (ever_committed(record, meta.get(ORIGIN_KEY)) and committed is None
             and state.prepared_txid() is None):

@@ -84,7 +84,7 @@ cdef class BoltTask(Task):
     cpdef Py_ssize_t _process_batches(self, Py_ssize_t budget)
     @cython.locals(count=Py_ssize_t, step=Py_ssize_t, i=Py_ssize_t, tup=Tuple, m=TaskMetrics, t0=double, ms=double, each=double)
     cpdef execute_batch(self, list batch)
-    @cython.locals(m=TaskMetrics)
+    @cython.locals(m=TaskMetrics, ms=double)
     cpdef handle(self, Tuple tup)
     cpdef _execute_basic(self, Tuple tup)
 

@@ -26,7 +26,7 @@ from squall.runtime.collectors import (
 from squall.runtime.failures import TIMEOUT, Failure, describe, from_detail
 from squall.runtime.hooks import TaskHooks, add_auto_hooks
 from squall.runtime.ids import id_source, u64_array
-from squall.runtime.metrics import TaskMetrics
+from squall.runtime.metrics import EXEC_SAMPLES, TaskMetrics
 from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.rotating import PendingMap
 
@@ -550,6 +550,9 @@ class BoltTask(Task):
         if timed:
             ms = (self.worker.clock() - t0) * 1000.0
             m.record_execute(ms, count)
+            for tup in batch:  # per input stream: the tuples sampled for the process latency
+                if tup._t0:
+                    m.sample_input(tup.component, tup.stream, EXEC_SAMPLES, ms / count)
             if hooks is not None:
                 each = ms / count
                 for tup in batch:
@@ -577,7 +580,9 @@ class BoltTask(Task):
         m = self.metrics
         m.executed += 1
         if sample:
-            m.record_execute((self.worker.clock() - t0) * 1000.0, 1)
+            ms = (self.worker.clock() - t0) * 1000.0
+            m.record_execute(ms, 1)
+            m.sample_input(tup.component, tup.stream, EXEC_SAMPLES, ms)  # per input stream
         if hooks is not None:
             hooks.bolt_execute(tup, (self.worker.clock() - t0) * 1000.0)
 

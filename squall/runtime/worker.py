@@ -215,7 +215,7 @@ class Worker:
         transport: Transport,
         errors: ErrorLog | None = None,
         clock: Callable[[], float] | None = None,
-        tap: Callable[[str, str, list], None] | None = None,
+        tap: Callable[[str, str, list, int], None] | None = None,
         active: bool = True,
     ) -> None:
         self.topology_name = topology_name

@@ -7,11 +7,14 @@ runs a ``TopologyMaster`` for it, and serves the control endpoint (``control``) 
 which Nimbus activates, deactivates, rebalances, upgrades and kills it.
 
 It registers in the store under ``masters/NAME`` (control URL, pid, state) and heartbeats
-there every second with a summary of its figures. It runs for as long as the record's
-``epoch`` is its own: when Nimbus relaunches the topology (a new epoch) or removes the
-record (a kill), this master stops its workers and exits, so two masters never drive the
-same topology for long. Nimbus itself may die and come back meanwhile: nothing here
-depends on it being up.
+there every second with a summary of its figures; with each heartbeat it also stores its
+tasks' heartbeats and start times, their errors and the assignment (JStorm's records,
+``squall.store.taskrecords``), and a relaunched master carries on from them.
+
+It runs for as long as the record's ``epoch`` is its own: when Nimbus relaunches the
+topology (a new epoch) or removes the record (a kill), this master stops its workers and
+exits, so two masters never drive the same topology for long. Nimbus itself may die and
+come back meanwhile: nothing here depends on it being up.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from squall.spark.worker_main import WorkerCode, use_code
 from squall.state.codec import STATE_KEY
 from squall.store import BlobStore, Store, StoreError, open_store
 from squall.store import keys as K
+from squall.store import taskrecords as R
 
 log = logging.getLogger("squall.spark.app")
 HEARTBEAT_SECS = 1.0
@@ -78,8 +82,10 @@ class TopologyApp:
         self.error: str | None = None
         self.control: ControlServer | None = None
         self.control_url: str | None = None
-        # where the previous launch's workers ran (its master record), for squall.use.old.assignment
+        # where the previous launch's workers ran (the stored assignment), for squall.use.old.assignment
         self._previous: tuple[OldWorker, ...] = ()
+        self._stored_errors: list[dict] = []  # what taskerrors/<name> holds, so unchanged is not rewritten
+        self._stored_placement: list[dict] | None = None
 
     # ---- loading ---------------------------------------------------------------------
 
@@ -158,7 +164,10 @@ class TopologyApp:
             log.error("%s: not starting", e)
             return 3
         last = self.store.get(K.master_key(self.name))
-        if last is not None and last.get("epoch") != self.epoch:
+        assigned = self.store.get(K.assignment_key(self.name))
+        if assigned is not None and assigned.get("epoch") != self.epoch:
+            self._previous = old_from_record(assigned.get("workers"))
+        elif last is not None and last.get("epoch") != self.epoch:
             self._previous = old_from_record(last.get("placement"))
         self.control = self._control_server(rec)
         self.control_url = self.control.start()
@@ -214,6 +223,7 @@ class TopologyApp:
                                 active=bool(rec.get("active", True)), code_path=base.code_path,
                                 version=base.version, secret=bytes.fromhex(rec["secret"]))
         master.placement_notes = notes
+        self._restore_records(master)
         upgrade = rec.get("upgrade") or {}
         if upgrade.get("workers"):  # a relaunch in the middle of a gray upgrade
             new = self.load_version(upgrade["to"])
@@ -224,6 +234,36 @@ class TopologyApp:
         debug = rec.get("debug") or {}
         if debug.get("rate"):  # tuple sampling outlives a relaunch of the master
             master.set_debug(float(debug["rate"]), debug.get("components"))
+
+    def _restore_records(self, master: TopologyMaster) -> None:
+        """Carry on from the errors and task heartbeats a previous master stored."""
+        try:
+            errors = R.errors_from(self.store.get(K.task_errors_key(self.name)))
+            tasks = R.tasks_from(self.store.get(K.taskbeats_key(self.name)), time.time())
+        except StoreError as e:
+            log.warning("topology %r: the stored task records cannot be read: %s", self.name, e)
+            return
+        master.errors.extend(errors)
+        master.liveness.restore(tasks)
+        self._stored_errors = list(errors)
+
+    def _store_records(self, info: dict, placement: list[dict]) -> None:
+        """Write JStorm's records (task heartbeats, errors, assignment) if this epoch is current."""
+        now = time.time()
+        self._write_current(K.taskbeats_key(self.name), R.beats_record(self.epoch, info["tasks"], now))
+        if info["errors"] != self._stored_errors:
+            self._write_current(K.task_errors_key(self.name), R.errors_record(self.epoch, info["errors"]))
+            self._stored_errors = list(info["errors"])
+        if placement != self._stored_placement:
+            self._write_current(K.assignment_key(self.name), R.assignment_record(self.epoch, placement, now))
+            self._stored_placement = placement
+
+    def _write_current(self, key: str, value: dict) -> None:
+        def write(old: dict | None) -> dict:
+            if old is not None and old.get("epoch", 0) > self.epoch:
+                raise Fenced()
+            return value
+        self.store.update(key, write)
 
     def _heartbeat_until_exit(self) -> None:
         """The heartbeat thread: beat every second; end the run if this epoch is fenced."""
@@ -262,17 +302,21 @@ class TopologyApp:
                  "beat": self._beats, "time": time.time(), **extra}
         if self.sc is not None:
             entry["app_id"] = self.sc.applicationId
+        records = None
         if self.master is not None and state == K.RUNNING and not self._exit.is_set():
             info = self.master.info()
             entry["summary"] = self._summary(info)
             entry["placement"] = placement_record(self.master.plan, info["workers"])
             entry["versions"] = {str(k): v for k, v in self.master.worker_versions().items()}
+            records = (info, entry["placement"])
 
         def write(old: dict | None) -> dict:
             if old is not None and old.get("epoch", 0) > self.epoch:
                 raise Fenced()
             return entry
         self.store.update(K.master_key(self.name), write)
+        if records is not None:
+            self._store_records(*records)
 
     def _summary(self, info: dict) -> dict:
         assert self.master is not None
@@ -355,6 +399,7 @@ class TopologyApp:
             new = TopologyMaster(self.name, topology, conf, plan, self.sc, active=was_active,
                                  code_path=old.base.code_path, version=old.base.version, secret=old.secret)
             new.placement_notes = notes
+            new.errors.extend(old.errors)
             self.master = new
             new.start()
             if old.debug["rate"]:

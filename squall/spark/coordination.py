@@ -162,6 +162,9 @@ def metrics_to_dict(m: TaskMetrics) -> dict:
     user = m.user_raw()  # gauges are read here, on the heartbeat's thread
     if user:
         out["user"] = user
+    streams = m.stream_counts()
+    if streams["out"] or streams["in"]:
+        out["streams"] = streams
     return out
 
 
@@ -172,12 +175,29 @@ def metrics_from_dict(d: dict, carried: dict | None = None) -> TaskMetrics:
     m.complete_recent.extend(kwargs.get("complete_recent", ()))
     if d.get("user"):
         m.user = ReceivedMetrics(d["user"])
+    streams: dict[str, dict] = {"out": {}, "in": {}}
+    _add_streams(streams, d.get("streams") or {})
     for key, value in (carried or {}).items():
-        if key in HISTOGRAMS:
+        if key == "streams":
+            _add_streams(streams, value)
+        elif key in HISTOGRAMS:
             setattr(m, key, [a + b for a, b in zip(getattr(m, key), value, strict=False)])
         else:
             setattr(m, key, getattr(m, key) + value)
+    m.outputs, m.inputs = streams["out"], streams["in"]
     return m
+
+
+def _add_streams(total: dict, d: dict) -> None:
+    """Add one process's per-stream counts (``TaskMetrics.stream_counts``) to ``total``."""
+    for stream, counts in (d.get("out") or {}).items():
+        old = total["out"].get(stream) or [0] * len(counts)
+        total["out"][stream] = [a + b for a, b in zip(old, counts, strict=True)]
+    for component, streams in (d.get("in") or {}).items():
+        mine = total["in"].setdefault(component, {})
+        for stream, row in streams.items():
+            old = mine.get(stream) or [0] * len(row)
+            mine[stream] = [a + b for a, b in zip(old, row, strict=True)]
 
 
 def add_counters(total: dict, d: dict) -> None:
@@ -188,3 +208,5 @@ def add_counters(total: dict, d: dict) -> None:
     for key in HISTOGRAMS:  # counts per latency bucket, added bucket by bucket
         if key in d:
             total[key] = [a + b for a, b in zip(total.get(key) or empty_histogram(), d[key], strict=False)]
+    if d.get("streams"):
+        _add_streams(total.setdefault("streams", {"out": {}, "in": {}}), d["streams"])

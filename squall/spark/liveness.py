@@ -5,7 +5,11 @@ task, when its worker last reported it, when its counters (emitted, transferred,
 acked, failed) last changed, and the counters themselves, so ``squall info`` and the REST
 API can point at the task of a worker that stopped making progress while its worker still
 heartbeats. A spout with nothing to emit and a bolt with nothing to execute are idle too:
-idleness is a clue, not a verdict. Times come from ``squall.runtime.clock``.
+idleness is a clue, not a verdict. Each task also has its start time: when its current
+process started it (``started``), or its first heartbeat from that process. ``restore``
+takes back what a previous master stored (``squall.store.taskrecords``), so a relaunched
+master reports every task's last known heartbeat until the new ones arrive. Times come from
+``squall.runtime.clock``.
 """
 
 from __future__ import annotations
@@ -36,15 +40,44 @@ class TaskLiveness:
             self._tasks[task] = {
                 "task": task, "component": d.get("component"), "worker": worker, "pid": pid,
                 "counters": counters, "beat_mono": mono, "beat_wall": wall,
+                "start_wall": old["start_wall"] if old is not None and old["pid"] == pid else wall,
                 "moved_mono": mono if moved else old["moved_mono"],  # type: ignore[index]
                 "moved_wall": wall if moved else old["moved_wall"],  # type: ignore[index]
             }
 
+    def started(self, worker: int, pid: int, tasks: dict[int, str]) -> None:
+        """Process ``pid`` of ``worker`` started ``tasks`` (task id -> component) now."""
+        mono, wall = clock.monotonic(), clock.time_ms() / 1000.0
+        for task, component in tasks.items():
+            old = self._tasks.get(task)
+            same = old is not None and old["pid"] == pid
+            self._tasks[task] = {
+                "task": task, "component": component, "worker": worker, "pid": pid,
+                "counters": old["counters"] if same else dict.fromkeys(PROGRESS, 0),  # type: ignore[index]
+                "beat_mono": mono, "beat_wall": wall, "start_wall": wall,
+                "moved_mono": mono, "moved_wall": wall,
+            }
+
+    def restore(self, tasks: list[dict]) -> None:
+        """Take back a previous master's stored report (``taskrecords.tasks_from``)."""
+        mono, wall = clock.monotonic(), clock.time_ms() / 1000.0
+        for t in tasks:
+            if not isinstance(t.get("task"), int) or t["task"] in self._tasks:
+                continue
+            beat, moved = float(t.get("last_heartbeat") or 0.0), float(t.get("last_progress") or 0.0)
+            self._tasks[t["task"]] = {
+                "task": t["task"], "component": t.get("component"), "worker": t.get("worker"),
+                "pid": t.get("pid"), "counters": {k: t.get(k, 0) for k in PROGRESS},
+                "beat_mono": mono - (wall - beat), "beat_wall": beat, "start_wall": t.get("start_time"),
+                "moved_mono": mono - (wall - moved), "moved_wall": moved,
+            }
+
     def report(self) -> list[dict]:
-        """Per task: worker, last heartbeat and last progress (epoch seconds, and ages)."""
+        """Per task: worker, start time, last heartbeat and last progress (epoch seconds, and ages)."""
         now = clock.monotonic()
         return [{"task": t["task"], "component": t["component"], "worker": t["worker"], "pid": t["pid"],
-                 "last_heartbeat": t["beat_wall"], "heartbeat_age_secs": round(now - t["beat_mono"], 3),
+                 "start_time": t["start_wall"], "last_heartbeat": t["beat_wall"],
+                 "heartbeat_age_secs": round(now - t["beat_mono"], 3),
                  "last_progress": t["moved_wall"], "idle_secs": round(now - t["moved_mono"], 3),
                  **t["counters"]}
                 for _, t in sorted(self._tasks.items())]

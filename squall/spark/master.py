@@ -414,6 +414,8 @@ class TopologyMaster:
                     self._fail_start(msg["error"])
                 return
             inc.started = True
+            self.liveness.started(inc.worker, inc.pid, {t: self.plan.task_component[t]
+                                                        for t in self.plan.worker_tasks(inc.worker)})
             if self._starting and all(s.current and s.current.started for s in self.registry.slots):
                 self._starting = False
                 self._start_done.set()

@@ -8,6 +8,12 @@ parallelism overrides, the gray upgrade in progress, and the master's launch ``e
 its control endpoint, pid, state (STARTING, RUNNING, FAILED, STOPPED), a heartbeat
 counter ``beat``, a summary of its figures, and each worker's code version.
 
+``taskbeats/<name>``, ``taskerrors/<name>`` and ``assignments/<name>`` (JStorm's
+``/taskbeats``, ``/taskerrors`` and ``/assignments``): each task's start time and latest
+heartbeat, the errors the tasks reported, and where each worker runs with its tasks; written
+by the topology master with its heartbeat and kept across its relaunches
+(``squall.store.taskrecords``).
+
 ``statekeys/<name>``: the key that tags topology ``name``'s pickled state values
 (``squall.state.codec``), made by its first master and kept across kills and resubmits.
 
@@ -28,6 +34,9 @@ SECRET = re.compile(r"[0-9a-f]{64}")
 TOPOLOGIES = "topologies"
 MASTERS = "masters"
 STATE_KEYS = "statekeys"
+TASKBEATS = "taskbeats"
+TASKERRORS = "taskerrors"
+ASSIGNMENTS = "assignments"
 
 # topology status, as Storm's
 ACTIVE = "ACTIVE"
@@ -51,6 +60,26 @@ def topology_key(name: str) -> str:
 def state_key_key(name: str) -> str:
     """The key of topology ``name``'s state key (kept after a kill: its state outlives it)."""
     return f"{STATE_KEYS}/{name}"
+
+
+def taskbeats_key(name: str) -> str:
+    """The key of topology ``name``'s task heartbeats and start times."""
+    return f"{TASKBEATS}/{name}"
+
+
+def task_errors_key(name: str) -> str:
+    """The key of the errors topology ``name``'s tasks reported (the newest kept)."""
+    return f"{TASKERRORS}/{name}"
+
+
+def assignment_key(name: str) -> str:
+    """The key of topology ``name``'s assignment: each worker's host and tasks."""
+    return f"{ASSIGNMENTS}/{name}"
+
+
+def task_record_keys(name: str) -> tuple[str, str, str]:
+    """The keys of JStorm's records of topology ``name`` (deleted with the topology)."""
+    return taskbeats_key(name), task_errors_key(name), assignment_key(name)
 
 
 def master_key(name: str) -> str:

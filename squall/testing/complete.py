@@ -43,7 +43,8 @@ class _Run:
         self.failed: dict[str, list[Any]] = defaultdict(list)
         self.lock = threading.Lock()
 
-    def tap(self, component: str, stream: str, values: list) -> None:
+    def tap(self, component: str, stream: str, values: list, task: int) -> None:
+        """One emit of ``task`` (the worker's tap)."""
         self.emitted[(component, stream)].append(values)
 
 

@@ -140,6 +140,22 @@ def test_a_truncated_file_is_reported_and_skipped(tmp_path):
     assert "short" not in RECORD["sink"]
 
 
+def test_e8_a_truncated_file_with_on_truncate_restart_is_reported_and_read_again(tmp_path):
+    """RELIABILITY E8, the other policy: a replaced file is read from its start, once."""
+    src, progress, out = tmp_path / "in", tmp_path / "progress", tmp_path / "out"
+    make_files(src, files=1, lines=50)
+    with LocalCluster() as cluster:
+        cluster.submit_topology("files", conf(), build(src, progress, out, on_truncate="restart"))
+        assert wait_for(lambda: len(RECORD["sink"]) >= 50)
+        write(src / "part-0.txt", ["new first", "new second"])  # replaced by a shorter file
+        assert wait_for(lambda: "new second" in RECORD["sink"])
+        assert wait_for(lambda: any("part-0.txt has" in e["message"] and "reading it again from the start"
+                                    in e["message"] for e in cluster.get_topology_info("files")["errors"]))
+        assert wait_for(lambda: offsets(progress) == {"part-0.txt.offset": len("new first\nnew second\n")})
+    assert RECORD["sink"].count("new first") == 1 and RECORD["sink"].count("new second") == 1
+    assert sorted(sunk(out).values()) == [1] * 52  # the 50 old lines and the 2 new, each once
+
+
 def test_bad_arguments_are_one_line_errors(tmp_path):
     with pytest.raises(ValueError, match=r"on_truncate must be one of \('skip', 'restart'\), got 'x'"):
         FileSpout(tmp_path, on_truncate="x")

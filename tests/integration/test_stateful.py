@@ -63,7 +63,7 @@ def run_until_acked(cluster, name, c, sentences, n_acked):
     )
 
 
-@pytest.fixture(params=["memory", "local", "redis"])
+@pytest.fixture(params=["memory", "local", "redis", "user"])
 def provider(request, tmp_path):
     if request.param == "memory":
         from squall.state import memory
@@ -73,6 +73,9 @@ def provider(request, tmp_path):
     elif request.param == "local":
         yield {"topology.state.provider": "squall.state.local.LocalStateProvider",
                "topology.state.provider.config": {"path": str(tmp_path / "state")}}
+    elif request.param == "user":  # written from docs/state.md only (issue 31)
+        yield {"topology.state.provider": "tests.state.dict_provider.DictStateProvider",
+               "topology.state.provider.config": {"path": str(tmp_path / "dict-state")}}
     else:
         server = RedisServer(tmp_path / "redis")
         server.start()

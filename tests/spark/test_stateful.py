@@ -10,16 +10,20 @@ import pytest
 from tests.integration.test_stateful import committed_counts
 from tests.spark import helpers
 from tests.spark import topo_module as tm
+from tests.state import dict_provider  # noqa: F401 - loaded here, so shipped to the executors
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 @pytest.mark.timeout(240)
-def test_stateful_counts_survive_a_killed_worker(local_cluster, tmp_path):
+@pytest.mark.parametrize("provider", ["local", "user"])
+def test_stateful_counts_survive_a_killed_worker(local_cluster, tmp_path, provider):
     n = 2000
     out, state = tmp_path / "out", tmp_path / "state"
     out.mkdir()
     conf, topology = tm.stateful_wordcount(n, str(out), str(state), rate=400, timeout=5)
+    if provider == "user":  # a provider written only from docs/state.md (issue 31)
+        conf["topology.state.provider"] = "tests.state.dict_provider.DictStateProvider"
     local_cluster.submit_topology("swc-kill", conf, topology)
     try:
         info = local_cluster.get_topology_info("swc-kill")

@@ -170,6 +170,11 @@ def test_sampling_from_the_component_page(world, browser):
     components = browser.evaluate("[...document.querySelectorAll('#samples tbody tr td:nth-child(2)')]"
                                   ".map(td => td.textContent)")
     assert set(components) == {"split"}
+    split_tasks = {str(t) for t in world.info()["components"]["split"]["tasks"]}
+    assert set(cells(browser, "samples", "task")) <= split_tasks  # each names its emitting task
+    # split emits on two streams: each has its own row and counts (issue 31)
+    assert sorted(cells(browser, "output-stats", "stream")) == ["lengths", "words"]
+    assert all(number(e) > 0 for e in cells(browser, "output-stats", "emitted"))
     page = world.get(f"/api/v1/topology/{NAME}")
     assert page["debug"] is True and page["samplingPct"] == 100.0
     assert world.get(f"/api/v1/topology/{NAME}/component/count")["debug"] is False  # split's only

@@ -189,6 +189,21 @@ def test_component_pages(world):
         assert e["executed"] >= by_task[str(e["task"])]["executed"]
         assert e["host"] and isinstance(e["port"], int) and is_float_str(e["capacity"])
 
+
+def test_per_stream_figures_on_the_component_page_and_in_squall_info(world):
+    """split emits on two streams: each has its own counts (issue 31), as in Storm's UI."""
+    split = world.get(f"/api/v1/topology/{NAME}/component/split")
+    outs = {o["stream"]: o for o in split["outputStats"]}
+    assert set(outs) == {"words", "lengths"}
+    # one lengths tuple per sentence, three to six words each; every copy goes to one task
+    assert 3 * outs["lengths"]["emitted"] <= outs["words"]["emitted"] <= 6 * outs["lengths"]["emitted"] + 60
+    assert outs["lengths"]["emitted"] > 0 and outs["words"]["transferred"] == outs["words"]["emitted"]
+    total = world.info()["components"]["split"]["emitted"]
+    assert outs["words"]["emitted"] + outs["lengths"]["emitted"] <= total
+    printed = world.cli("info", NAME, check=True).stdout
+    assert re.search(r"split\s+-> words\s+\d+", printed), printed
+    assert re.search(r"count\s+<- split:words\s+-\s+-\s+\d+", printed), printed
+
     split = world.get(f"/api/v1/topology/{NAME}/component/split")
     assert split["metrics"]["words"]["type"] == "counter" and split["metrics"]["words"]["count"] > 0
 
@@ -434,8 +449,10 @@ def test_sampling_tuples_without_a_restart(world):
     got = wait_for(lambda: [s for s in samples(world, since)["samples"]]
                    if len(samples(world, since)["samples"]) >= 5 else None, 20, "sampled tuples of count")
     assert {s["component"] for s in got} == {"count"}, got[:3]
+    count_tasks = set(world.info()["components"]["count"]["tasks"])
     for s in got:
         assert s["stream"] == "default" and s["worker"] in pid_before
+        assert s["task"] in count_tasks  # the emitting task (issue 31)
         word, n = s["values"]
         assert word in ("apple", "banana", "cherry", "date", "elder", "fig", "grape") and n >= 1
         assert abs(s["time"] - time.time()) < 60
@@ -454,7 +471,7 @@ def test_sampling_tuples_without_a_restart(world):
     assert "sampling 50% of the tuples component 'split'" in out
     wait_for(lambda: samples(world, since=last, component="split")["samples"], 20, "split's samples")
     printed = world.cli("samples", NAME, "split", check=True).stdout
-    assert "  split  words  worker " in printed or "  split  lengths  worker " in printed
+    assert re.search(r"  split  (words|lengths)  task \d+  worker ", printed), printed
     assert "  count  " not in printed.split("split", 1)[-1]
     assert "sampling of 'uiwc' is off" in world.cli("debug", NAME, "--off", check=True).stdout
     assert world.info()["status"] == "ACTIVE"

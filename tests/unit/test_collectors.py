@@ -44,7 +44,7 @@ class FakeWorker(Worker):
         self.tap = self._tap
         self.clock = lambda: 0.0
 
-    def _tap(self, component, stream, values):
+    def _tap(self, component, stream, values, task):
         self.tapped.append((component, stream, values))
 
     def deliver(self, target, src, stream, values, ids):

@@ -158,3 +158,27 @@ def test_summary_row_and_cluster():
     cluster = cluster_summary([{**info(), "spark_master": "local[4]"}], {"leader": True}, cpu_count=2)
     assert (cluster["slotsTotal"], cluster["slotsUsed"], cluster["slotsFree"]) == (4, 1, 3)
     assert cluster["supervisors"] == 1 and cluster["tasksTotal"] == 5
+
+
+def test_component_page_fills_each_stream_from_the_per_stream_figures():
+    shape = {**SHAPE, "MyBoltId": {**SHAPE["MyBoltId"], "streams": {"default": ["w"], "errors": ["e"]},
+                                   "inputs": [*SHAPE["MyBoltId"]["inputs"],
+                                              {"component": "spout", "stream": "late", "grouping": "shuffle",
+                                               "fields": []}]}}
+    i = info()
+    i["components"]["MyBoltId"]["streams"] = {
+        "outputs": [{"stream": "default", "emitted": 40000, "transferred": 3400000},
+                    {"stream": "errors", "emitted": 3234, "transferred": 23423}],
+        "inputs": [{"component": "spout", "stream": "default", "executed": 150000, "acked": 5000,
+                    "failed": 200, "execute_latency_ms": 120.0, "process_latency_ms": 400.0}]}
+    page = component_page(TopologyView(i, shape, {}, None, NOW), "MyBoltId", ":all-time")
+    assert [(o["stream"], o["emitted"], o["transferred"]) for o in page["outputStats"]] == [
+        ("default", 40000, 3400000), ("errors", 3234, 23423)]
+    rows = {r["stream"]: r for r in page["inputStats"]}
+    assert (rows["default"]["executed"], rows["default"]["acked"], rows["default"]["failed"],
+            rows["default"]["executeLatency"]) == (150000, 5000, 200, "120.000")
+    # an input nothing was sampled from: none seen, no latency
+    assert (rows["late"]["executed"], rows["late"]["executeLatency"]) == (0, None)
+    # the history is per component: other windows cannot split it by stream
+    page = component_page(TopologyView(i, shape, {}, MetricHistory(), NOW), "MyBoltId", "600")
+    assert [o["emitted"] for o in page["outputStats"]] == [None, None]

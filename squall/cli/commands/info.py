@@ -18,7 +18,8 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p.add_argument("--conf", action="store_true",
                    help="show the effective configuration and where each value came from")
     p.add_argument("--tasks", action="store_true",
-                   help="show each task's last heartbeat and how long its counters have not moved")
+                   help="show each task's start time, last heartbeat and how long its counters "
+                        "have not moved")
     p.set_defaults(run=run)
 
 
@@ -48,6 +49,11 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(table(["COMPONENT", "TASKS", "EMITTED", "EMITTED/S", "ACKED", "FAILED", "EXEC MS",
                      "COMPLETE MS", "CAPACITY", "ERRORS"], comps))
+    streams = stream_rows(info["components"])
+    if streams:
+        print()
+        print(table(["COMPONENT", "STREAM", "EMITTED", "TRANSFERRED", "EXECUTED", "ACKED", "FAILED",
+                     "EXEC MS", "PROCESS MS"], streams))
     metrics = [[cid, name, m.get("type"), metric_summary(m)]
                for cid, c in sorted(info["components"].items())
                for name, m in sorted((c.get("metrics") or {}).items())]
@@ -71,17 +77,58 @@ def run(args: argparse.Namespace) -> int:
         print(f"placement: {note}")
     print_upgrade(info)
     if args.tasks:
-        rows = [[t["task"], t["component"], t["worker"], t["pid"], stamp(t["last_heartbeat"]),
-                 f"{t['heartbeat_age_secs']:.1f}", f"{t['idle_secs']:.1f}", t["emitted"], t["executed"],
-                 t["acked"], t["failed"]] for t in info.get("tasks", [])]
+        rows = [[t["task"], t["component"], t["worker"], t["pid"], stamp(t.get("start_time")),
+                 stamp(t["last_heartbeat"]), _secs(t["heartbeat_age_secs"]), _secs(t["idle_secs"]),
+                 t.get("emitted"), t.get("executed"), t.get("acked"), t.get("failed")]
+                for t in info.get("tasks", [])]
         print()
-        print(table(["TASK", "COMPONENT", "WORKER", "PID", "HEARTBEAT", "AGE S", "IDLE S", "EMITTED",
-                     "EXECUTED", "ACKED", "FAILED"], rows))
+        if info["master"].get("state") != "RUNNING" and rows:
+            print(f"master {info['master'].get('state')}: the tasks as its last heartbeat stored them")
+        print(table(["TASK", "COMPONENT", "WORKER", "PID", "STARTED", "HEARTBEAT", "AGE S", "IDLE S",
+                     "EMITTED", "EXECUTED", "ACKED", "FAILED"], rows))
     if info["errors"]:
         last = info["errors"][-1]
         print(f"\n{len(info['errors'])} error(s); last, from {last['component']} task {last['task']}: "
               f"{last['message']} (squall errors {args.name})")
     return 0
+
+
+def _system(name: str) -> bool:
+    return name.startswith(("__", "$"))
+
+
+def stream_rows(components: dict) -> list[list]:
+    """Per output stream (``-> stream``) and input stream (``<- component:stream``) of each component.
+
+    Output counts are exact; input figures are estimated from the sampled tuples (see
+    docs/metrics.md). squall's own streams are left out, as Storm's UI leaves them out.
+
+    >>> out = {"stream": "default", "emitted": 5, "transferred": 5}
+    >>> inp = {"component": "spout", "stream": "default", "executed": 2, "acked": 2, "failed": 0,
+    ...        "execute_latency_ms": 0.5, "process_latency_ms": None}
+    >>> for row in stream_rows({"split": {"streams": {"outputs": [out], "inputs": [inp]}}}):
+    ...     print(row)
+    ['split', '-> default', 5, 5, '-', '-', '-', '-', '-']
+    ['split', '<- spout:default', '-', '-', 2, 2, 0, '0.500', '-']
+    """
+    rows: list[list] = []
+    for cid, c in sorted(components.items()):
+        if _system(cid):
+            continue
+        streams = c.get("streams") or {}
+        for o in streams.get("outputs") or []:
+            if not _system(o["stream"]):
+                rows.append([cid, f"-> {o['stream']}", o["emitted"], o["transferred"], *["-"] * 5])
+        for i in streams.get("inputs") or []:
+            if _system(i["component"]) or _system(i["stream"]):
+                continue
+            rows.append([cid, f"<- {i['component']}:{i['stream']}", "-", "-", i["executed"], i["acked"],
+                         i["failed"], _ms(i.get("execute_latency_ms")), _ms(i.get("process_latency_ms"))])
+    return rows
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
 
 
 def print_upgrade(info: dict) -> None:
@@ -99,6 +146,10 @@ def print_upgrade(info: dict) -> None:
             for i, b in enumerate(up.get("batches") or [])]
     if rows:
         print(table(["BATCH", "WORKERS", "ASKED", "FINISHED", "ERROR"], rows))
+
+
+def _secs(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
 
 
 def stamp(t: float | None) -> str:

@@ -24,11 +24,12 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
 
 
 def line(sample: dict) -> str:
-    """One sample as a line: time, component, stream, worker, values."""
+    """One sample as a line: time, component, stream, emitting task, worker, values."""
     t = sample["time"]
     when = time.strftime("%H:%M:%S", time.localtime(t)) + f".{int(t * 1000) % 1000:03d}"
     values = json.dumps(sample["values"], ensure_ascii=False, default=str)
-    return f"{when}  {sample['component']}  {sample['stream']}  worker {sample['worker']}  {values}"
+    return (f"{when}  {sample['component']}  {sample['stream']}  task {sample.get('task', '-')}  "
+            f"worker {sample['worker']}  {values}")
 
 
 def run(args: argparse.Namespace) -> int:

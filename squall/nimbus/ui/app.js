@@ -447,7 +447,7 @@ async function showSamples(name, component) {
   if (!resp.ok) { box.replaceChildren(h("p", { class: "error" }, body.error || resp.statusText)); return; }
   const rows = body.samples.slice(-200).reverse().map((s) => ({ ...s, when: new Date(s.time * 1000).toLocaleTimeString(), shown: JSON.stringify(s.values) }));
   box.replaceChildren(rows.length ? table("samples", [["Time", "when", "text"], ["Component", "component", "text"], ["Stream", "stream", "text"],
-    ["Worker", "worker"], ["Values", "shown", "wrap"]], rows) : h("p", { class: "muted", id: "no-samples" }, "No samples yet."));
+    ["Task", "task"], ["Worker", "worker"], ["Values", "shown", "wrap"]], rows) : h("p", { class: "muted", id: "no-samples" }, "No samples yet."));
 }
 
 async function showLog(name, worker) {

@@ -1,0 +1,71 @@
+"""JStorm's task records in the store: task heartbeats and start times, errors, the assignment.
+
+JStorm keeps each task's heartbeat, the errors its tasks reported and the topology's
+assignment in ZooKeeper, so that they outlive any daemon. squall's topology master writes
+the same records with its own heartbeat (once a second), each tagged with its epoch:
+
+- ``taskbeats/<name>``: per task, its component, worker, process id, start time (when its
+  current process started it), latest heartbeat, latest progress and counters;
+- ``taskerrors/<name>``: the newest ``ERRORS_KEPT`` errors, tracebacks cut to their last
+  ``TRACEBACK_CHARS`` characters (a ZooKeeper node holds at most 1 MB);
+- ``assignments/<name>``: per worker, the host it runs on (or was assigned) and its tasks.
+
+A relaunched master reads them back: its errors and task heartbeats carry on from them, and
+the stored assignment is the previous one for ``squall.use.old.assignment``. Nimbus shows the
+stored tasks and errors while no master of the topology answers. Times are epoch seconds.
+
+>>> rec = beats_record(2, [{"task": 1, "component": "split", "last_heartbeat": 100.0,
+...                         "last_progress": 90.0, "heartbeat_age_secs": 0.5, "idle_secs": 10.5}], 100.0)
+>>> [(t["task"], t["heartbeat_age_secs"], t["idle_secs"]) for t in tasks_from(rec, 130.0)]
+[(1, 30.0, 40.0)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+ERRORS_KEPT = 100
+TRACEBACK_CHARS = 4000
+AGES = ("heartbeat_age_secs", "idle_secs")  # counted afresh by whoever reads the record
+
+
+def beats_record(epoch: int, tasks: Iterable[dict], now: float) -> dict:
+    """``taskbeats/<name>``'s value for the master's task report ``tasks``."""
+    return {"epoch": epoch, "time": now,
+            "tasks": {str(t["task"]): {k: v for k, v in t.items() if k not in AGES} for t in tasks}}
+
+
+def tasks_from(record: Any, now: float) -> list[dict]:
+    """The stored tasks as the master reports them, by task id, their ages counted to ``now``."""
+    tasks = record.get("tasks") if isinstance(record, dict) else None
+    if not isinstance(tasks, dict):
+        return []
+    out = []
+    for key in sorted(tasks, key=lambda k: int(k) if str(k).isdigit() else -1):
+        t = dict(tasks[key]) if isinstance(tasks[key], dict) else {}
+        t["task"] = int(key) if str(key).isdigit() else key
+        for age, stamp in (("heartbeat_age_secs", "last_heartbeat"), ("idle_secs", "last_progress")):
+            when = t.get(stamp)
+            t[age] = round(max(0.0, now - float(when)), 3) if isinstance(when, int | float) else None
+        out.append(t)
+    return out
+
+
+def errors_record(epoch: int, errors: Iterable[dict]) -> dict:
+    """``taskerrors/<name>``'s value: the newest ``ERRORS_KEPT`` of ``errors`` (oldest first)."""
+    kept = list(errors)[-ERRORS_KEPT:]
+    return {"epoch": epoch,
+            "errors": [{**e, "traceback": str(e.get("traceback") or "")[-TRACEBACK_CHARS:]} for e in kept]}
+
+
+def errors_from(record: Any) -> list[dict]:
+    """The stored errors, oldest first (none if the record is not one)."""
+    errors = record.get("errors") if isinstance(record, dict) else None
+    return [e for e in errors if isinstance(e, dict)] if isinstance(errors, list) else []
+
+
+def assignment_record(epoch: int, workers: list[dict], now: float) -> dict:
+    """``assignments/<name>``'s value; ``workers``: per worker ``{"host", "tasks": {id: component}}``."""
+    return {"epoch": epoch, "time": now,
+            "workers": [{"worker": i, **w} for i, w in enumerate(workers)]}
