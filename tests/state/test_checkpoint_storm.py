@@ -23,7 +23,7 @@ from squall.runtime.collectors import StreamRoute
 from squall.runtime.plan import ACK_ACK, ACK_FAIL
 from squall.runtime.stateful import StatefulBoltTask
 from squall.runtime.tasks import BoltTask
-from squall.runtime.worker import Worker
+from squall.runtime.host import TaskHost
 from squall.state import memory
 from squall.state.memory import InMemoryStateProvider
 
@@ -161,8 +161,8 @@ def test_spout_recovery_commit(fresh_store):
 # ---- StatefulBoltExecutorTest -----------------------------------------------------------
 
 
-class FakeWorker(Worker):
-    """Records what the tasks send; never started (a ``Worker`` so compiled tasks take it)."""
+class FakeWorker(TaskHost):
+    """Records what the tasks send (a ``TaskHost`` so compiled tasks take it)."""
 
     def __init__(self):
         self.plan = SimpleNamespace(acker_tasks=[ACKER])

@@ -15,13 +15,13 @@ from squall.runtime.collectors import StreamRoute
 from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import ConstantRouter
 from squall.runtime.tasks import AckerTask, BoltTask, SpoutTask
-from squall.runtime.worker import Worker
+from squall.runtime.host import TaskHost
 
 ACKER = 100
 
 
-class FakeWorker(Worker):
-    """A ``Worker`` subclass (the compiled tasks accept no other type) recording deliveries."""
+class FakeWorker(TaskHost):
+    """A ``TaskHost`` subclass (the compiled tasks accept no other type) recording deliveries."""
 
     def __init__(self, ackers=(ACKER,)):
         self.plan = SimpleNamespace(acker_tasks=list(ackers))
