@@ -1,0 +1,73 @@
+"""Every module of squall/ imports as the first import of a fresh interpreter, on both paths.
+
+An import circle shows up as an ImportError (a name not yet defined) only when one of the
+circle's modules is the process's first import, and on the compiled path also through the
+``.pxd`` cimports, which import the cimported modules at module load: a test process, which
+imported half the package already, never sees it. So each module gets an interpreter of its
+own, once on the compiled hot path (where it is built and current) and once on the plain one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from squall import _speedups
+
+ROOT = Path(__file__).resolve().parents[2]
+# entry points run a program when imported, and are run as ``python -m``, never imported
+SKIP = ("__main__",)
+
+
+def modules(package: str) -> list[str]:
+    """The dotted names of the modules of ``squall.<package>`` (``""``: squall's own files)."""
+    base = ROOT / "squall" / package if package else ROOT / "squall"
+    files = sorted(base.rglob("*.py")) if package else sorted(base.glob("*.py"))
+    names = []
+    for f in files:
+        parts = f.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] in SKIP:
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names.append(".".join(parts))
+    return names
+
+
+PACKAGES = sorted(["", *(p.name for p in (ROOT / "squall").iterdir()
+                         if p.is_dir() and (p / "__init__.py").exists())])
+
+
+def first_import(module: str, pure: bool) -> str | None:
+    """None if ``module`` imports in a fresh interpreter, else the last line of its error."""
+    env = {k: v for k, v in os.environ.items() if k != "SQUALL_PURE_PYTHON"}
+    if pure:
+        env["SQUALL_PURE_PYTHON"] = "1"
+    proc = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode == 0:
+        return None
+    lines = proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"]
+    return f"{module}: {lines[-1]}"
+
+
+@pytest.mark.parametrize("path", ["compiled", "plain"])
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p or "squall")
+def test_each_module_imports_first_in_a_fresh_interpreter(package: str, path: str) -> None:
+    if path == "compiled" and _speedups.STATE not in ("compiled", "forced"):
+        pytest.skip(f"the hot path is not compiled here ({_speedups.describe()})")
+    names = modules(package)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        errors = [e for e in pool.map(lambda m: first_import(m, path == "plain"), names) if e]
+    assert not errors, "\n".join(errors)
+
+
+def test_the_runtime_modules_are_all_found():
+    runtime = modules("runtime")
+    assert {"squall.runtime.worker", "squall.runtime.tasks", "squall.runtime.host",
+            "squall.runtime.round", "squall.runtime.stateful"} <= set(runtime)
