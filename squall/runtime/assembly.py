@@ -18,11 +18,12 @@ from squall.api.config import (
 )
 from squall.api.context import TopologyContext, WorkerTopologyContext
 from squall.api.errors import TopologyStartError
+from squall.api.fields import Fields
 from squall.runtime.checkpoint import CHECKPOINT_STREAM, Barrier
 from squall.runtime.collectors import StreamRoute
-from squall.runtime.plan import ACKER, SYSTEM
-from squall.runtime.routing import DirectOnly, LoadAwareness, make_router
 from squall.runtime.host import Task, TaskHost
+from squall.runtime.plan import ACKER, SYSTEM, SYSTEM_STREAM_FIELDS
+from squall.runtime.routing import DirectOnly, LoadAwareness, make_router
 from squall.runtime.stateful import StatefulBoltTask
 from squall.runtime.tasks import AckerTask, BoltTask, SpoutTask
 
@@ -38,7 +39,34 @@ class Worker(Protocol):
     tasks: dict[int, Task]
     threads: list[Any]
 
-    def call(self, fn: Callable[[], None]) -> Any: ...
+    def call(self, fn: Callable[[], None]) -> Any:
+        """Run ``fn`` on the loop thread (``Worker.call``)."""
+
+
+def make_tasks(worker: Worker, host: TaskHost, tasks: dict[int, Task]) -> dict[tuple[str, str], Fields]:
+    """Make worker ``worker``'s tasks into ``tasks`` (task id -> task), hosted by ``host``.
+
+    Returns the fields of every (component, stream), the system's streams included.
+    """
+    plan = worker.plan
+    fields: dict[tuple[str, str], Fields] = {}
+    for comp, streams in plan.streams.items():
+        for stream, sdef in streams.items():
+            fields[(comp, stream)] = sdef.fields
+    for comp in (ACKER, SYSTEM, *plan.streams):
+        for stream, sys_fields in SYSTEM_STREAM_FIELDS.items():
+            fields[(comp, stream)] = sys_fields
+    worker_tasks = plan.worker_tasks(worker.index)
+    local = set(worker_tasks)
+    for ex in plan.worker_executors[worker.index]:
+        for task_id in ex.tasks:
+            task = make_task(worker, host, ex.component, task_id, worker_tasks, local)
+            if task is not None:
+                task.out_fields = {s: f for (c, s), f in fields.items() if c == ex.component}
+                tasks[task_id] = task
+    for task in tasks.values():
+        task.bind_ackers(tasks)
+    return fields
 
 
 def make_task(worker: Worker, host: TaskHost, comp: str, task_id: int, worker_tasks: list[int],

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from time import perf_counter
 from typing import Any, Protocol
 
+from squall.runtime.checkpoint import CHECKPOINT_SPOUT
 from squall.runtime.host import Task
 from squall.runtime.tasks import SpoutTask
 
@@ -126,6 +127,23 @@ class Round:
         self.rounds = 0
         self.work_done = 0
         self.early_sends = 0  # mid-round sends (the batch time ran out before the round's end)
+
+    def place(self, tasks: Iterable[Task], threads: list[Any], asyncs: list[Any],
+              sources: dict[str, list[tuple[str, str]]]) -> None:
+        """Serve ``tasks``: on the loop, bolts upstream first (by ``sources``); the others offloop.
+
+        ``threads`` (``TaskThread``) and ``asyncs`` (async tasks) are driven through ``drain``
+        and ``after_round``; every task's queue counts for backpressure.
+        """
+        tasks = list(tasks)
+        offloop = [*threads, *asyncs]
+        own = {th.task.task_id for th in threads} | {t.task_id for t in asyncs}
+        self.spouts[:] = [t for t in tasks if isinstance(t, SpoutTask) and t.task_id not in own]
+        self.barrier_spouts = [t for t in self.spouts if t.component == CHECKPOINT_SPOUT]
+        self.processors[:] = upstream_first(
+            (t for t in tasks if not isinstance(t, SpoutTask) and t.task_id not in own), sources)
+        self.queues = tasks
+        self.offloop = offloop
 
     def run(self, active: bool) -> int:
         """One round (``active``: the topology is active, spouts may emit); the work done."""

@@ -50,17 +50,24 @@ class Loop(Protocol):
     tap: Any
     transport: Any
     active: bool
-    throttled: bool
+
+    @property
+    def throttled(self) -> bool:
+        """True while backpressure keeps the spouts from emitting."""
 
     def deliver(self, target: int, src: Task, stream: str, values: list,
-                ids: dict[int, int] | None) -> None: ...
+                ids: dict[int, int] | None) -> None:
+        """As ``TaskHost.deliver``, on the loop thread."""
 
     def deliver1(self, target: int, src: Task, stream: str, values: list, root: int,
-                 edge: int) -> None: ...
+                 edge: int) -> None:
+        """As ``TaskHost.deliver1``, on the loop thread."""
 
-    def buffer_ack(self, acker: int, src: Task, root: int, value: int) -> None: ...
+    def buffer_ack(self, acker: int, src: Task, root: int, value: int) -> None:
+        """As ``TaskHost.buffer_ack``, on the loop thread."""
 
-    def report_error(self, task: Task, error: BaseException) -> None: ...
+    def report_error(self, task: Task, error: BaseException) -> None:
+        """As ``TaskHost.report_error`` (any thread: the error log is thread-safe)."""
 
 
 class DeferredHost(TaskHost):

@@ -23,16 +23,15 @@ from collections.abc import Callable
 from typing import Any
 
 from squall.api.errors import TopologyStartError
-from squall.api.fields import Fields
 from squall.api.topology import StormTopology
 from squall.runtime import clock as runtime_clock
-from squall.runtime.assembly import make_task
-from squall.runtime.checkpoint import CHECKPOINT_SPOUT
+from squall.runtime.assembly import make_tasks
 from squall.runtime.commands import Commands
 from squall.runtime.errors import ErrorLog
 from squall.runtime.host import Task
-from squall.runtime.plan import ACKER, SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
-from squall.runtime.round import Round, RoundConfig, upstream_first
+from squall.runtime.plan import SYSTEM, TaskPlan
+from squall.runtime.round import Round, RoundConfig
+from squall.runtime.stuck import start_watchdog
 from squall.runtime.tasks import SpoutTask
 from squall.runtime.threads import TaskThread
 from squall.runtime.timers import Timers, worker_timers
@@ -46,20 +45,10 @@ THREAD_STOP_TIMEOUT = 30.0
 class Worker(Transfer):
     """Hosts the tasks the plan gives worker ``index``; knows nothing of Spark."""
 
-    def __init__(
-        self,
-        *,
-        topology_name: str,
-        topology: StormTopology,
-        conf: dict,
-        plan: TaskPlan,
-        index: int,
-        transport: Transport,
-        errors: ErrorLog | None = None,
-        clock: Callable[[], float] | None = None,
-        tap: Callable[[str, str, list], None] | None = None,
-        active: bool = True,
-    ) -> None:
+    def __init__(self, *, topology_name: str, topology: StormTopology, conf: dict,
+                 plan: TaskPlan, index: int, transport: Transport, errors: ErrorLog | None = None,
+                 clock: Callable[[], float] | None = None,
+                 tap: Callable[[str, str, list], None] | None = None, active: bool = True) -> None:
         # the clock is simulated while a test runs under squall.testing.simulated_time()
         super().__init__(plan=plan, index=index, transport=transport, conf=conf,
                          clock=clock or runtime_clock.current(), errors=errors or ErrorLog(),
@@ -98,45 +87,18 @@ class Worker(Transfer):
 
     def build(self) -> None:
         """Unpickle and wire this worker's tasks (does not open or prepare them)."""
-        plan = self.plan
-        fields: dict[tuple[str, str], Fields] = {}
-        for comp, streams in plan.streams.items():
-            for stream, sdef in streams.items():
-                fields[(comp, stream)] = sdef.fields
-        for comp in (ACKER, SYSTEM, *plan.streams):
-            for stream, sys_fields in SYSTEM_STREAM_FIELDS.items():
-                fields[(comp, stream)] = sys_fields
-        worker_tasks = plan.worker_tasks(self.index)
-        local = set(worker_tasks)
-        tasks: dict[int, Task] = {}
-        self.tasks = tasks  # routers' load awareness reads it once emits start
-        for ex in plan.worker_executors[self.index]:
-            for task_id in ex.tasks:
-                task = make_task(self, self, ex.component, task_id, worker_tasks, local)
-                if task is not None:
-                    task.out_fields = {s: f for (c, s), f in fields.items() if c == ex.component}
-                    tasks[task_id] = task
-        for task in tasks.values():
-            task.bind_ackers(tasks)
-        self.wire(tasks, fields)
+        self.tasks = {}  # filled in place: routers' load awareness reads it once emits start
+        fields = make_tasks(self, self, self.tasks)
+        self.wire(self.tasks, fields)
         everyone = bool(self.conf.get(THREADED))  # the topology's: every spout and bolt
         # a component's setting overrides the topology's; the system's own components (the
         # checkpoint spout, ackers) stay on the loop
-        self.threads = [TaskThread(self, t) for t in tasks.values()
+        self.threads = [TaskThread(self, t) for t in self.tasks.values()
                         if t.kind in ("spout", "bolt") and not hasattr(t, "pump")
                         and t.conf.get(THREADED, everyone)
                         and not t.component.startswith(("$", "__"))]
-        self.asyncs = [t for t in tasks.values() if hasattr(t, "pump")]
-        own = {th.task.task_id for th in self.threads} | {t.task_id for t in self.asyncs}
-        core = self.round
-        core.spouts[:] = [t for t in tasks.values()
-                          if isinstance(t, SpoutTask) and t.task_id not in own]
-        core.barrier_spouts = [t for t in core.spouts if t.component == CHECKPOINT_SPOUT]
-        core.processors[:] = upstream_first((t for t in tasks.values() if not
-                                             isinstance(t, SpoutTask) and t.task_id not in own),
-                                            plan.sources)
-        core.queues = list(tasks.values())
-        core.offloop = [*self.threads, *self.asyncs]
+        self.asyncs = [t for t in self.tasks.values() if hasattr(t, "pump")]
+        self.round.place(self.tasks.values(), self.threads, self.asyncs, self.plan.sources)
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -151,14 +113,14 @@ class Worker(Transfer):
         for th in self.threads:
             th.start()
         for task in self.tasks.values():
-            th = own.get(task.task_id)
+            runner = own.get(task.task_id)
             try:
-                if th is None:
+                if runner is None:
                     task.start()
                 else:
-                    th.started.wait()
-                    if th.start_error is not None:
-                        raise th.start_error
+                    runner.started.wait()
+                    if runner.start_error is not None:
+                        raise runner.start_error
             except Exception as e:  # noqa: BLE001 - user code: report and stop the start
                 self.errors.report(task.component, task.task_id, e)
                 raise TopologyStartError(
@@ -204,7 +166,7 @@ class Worker(Transfer):
             self.stopped.set()
             self.commands.release()
             return
-        self._start_watchdog()
+        self._watchdog = start_watchdog(self)
         self.started.set()
         try:
             self.loop()
@@ -227,15 +189,6 @@ class Worker(Transfer):
         self.transport.close()
         self.stopped.set()
         self.commands.release()
-
-    def _start_watchdog(self) -> None:
-        limit = float(self.conf.get("squall.task.stuck.secs", 30) or 0)
-        if limit > 0:
-            from squall.runtime.stuck import Watchdog  # a thread; only where it is wanted
-
-            cycle = float(self.conf.get("squall.backpressure.cycle.secs", 30) or 30)
-            self._watchdog = Watchdog(self, limit, cycle)
-            self._watchdog.start()
 
     # ---- the loop ----------------------------------------------------------------------
 

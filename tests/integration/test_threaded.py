@@ -8,8 +8,8 @@ import time
 import pytest
 
 from squall import BasicBolt, Bolt, Config, Fields, LocalCluster, Spout, StatefulBolt, TopologyBuilder
-from squall.testing import FeederSpout, simulated_time, tracked_topology
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT
+from squall.testing import FeederSpout, simulated_time, tracked_topology
 from tests.integration.components import RECORD, record
 
 GATES: dict[str, threading.Event] = {}

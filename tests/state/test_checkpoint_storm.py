@@ -20,10 +20,10 @@ from squall.runtime import clock as runtime_clock
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Barrier
 from squall.runtime.checkpoint_spout import RECORD_KEY, CheckpointSpout
 from squall.runtime.collectors import StreamRoute
+from squall.runtime.host import TaskHost
 from squall.runtime.plan import ACK_ACK, ACK_FAIL
 from squall.runtime.stateful import StatefulBoltTask
 from squall.runtime.tasks import BoltTask
-from squall.runtime.host import TaskHost
 from squall.state import memory
 from squall.state.memory import InMemoryStateProvider
 

@@ -19,9 +19,9 @@ from squall import BasicBolt, Config, Fields, Spout, TopologyBuilder
 from squall.api.errors import InvalidTopologyError
 from squall.runtime import round as round_module
 from squall.runtime.plan import make_plan
+from squall.runtime.round import BOLT_BATCH, BOLT_ROUND_BUDGET, SLICE, SPOUT_BATCH
 from squall.runtime.submission import prepare_conf, prepare_topology
 from squall.runtime.transport import InProcessHub
-from squall.runtime.round import BOLT_BATCH, BOLT_ROUND_BUDGET, SLICE, SPOUT_BATCH
 from squall.runtime.worker import Worker
 from squall.spark.transport import ZmqTransport
 

@@ -18,8 +18,8 @@ from squall.runtime.collectors import (
     SpoutOutputCollector,
     StreamRoute,
 )
-from squall.runtime.metrics import TaskMetrics
 from squall.runtime.host import TaskHost
+from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.rotating import PendingMap
 from squall.runtime.routing import ConstantRouter, DirectOnly

@@ -199,10 +199,10 @@ def test_spouts_stop_above_the_high_mark_and_start_again_below_the_low_mark():
         decisions.append((r.throttled, len(slow.inbox) - (spout.emitted - before)))
     # the spouts stop once the queue reaches 300 (the high mark) and start again only once it
     # is at 100 or under (the low mark): never a change of mind between the marks
-    changes = [(t, q) for (t, q), (t0, _) in zip(decisions[1:], decisions) if t != t0]
+    changes = [(t, q) for (t, q), (t0, _) in zip(decisions[1:], decisions, strict=False) if t != t0]
     assert changes == [(True, 432), (False, 0)] * 2
     assert all(q >= 300 if t else q <= 100 for t, q in changes)
-    stayed = [q for (t, q), (t0, _) in zip(decisions[1:], decisions) if t and t0]
+    stayed = [q for (t, q), (t0, _) in zip(decisions[1:], decisions, strict=False) if t and t0]
     assert stayed and all(100 < q for q in stayed)  # between the marks: still throttled
 
 

@@ -12,10 +12,10 @@ from squall.api.errors import FailedException, ReportedFailedException
 from squall.api.fields import Fields
 from squall.api.tuple import Tuple
 from squall.runtime.collectors import StreamRoute
+from squall.runtime.host import TaskHost
 from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import ConstantRouter
 from squall.runtime.tasks import AckerTask, BoltTask, SpoutTask
-from squall.runtime.host import TaskHost
 
 ACKER = 100
 
