@@ -4,7 +4,8 @@ An import circle shows up as an ImportError (a name not yet defined) only when o
 circle's modules is the process's first import, and on the compiled path also through the
 ``.pxd`` cimports, which import the cimported modules at module load: a test process, which
 imported half the package already, never sees it. So each module gets an interpreter of its
-own, once on the compiled hot path (where it is built and current) and once on the plain one.
+own, on the path this run is on: ``make test`` runs it compiled, then again with
+``SQUALL_PURE_PYTHON=1`` (the interpreters inherit the environment).
 """
 
 from __future__ import annotations
@@ -43,28 +44,22 @@ PACKAGES = sorted(["", *(p.name for p in (ROOT / "squall").iterdir()
                          if p.is_dir() and (p / "__init__.py").exists())])
 
 
-def first_import(module: str, pure: bool) -> str | None:
+def first_import(module: str) -> str | None:
     """None if ``module`` imports in a fresh interpreter, else the last line of its error."""
-    env = {k: v for k, v in os.environ.items() if k != "SQUALL_PURE_PYTHON"}
-    if pure:
-        env["SQUALL_PURE_PYTHON"] = "1"
-    proc = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=ROOT,
+                          env=dict(os.environ), capture_output=True, text=True, timeout=120)
     if proc.returncode == 0:
         return None
     lines = proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"]
     return f"{module}: {lines[-1]}"
 
 
-@pytest.mark.parametrize("path", ["compiled", "plain"])
 @pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p or "squall")
-def test_each_module_imports_first_in_a_fresh_interpreter(package: str, path: str) -> None:
-    if path == "compiled" and _speedups.STATE not in ("compiled", "forced"):
-        pytest.skip(f"the hot path is not compiled here ({_speedups.describe()})")
+def test_each_module_imports_first_in_a_fresh_interpreter(package: str) -> None:
     names = modules(package)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        errors = [e for e in pool.map(lambda m: first_import(m, path == "plain"), names) if e]
-    assert not errors, "\n".join(errors)
+        errors = [e for e in pool.map(first_import, names) if e]
+    assert not errors, f"on the {_speedups.describe()} hot path:\n" + "\n".join(errors)
 
 
 def test_the_runtime_modules_are_all_found():
