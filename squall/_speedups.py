@@ -26,8 +26,11 @@ ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = Path("squall") / "_compiled.json"
 MODULES = (
     "squall.api.tuple",
+    "squall.runtime.host",
     "squall.runtime.collectors",
     "squall.runtime.tasks",
+    "squall.runtime.transfer",
+    "squall.runtime.round",
     "squall.runtime.worker",
     "squall.runtime.routing",
     "squall.runtime.roottable",

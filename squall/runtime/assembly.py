@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import cloudpickle
 
@@ -18,28 +18,70 @@ from squall.api.config import (
 )
 from squall.api.context import TopologyContext, WorkerTopologyContext
 from squall.api.errors import TopologyStartError
+from squall.api.fields import Fields
 from squall.runtime.checkpoint import CHECKPOINT_STREAM, Barrier
 from squall.runtime.collectors import StreamRoute
-from squall.runtime.plan import ACKER, SYSTEM
+from squall.runtime.host import Task, TaskHost
+from squall.runtime.plan import ACKER, SYSTEM, SYSTEM_STREAM_FIELDS
 from squall.runtime.routing import DirectOnly, LoadAwareness, make_router
-from squall.runtime.tasks import AckerTask, BoltTask, SpoutTask, Task
-
-if TYPE_CHECKING:
-    from squall.runtime.worker import Worker
+from squall.runtime.stateful import StatefulBoltTask
+from squall.runtime.tasks import AckerTask, BoltTask, SpoutTask
 
 
-def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
+class Worker(Protocol):
+    """The worker as assembly sees it (``worker.Worker`` is one); ``host`` hosts its tasks."""
+
+    topology_name: str
+    topology: Any
+    conf: dict
+    plan: Any
+    index: int
+    tasks: dict[int, Task]
+    threads: list[Any]
+
+    def call(self, fn: Callable[[], None]) -> Any:
+        """Run ``fn`` on the loop thread (``Worker.call``)."""
+
+
+def make_tasks(worker: Worker, host: TaskHost, tasks: dict[int, Task]) -> dict[tuple[str, str], Fields]:
+    """Make worker ``worker``'s tasks into ``tasks`` (task id -> task), hosted by ``host``.
+
+    Returns the fields of every (component, stream), the system's streams included.
+    """
+    plan = worker.plan
+    fields: dict[tuple[str, str], Fields] = {}
+    for comp, streams in plan.streams.items():
+        for stream, sdef in streams.items():
+            fields[(comp, stream)] = sdef.fields
+    for comp in (ACKER, SYSTEM, *plan.streams):
+        for stream, sys_fields in SYSTEM_STREAM_FIELDS.items():
+            fields[(comp, stream)] = sys_fields
+    worker_tasks = plan.worker_tasks(worker.index)
+    local = set(worker_tasks)
+    for ex in plan.worker_executors[worker.index]:
+        for task_id in ex.tasks:
+            task = make_task(worker, host, ex.component, task_id, worker_tasks, local)
+            if task is not None:
+                task.out_fields = {s: f for (c, s), f in fields.items() if c == ex.component}
+                tasks[task_id] = task
+    for task in tasks.values():
+        task.bind_ackers(tasks)
+    return fields
+
+
+def make_task(worker: Worker, host: TaskHost, comp: str, task_id: int, worker_tasks: list[int],
               local: set[int]) -> Task | None:
     """The runner of task ``task_id`` of ``comp`` in ``worker`` (None for ``__system``).
 
-    Each task unpickles its own instance of the component, so tasks never share one.
+    ``host`` is what the task will ask (deliver, clock, errors): the worker itself. Each task
+    unpickles its own instance of the component, so tasks never share one.
     """
     ctx = TopologyContext(worker.topology_name, worker.plan, worker_tasks, task_id, worker.index,
                           topology=worker.topology, call_soon=task_caller(worker, task_id))
     if comp == SYSTEM:
         return None  # the system task only names the source of ticks
     if comp == ACKER:
-        return AckerTask(worker, task_id, comp, ctx, worker.conf)
+        return AckerTask(host, task_id, comp, ctx, worker.conf)
     spec = worker.topology.components[comp]
     conf = task_conf(worker.conf, spec.conf)
     try:
@@ -51,7 +93,7 @@ def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
         ) from e
     routes = make_routes(worker, comp, task_id, ctx, local)
     if isinstance(obj, Spout):
-        return SpoutTask(worker, task_id, comp, ctx, conf, obj, routes)
+        return SpoutTask(host, task_id, comp, ctx, conf, obj, routes)
     if not isinstance(obj, (Bolt, BasicBolt)):
         raise TopologyStartError(f"component {comp!r} is neither a spout nor a bolt")
     if isinstance(obj, AsyncBolt):
@@ -64,12 +106,8 @@ def make_task(worker: Worker, comp: str, task_id: int, worker_tasks: list[int],
         checkpointed = any(inp.stream == CHECKPOINT_STREAM for inp in spec.inputs)
         stateful = isinstance(obj, StatefulBolt) or (
             checkpointed and getattr(type(obj), "follows_checkpoints", False) is True)
-        # imported here: stateful -> collectors -> worker -> assembly would be a cycle when
-        # stateful is the first runtime module a program imports (compiled collectors cimport worker)
-        from squall.runtime.stateful import StatefulBoltTask
-
         cls = StatefulBoltTask if stateful else BoltTask
-    bolt = cls(worker, task_id, comp, ctx, conf, obj, routes)
+    bolt = cls(host, task_id, comp, ctx, conf, obj, routes)
     senders = sum(len(worker.plan.component_tasks[inp.component])
                   for inp in spec.inputs if inp.stream == CHECKPOINT_STREAM)
     if senders:

@@ -16,7 +16,7 @@ import logging
 import threading
 from collections import deque
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from squall.api.asyncbolt import AsyncBolt
 from squall.api.context import TopologyContext
@@ -24,10 +24,7 @@ from squall.api.tuple import Tuple
 from squall.runtime.checkpoint import CHECKPOINT_STREAM
 from squall.runtime.collectors import StreamRoute
 from squall.runtime.tasks import BoltTask
-from squall.runtime.threads import DeferredHost, detach, replay
-
-if TYPE_CHECKING:
-    from squall.runtime.worker import Worker
+from squall.runtime.threads import DeferredHost, Loop, detach, replay
 
 log = logging.getLogger("squall.async")
 _SINK: contextvars.ContextVar[list[tuple] | None] = contextvars.ContextVar("squall_sink", default=None)
@@ -72,6 +69,22 @@ class AsyncRunner:
             self.loop.close()
 
 
+def async_runner(worker: Any) -> AsyncRunner:
+    """The event loop of ``worker``'s async tasks, started on first use (one per worker)."""
+    runner: AsyncRunner | None = getattr(worker, "aio", None)
+    if runner is None:
+        runner = worker.aio = AsyncRunner(f"squall-async-{worker.index}")
+    return runner
+
+
+def close_async_runner(worker: Any) -> None:
+    """Cancel ``worker``'s async calls in flight and stop their event loop (idempotent)."""
+    runner: AsyncRunner | None = getattr(worker, "aio", None)
+    if runner is not None:
+        runner.close()
+        worker.aio = None
+
+
 class AsyncHost(DeferredHost):
     """The worker as an async task sees it: records go to the current call's list."""
 
@@ -86,12 +99,12 @@ class AsyncBoltTask(BoltTask):
 
     kind = "bolt"
 
-    def __init__(self, worker: Worker, task_id: int, component: str, context: TopologyContext,
+    def __init__(self, worker: Loop, task_id: int, component: str, context: TopologyContext,
                  conf: dict, bolt: AsyncBolt, routes: dict[str, StreamRoute]) -> None:
-        super().__init__(worker, task_id, component, context, conf, bolt, routes)
+        super().__init__(worker, task_id, component, context, conf, bolt, routes)  # type: ignore[arg-type]
         self.real = worker
-        self.host = AsyncHost(worker)
-        detach(self, self.host)
+        self.deferred = AsyncHost(worker)
+        detach(self, self.deferred)
         self.capacity = max(1, int(bolt.capacity))
         self.timeout = float(bolt.timeout)
         self.ordered = bool(bolt.ordered)
@@ -105,7 +118,7 @@ class AsyncBoltTask(BoltTask):
     def start(self) -> None:
         """Prepare the bolt, then ``prepare_async`` on the worker's event loop."""
         super().start()
-        self.runner = self.real.async_runner()
+        self.runner = async_runner(self.real)
         self.owner = self.runner.thread.ident or 0  # execute runs on the event loop's thread
         bolt: Any = self.bolt
         self.runner.submit(self._prepare_async(bolt)).result(START_TIMEOUT)
@@ -130,7 +143,7 @@ class AsyncBoltTask(BoltTask):
             while self._released in ready:
                 work += replay(self.real, ready.pop(self._released)) + 1
                 self._released += 1
-        stray = self.host.take()  # records made outside any call (prepare_async)
+        stray = self.deferred.take()  # records made outside any call (prepare_async)
         if stray:
             work += replay(self.real, stray)
         inbox = self.inbox
@@ -148,6 +161,13 @@ class AsyncBoltTask(BoltTask):
     def process(self, budget: int) -> int:
         """The worker drives async tasks with ``pump``."""
         return self.pump()
+
+    def drain(self) -> int:
+        """Once a round, on the loop thread: ``pump``."""
+        return self.pump()
+
+    def after_round(self) -> None:
+        """Nothing to wake: calls in flight wake the loop when they finish."""
 
     def idle(self) -> bool:
         """No call in flight and nothing waiting to be replayed."""
@@ -196,5 +216,5 @@ class AsyncBoltTask(BoltTask):
     def stop(self) -> None:
         """Cancel calls in flight (their trees replay), then clean up on the loop thread."""
         if self.runner is not None:
-            self.real.close_async_runner()
+            close_async_runner(self.real)
         super().stop()

@@ -4,9 +4,9 @@ cimport cython
 from squall.api.tuple cimport Tuple
 from squall.runtime.ids cimport SplitMix64, u64
 from squall.runtime.metrics cimport TaskMetrics
+from squall.runtime.host cimport Task, TaskHost
+from squall.runtime.rotating cimport PendingTable
 from squall.runtime.routing cimport RouterBase
-from squall.runtime.tasks cimport BoltTask, SpoutTask, Task
-from squall.runtime.worker cimport Worker
 
 cdef extern from "pythread.h":
     unsigned long _thread_id "PyThread_get_thread_ident" ()
@@ -22,7 +22,7 @@ cdef class StreamRoute:
 cdef class _Emitter:
     cdef public Task _task
     cdef public dict _routes
-    cdef public Worker _worker
+    cdef public TaskHost _host
     cdef public TaskMetrics _metrics
     cdef public object _component
     cdef public SplitMix64 _edges
@@ -32,18 +32,18 @@ cdef class _Emitter:
     cpdef tuple _route(self, object stream, object values)
 
 cdef class SpoutOutputCollector(_Emitter):
-    cdef public SpoutTask _spout_task
-    @cython.locals(task=SpoutTask, worker=Worker, edges=SplitMix64, ack_val=u64, edge=u64, root=u64, n=Py_ssize_t)
+    cdef public PendingTable _pending
+    cdef public list acks_soon, fails_soon
+    @cython.locals(task=Task, host=TaskHost, edges=SplitMix64, ack_val=u64, edge=u64, root=u64, n=Py_ssize_t)
     cpdef _send(self, StreamRoute route, list values, list targets, object msg_id)
 
 cdef class OutputCollector(_Emitter):
-    cdef public BoltTask _bolt_task
     cdef public bint _acking
     @cython.locals(route=StreamRoute, single=RouterBase, vals=list, targets=list)
     cpdef list emit(self, object values, object anchors=*, object stream=*)
-    @cython.locals(task=BoltTask, worker=Worker, anchor=Tuple, edges=SplitMix64, acc=u64, edge=u64, root=u64, nroots=int, n=Py_ssize_t)
+    @cython.locals(task=Task, host=TaskHost, anchor=Tuple, edges=SplitMix64, acc=u64, edge=u64, root=u64, nroots=int, n=Py_ssize_t)
     cpdef _send(self, StreamRoute route, list values, list targets, object anchors)
-    @cython.locals(task=BoltTask, m=TaskMetrics, nroots=int, extra=u64, value=u64, ms=double)
+    @cython.locals(task=Task, m=TaskMetrics, nroots=int, extra=u64, value=u64, ms=double)
     cpdef ack(self, Tuple tup)
     cpdef fail(self, Tuple tup)
 

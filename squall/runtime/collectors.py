@@ -1,22 +1,22 @@
 """Output collectors: emit, anchor, ack and fail, as Storm's.
 
-A collector belongs to one task and is called from that task's thread only.
+A collector belongs to one task and is called from that task's thread only. It reaches the
+world through its task's ``TaskHost`` (``host.py``): it never knows which worker, thread or
+event loop carries its tuples.
 """
 
 from __future__ import annotations
 
 from threading import get_ident
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from squall.api.errors import FailedException
 from squall.api.tuple import DEFAULT_STREAM, TICK_STREAM, Tuple
+from squall.runtime.host import Task
 from squall.runtime.ids import id_source
 from squall.runtime.metrics import ACKED_SAMPLES, FAILED_SAMPLES
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import DirectOnly, Router, RouterBase
-
-if TYPE_CHECKING:
-    from squall.runtime.tasks import BoltTask, SpoutTask, Task
 
 
 def _thread_id() -> int:
@@ -48,7 +48,7 @@ class _Emitter:
     def __init__(self, task: Task, routes: dict[str, StreamRoute]) -> None:
         self._task = task
         self._routes = routes
-        self._worker = task.worker
+        self._host = task.host
         self._metrics = task.metrics
         self._metrics.outputs = routes  # read for the per-stream figures
         self._component = task.component
@@ -131,7 +131,7 @@ class _Emitter:
 
     def report_error(self, error: BaseException) -> None:
         """Report ``error`` as an error of this component (log, UI, topology info)."""
-        self._worker.report_error(self._task, error)
+        self._host.report_error(self._task, error)
 
     def _foreign(self, call: str) -> None:
         """Refuse a call from a thread other than the task's (RELIABILITY E10)."""
@@ -144,11 +144,18 @@ class _Emitter:
 
 
 class SpoutOutputCollector(_Emitter):
-    """Emits spout tuples; a ``msg_id`` makes the tuple tracked by the ackers."""
+    """Emits spout tuples; a ``msg_id`` makes the tuple tracked by the ackers.
 
-    def __init__(self, task: SpoutTask, routes: dict[str, StreamRoute]) -> None:
+    A tracked emit goes into ``pending`` (the spout task's map of roots in flight); what must
+    wait until ``next_tuple`` returns collects in ``acks_soon`` (acking off, or nobody
+    subscribes) and ``fails_soon`` (the emit could not be sent): the spout task runs them.
+    """
+
+    def __init__(self, task: Task, routes: dict[str, StreamRoute], pending: Any) -> None:
         super().__init__(task, routes)
-        self._spout_task = task
+        self._pending = pending
+        self.acks_soon: list[Any] = []
+        self.fails_soon: list[Any] = []
 
     def emit(self, values: list, stream: str = DEFAULT_STREAM, msg_id: Any = None) -> list[int]:
         """Emit ``values`` on ``stream``; returns the target task ids."""
@@ -165,27 +172,27 @@ class SpoutOutputCollector(_Emitter):
         self._send(self._direct(task, stream, values), list(values), [task], msg_id)
 
     def _send(self, route: StreamRoute, values: list, targets: list[int], msg_id: Any) -> None:
-        task = self._spout_task
-        worker = self._worker  # its cpdef methods are not cached as bound methods (compiled)
+        task = self._task
+        host = self._host  # its cpdef methods are not cached as bound methods (compiled)
         stream = route.stream
         n = len(targets)
         self._metrics.emitted += 1
         self._metrics.transferred += n
         route.emitted += 1
         route.transferred += n
-        if self._worker.tap is not None:
-            self._worker.tap(task.component, stream, values, task.task_id)
+        if self._host.tap is not None:
+            self._host.tap(task.component, stream, values, task.task_id)
         hooks = task.hooks
         if hooks is not None:
             hooks.emit(values, stream, targets)
         if msg_id is None:
             for t in targets:
-                worker.deliver(t, task, stream, values, None)
+                host.deliver(t, task, stream, values, None)
             return
         if not task.acking or not targets:
             for t in targets:
-                worker.deliver(t, task, stream, values, None)
-            task.ack_soon(msg_id)
+                host.deliver(t, task, stream, values, None)
+            self.acks_soon.append(msg_id)
             return
         root = task.new_root()
         edges = self._edges
@@ -194,13 +201,15 @@ class SpoutOutputCollector(_Emitter):
             for t in targets:
                 edge = edges.next()
                 ack_val ^= edge
-                worker.deliver1(t, task, stream, values, root, edge)
+                host.deliver1(t, task, stream, values, root, edge)
         except Exception:
             # never tracked, so no ack or timeout would ever come: fail it (after
-            # next_tuple returns), so the spout's message is not silently lost
-            task.fail_soon(msg_id)
+            # next_tuple returns; never inside it: a spout's ``fail`` must not run
+            # re-entrantly), so the spout's message is not silently lost
+            self.fails_soon.append(msg_id)
             raise
-        task.track(root, msg_id)
+        # remembered until its tree is acked, failed or timed out
+        self._pending.put_new(root, msg_id, host.clock())
         if hooks is not None:  # Storm's hooks see the messages to the ackers as emits too
             hooks.emit([root, ack_val, task.task_id], ACK_INIT, [task.acker_for(root)])
         task.send_init(root, ack_val)
@@ -209,9 +218,8 @@ class SpoutOutputCollector(_Emitter):
 class OutputCollector(_Emitter):
     """Emits bolt tuples anchored to inputs, and acks or fails inputs."""
 
-    def __init__(self, task: BoltTask, routes: dict[str, StreamRoute]) -> None:
+    def __init__(self, task: Task, routes: dict[str, StreamRoute]) -> None:
         super().__init__(task, routes)
-        self._bolt_task = task
         self._acking = task.acking
 
     def emit(self, values: list, anchors: Tuple | list[Tuple] | None = None,
@@ -238,7 +246,7 @@ class OutputCollector(_Emitter):
         if single is None and not route.routers:
             # nobody subscribes: the values go nowhere, so they need no copy unless a tap or
             # a hook gets them
-            if self._worker.tap is not None or self._task.hooks is not None:
+            if self._host.tap is not None or self._task.hooks is not None:
                 vals = vals[:]
             self._send(route, vals, [], anchors)
             return []
@@ -259,28 +267,28 @@ class OutputCollector(_Emitter):
 
     def _send(self, route: StreamRoute, values: list, targets: list[int],
               anchors: Tuple | list[Tuple] | None) -> None:
-        task = self._bolt_task
-        worker = self._worker
+        task = self._task
+        host = self._host
         stream = route.stream
         n = len(targets)
         self._metrics.emitted += 1
         self._metrics.transferred += n
         route.emitted += 1
         route.transferred += n
-        if self._worker.tap is not None:
-            self._worker.tap(task.component, stream, values, task.task_id)
+        if self._host.tap is not None:
+            self._host.tap(task.component, stream, values, task.task_id)
         if task.hooks is not None:
             task.hooks.emit(values, stream, targets)
         if anchors is None or not task.acking:
             for t in targets:
-                worker.deliver(t, task, stream, values, None)
+                host.deliver(t, task, stream, values, None)
             return
         if isinstance(anchors, Tuple):
             anchor = anchors  # typed as a Tuple when compiled
             nroots = anchor._nroots
             if nroots == 0:
                 for t in targets:
-                    worker.deliver(t, task, stream, values, None)
+                    host.deliver(t, task, stream, values, None)
                 return
             if nroots == 1:  # the common case: one anchor from one spout tuple, no dict
                 root = anchor._root
@@ -289,7 +297,7 @@ class OutputCollector(_Emitter):
                 for t in targets:
                     edge = edges.next()
                     acc ^= edge
-                    worker.deliver1(t, task, stream, values, root, edge)
+                    host.deliver1(t, task, stream, values, root, edge)
                 anchor._ack_val = acc
                 return
             tracked = [anchor]
@@ -298,7 +306,7 @@ class OutputCollector(_Emitter):
             tracked = [a for a in {id(a): a for a in anchors}.values() if a._nroots]
         if not tracked:
             for t in targets:
-                worker.deliver(t, task, stream, values, None)
+                host.deliver(t, task, stream, values, None)
             return
         edges = self._edges
         for t in targets:
@@ -309,7 +317,7 @@ class OutputCollector(_Emitter):
                 a._ack_val ^= edge
                 for root in a._ids:  # type: ignore[union-attr]
                     ids[root] = ids.get(root, 0) ^ edge
-            worker.deliver(t, task, stream, values, ids)
+            host.deliver(t, task, stream, values, ids)
 
     def ack(self, tup: Tuple) -> None:
         """The input ``tup`` is done; its tree completes when all its tuples are."""
@@ -319,7 +327,7 @@ class OutputCollector(_Emitter):
         if tup._done:
             return
         tup._done = True
-        task = self._bolt_task
+        task = self._task
         hooks = task.hooks
         nroots = tup._nroots
         if nroots and self._acking:
@@ -338,7 +346,7 @@ class OutputCollector(_Emitter):
             m = self._metrics
             m.acked += 1
             if tup._t0:
-                ms = (self._worker.clock() - tup._t0) * 1000.0
+                ms = (self._host.clock() - tup._t0) * 1000.0
                 m.record_process(ms)
                 m.sample_input(tup.component, tup.stream, ACKED_SAMPLES, ms)
         if hooks is not None:
@@ -346,7 +354,7 @@ class OutputCollector(_Emitter):
 
     def _latency(self, tup: Tuple) -> float | None:
         """Milliseconds since ``tup``'s execute began; None if it was not timed."""
-        return (self._worker.clock() - tup._t0) * 1000.0 if tup._t0 else None
+        return (self._host.clock() - tup._t0) * 1000.0 if tup._t0 else None
 
     def fail(self, tup: Tuple) -> None:
         """``tup`` failed: its whole tree fails at once and the spout may replay it."""
@@ -360,14 +368,14 @@ class OutputCollector(_Emitter):
         if tup._done:
             return
         tup._done = True
-        task = self._bolt_task
+        task = self._task
         hooks = task.hooks
         if tup._ids and task.acking:
             for root in tup._ids:
                 acker = task.acker_for(root)
                 if hooks is not None:
                     hooks.emit([root], ACK_FAIL, [acker])
-                self._worker.deliver(acker, task, ACK_FAIL,
+                self._host.deliver(acker, task, ACK_FAIL,
                                      [root, task.component, task.task_id, error], None)
         if tup.stream is not TICK_STREAM:
             self._metrics.failed += 1
@@ -378,13 +386,13 @@ class OutputCollector(_Emitter):
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout of ``tup``'s trees (for tuples held a long time)."""
-        task = self._bolt_task
+        task = self._task
         if tup._ids and task.acking and not tup._done:
             for root in tup._ids:
                 acker = task.acker_for(root)
                 if task.hooks is not None:
                     task.hooks.emit([root], ACK_RESET, [acker])
-                self._worker.deliver(acker, task, ACK_RESET, [root], None)
+                self._host.deliver(acker, task, ACK_RESET, [root], None)
 
 
 class BasicOutputCollector:

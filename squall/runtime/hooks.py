@@ -8,7 +8,8 @@ has that method (a ``BaseTaskHook`` method left as is does not count).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from squall.api.errors import TopologyStartError
 from squall.api.hooks import (
@@ -21,9 +22,6 @@ from squall.api.hooks import (
     SpoutFailInfo,
 )
 from squall.api.tuple import Tuple
-
-if TYPE_CHECKING:
-    from squall.runtime.tasks import Task
 
 AUTO_TASK_HOOKS = "topology.auto.task.hooks"
 _EVENTS = ("cleanup", "emit", "spout_ack", "spout_fail", "bolt_execute", "bolt_ack", "bolt_fail")
@@ -42,9 +40,9 @@ def _overrides(hook: Any, name: str) -> Any:
 class TaskHooks:
     """The hooks of one task, with a list of bound methods per event."""
 
-    def __init__(self, task: Task) -> None:
-        self._task = task
-        self.task_id = task.task_id
+    def __init__(self, task_id: int, report: Callable[[BaseException], None]) -> None:
+        self._report = report  # the task's ``report``: a hook's error is the component's
+        self.task_id = task_id
         self.hooks: list[Any] = []
         self._fns: dict[str, list[Any]] = {name: [] for name in _EVENTS}
 
@@ -61,7 +59,7 @@ class TaskHooks:
             try:
                 fn(info)
             except Exception as e:  # noqa: BLE001 - a hook's error is the component's, not a crash
-                self._task.worker.report_error(self._task, e)
+                self._report(e)
 
     def emit(self, values: list, stream: str, out_tasks: list[int]) -> None:
         """The task emitted ``values`` on ``stream`` to ``out_tasks``."""
@@ -99,7 +97,7 @@ class TaskHooks:
             try:
                 fn()
             except Exception as e:  # noqa: BLE001
-                self._task.worker.report_error(self._task, e)
+                self._report(e)
 
 
 def load_hook_class(path: Any, component: str) -> type:
@@ -131,13 +129,13 @@ def auto_hook_paths(conf: dict, component: str) -> list[str]:
     return list(paths)
 
 
-def add_auto_hooks(task: Task) -> None:
-    """Instantiate each class of ``topology.auto.task.hooks`` and add it to ``task``'s context."""
-    for path in auto_hook_paths(task.conf, task.component):
-        cls = load_hook_class(path, task.component)
+def add_auto_hooks(conf: dict, component: str, context: Any) -> None:
+    """Instantiate each class of ``topology.auto.task.hooks`` and add it to a task's ``context``."""
+    for path in auto_hook_paths(conf, component):
+        cls = load_hook_class(path, component)
         try:
             hook = cls()
         except Exception as e:  # noqa: BLE001
-            raise TopologyStartError(f"component {task.component!r}: {AUTO_TASK_HOOKS} class {path!r} "
+            raise TopologyStartError(f"component {component!r}: {AUTO_TASK_HOOKS} class {path!r} "
                                      f"cannot be instantiated: {type(e).__name__}: {e}") from e
-        task.context.add_task_hook(hook)
+        context.add_task_hook(hook)

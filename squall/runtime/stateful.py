@@ -156,7 +156,7 @@ class StatefulBoltTask(BoltTask):
             try:
                 self.state.close()
             except Exception as e:  # noqa: BLE001 - a store that is down cannot be closed cleanly
-                self.worker.report_error(self, e)
+                self.host.report_error(self, e)
 
     def handle(self, tup: Tuple) -> None:
         """Checkpoints as in every bolt; other tuples wait for ``init_state``."""
@@ -203,7 +203,7 @@ class StatefulBoltTask(BoltTask):
                 held, self.prepared, self.pending = self.prepared + self.pending, [], []
                 collector.release(held, ok=False)
         except Exception as e:  # noqa: BLE001 - user hooks and stores: report, fail the checkpoint
-            self.worker.report_error(self, e)
+            self.host.report_error(self, e)
             if not self.initialized and self.buffered:
                 # waiting for a store that is down: let the spouts replay these later
                 buffered, self.buffered = self.buffered, []

@@ -238,3 +238,14 @@ class Watchdog:
             from squall.runtime.plan import SYSTEM
             self.worker.errors.report(SYSTEM, self.worker.plan.component_tasks[SYSTEM][self.worker.index],
                                       error)
+
+
+def start_watchdog(worker: Any) -> Watchdog | None:
+    """Start ``worker``'s watchdog, unless ``squall.task.stuck.secs`` is 0."""
+    limit = float(worker.conf.get("squall.task.stuck.secs", 30) or 0)
+    if limit <= 0:
+        return None
+    cycle = float(worker.conf.get("squall.backpressure.cycle.secs", 30) or 30)
+    watchdog = Watchdog(worker, limit, cycle)
+    watchdog.start()
+    return watchdog

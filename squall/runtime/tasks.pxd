@@ -3,42 +3,12 @@ cimport cython
 
 from squall.api.tuple cimport Tuple
 from squall.runtime.acker cimport LedgerTable
-from squall.runtime.ids cimport SplitMix64, u64
-from squall.runtime.metrics cimport TaskMetrics
 from squall.runtime.collectors cimport BasicOutputCollector, OutputCollector, SpoutOutputCollector
+from squall.runtime.host cimport Task
+from squall.runtime.ids cimport u64
+from squall.runtime.metrics cimport TaskMetrics
 from squall.runtime.rotating cimport PendingTable
-from squall.runtime.worker cimport Worker
 
-
-cdef class Task:
-    cdef public Worker worker
-    cdef public object task_id
-    cdef public object component
-    cdef public object context
-    cdef public object conf
-    cdef public object inbox
-    cdef public dict out_fields
-    cdef public TaskMetrics metrics
-    cdef public object hooks
-    cdef public list _ackers
-    cdef public Py_ssize_t _num_ackers
-    cdef public list _local_ackers
-    cdef public list _local_slots
-    cdef public bint acking
-    cdef public SplitMix64 _root_ids
-    cdef public bint inline
-    cdef public list _open
-    cdef public unsigned long owner
-    cdef dict __dict__
-    cdef object __weakref__
-    cpdef object new_root(self)
-    cpdef object acker_for(self, u64 root)
-    @cython.locals(acker=AckerTask, i=Py_ssize_t)
-    cpdef send_ack(self, u64 root, u64 value)
-    @cython.locals(acker=AckerTask, i=Py_ssize_t)
-    cpdef send_init(self, u64 root, u64 value)
-    cpdef Py_ssize_t process(self, Py_ssize_t budget)
-    cpdef handle(self, Tuple tup)
 
 cdef class SpoutTask(Task):
     cdef public object spout
@@ -55,8 +25,6 @@ cdef class SpoutTask(Task):
     cpdef bint can_emit(self)
     cpdef went_idle(self, double now)
     cpdef Py_ssize_t next_tuple(self)
-    cpdef track(self, object root, object msg_id)
-    cpdef ack_soon(self, object msg_id)
     @cython.locals(m=TaskMetrics, pending=list)
     cpdef _run_acks_soon(self)
     @cython.locals(n=Py_ssize_t)

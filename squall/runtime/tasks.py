@@ -1,19 +1,18 @@
-"""Task runners: one spout, bolt or acker instance and the calls the worker makes on it.
+"""Task runners: one spout, bolt or acker instance and the calls its host makes on it.
 
-Every method here runs on the worker's loop thread; user code is never called
-concurrently for one task.
+Every method here runs on the thread that runs the task (the worker's loop, or the task's
+own thread); user code is never called concurrently for one task. A task reaches the rest
+of the topology only through its ``TaskHost`` (``host.py``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from squall.api.components import BasicBolt, Bolt, Spout
 from squall.api.context import TopologyContext
 from squall.api.errors import FailedException, ReportedFailedException
-from squall.api.fields import Fields
 from squall.api.tuple import Tuple
 from squall.runtime.acker import ACKED, FAILED_TREE, AckerLedger
 from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action, Barrier
@@ -24,14 +23,12 @@ from squall.runtime.collectors import (
     StreamRoute,
 )
 from squall.runtime.failures import TIMEOUT, Failure, describe, from_detail
-from squall.runtime.hooks import TaskHooks, add_auto_hooks
-from squall.runtime.ids import id_source, u64_array
-from squall.runtime.metrics import EXEC_SAMPLES, TaskMetrics
+from squall.runtime.hooks import add_auto_hooks
+from squall.runtime.host import Task, TaskHost
+from squall.runtime.ids import u64_array
+from squall.runtime.metrics import EXEC_SAMPLES
 from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.rotating import PendingMap
-
-if TYPE_CHECKING:
-    from squall.runtime.worker import Worker
 
 log = logging.getLogger("squall.task")
 PENDING_BUCKETS = 3
@@ -42,133 +39,23 @@ class MaxRetriesError(RuntimeError):
     """A spout message failed more often than ``squall.spout.max.retries`` allows."""
 
 
-class Task:
-    """What every task has: its ids, inbox, metrics and acker routing."""
-
-    kind = "task"
-
-    def __init__(self, worker: Worker, task_id: int, component: str, context: TopologyContext,
-                 conf: dict) -> None:
-        self.worker = worker
-        self.task_id = task_id
-        self.component = component
-        self.context = context
-        self.conf = conf
-        self.inbox: deque[Tuple] = deque()
-        self.out_fields: dict[str, Fields] = {}  # stream -> fields, set by the worker
-        self.metrics = TaskMetrics(component, task_id)
-        # None until a hook is added: the hot path's only cost for tasks without hooks
-        self.hooks: TaskHooks | None = None
-        if context is not None:  # tests may run a task without one
-            context.bind_runtime(conf, worker.clock, self._add_hook)
-            self.metrics.user = context.metric_registry
-        ackers = worker.plan.acker_tasks
-        self._ackers = ackers
-        self._num_ackers = len(ackers)
-        self._local_ackers: list[AckerTask | None] = [None] * len(ackers)
-        self._local_slots: list[int] = []
-        self.acking = bool(ackers)
-        self._root_ids = id_source()
-        # the thread that calls this task's code, once it runs (0: not yet, or a test
-        # driving it by hand); collectors refuse calls from any other thread
-        self.owner = 0
-        # True for tasks whose ``apply`` runs no user code and so may be called in place of
-        # queueing (the acker): saves a tuple, a queue round trip and a dispatch per ack.
-        self.inline = False
-        # target task id -> this task's open batch for it in another worker (the worker's)
-        self._open: list[Any] | None = None
-
-    def bind_ackers(self, tasks: dict[int, Task]) -> None:
-        """Note which acker tasks live in this worker (their ledger is updated in place)."""
-        self._local_ackers = [t if isinstance(t, AckerTask) else None
-                              for t in (tasks.get(a) for a in self._ackers)]
-        self._local_slots = [i for i, t in enumerate(self._local_ackers) if t is not None]
-
-    def new_root(self) -> int:
-        """A random 64-bit root id whose acker lives in this worker, when one does.
-
-        The acker is ``root % ackers``: steering the low residue keeps the spout's init and
-        the acker's verdict inside the worker, while the id stays random.
-        """
-        root = self._root_ids.next()
-        slots = self._local_slots
-        if slots:
-            n = self._num_ackers
-            root += slots[root % len(slots)] - root % n
-            if root >= 1 << 64:
-                root -= n
-        return root
-
-    def acker_for(self, root: int) -> int:
-        """The acker task that keeps ``root``'s ledger (fields grouping on the root id)."""
-        return self._ackers[root % self._num_ackers]
-
-    def send_ack(self, root: int, value: int) -> None:
-        """Tell ``root``'s acker that edges XOR-ing to ``value`` are done."""
-        i = root % self._num_ackers
-        acker = self._local_ackers[i]  # an AckerTask or None (typed when compiled)
-        if acker is not None:
-            acker.on_ack(root, value)
-        else:
-            self.worker.buffer_ack(self._ackers[i], self, root, value)
-
-    def send_init(self, root: int, value: int) -> None:
-        """Tell ``root``'s acker that this spout task emitted it with edges XOR-ing to ``value``."""
-        i = root % self._num_ackers
-        acker = self._local_ackers[i]  # an AckerTask or None (typed when compiled)
-        if acker is not None:
-            acker.on_init(root, value, self.task_id)
-        else:
-            self.worker.deliver(self._ackers[i], self, ACK_INIT, [root, value, self.task_id], None)
-
-    def start(self) -> None:
-        """Open or prepare the user component."""
-
-    def stop(self) -> None:
-        """Close or clean up the user component (graceful stop only)."""
-
-    def _add_hook(self, hook: Any) -> None:
-        """``context.add_task_hook`` added (and prepared) ``hook``."""
-        hooks = self.hooks
-        if hooks is None:
-            hooks = self.hooks = TaskHooks(self)
-        hooks.add(hook)
-
-    def _cleanup_hooks(self) -> None:
-        """Hooks are cleaned up before the component closes, as in Storm."""
-        if self.hooks is not None:
-            self.hooks.cleanup()
-
-    def process(self, budget: int) -> int:
-        """Handle up to ``budget`` queued tuples; returns how many were handled."""
-        inbox = self.inbox
-        popleft = inbox.popleft
-        n = min(budget, len(inbox))
-        for _ in range(n):
-            self.handle(popleft())
-        return n
-
-    def handle(self, tup: Tuple) -> None:
-        """Handle one tuple from the inbox."""
-        raise NotImplementedError
-
-
 class SpoutTask(Task):
     """Runs a spout: ``next_tuple`` when allowed, ack/fail callbacks, timeouts."""
 
     kind = "spout"
 
-    def __init__(self, worker: Worker, task_id: int, component: str, context: TopologyContext,
+    def __init__(self, host: TaskHost, task_id: int, component: str, context: TopologyContext,
                  conf: dict, spout: Spout, routes: dict[str, StreamRoute]) -> None:
-        super().__init__(worker, task_id, component, context, conf)
+        super().__init__(host, task_id, component, context, conf)
         self.spout = spout
-        self.collector = SpoutOutputCollector(self, routes)
         # root id -> (msg_id, emit time); timed out by rotation, never by a scan
         self.pending = PendingMap(PENDING_BUCKETS)
+        self.collector = SpoutOutputCollector(self, routes, self.pending)
         max_pending = conf.get("topology.max.spout.pending")
         self.max_pending: int | None = int(max_pending) if max_pending else None
-        self._ack_soon: list[Any] = []
-        self._fail_soon: list[Any] = []  # tracked emits that could not be sent
+        # the collector's: msg ids to ack (untracked) or fail (unsendable) after next_tuple
+        self._ack_soon: list[Any] = self.collector.acks_soon
+        self._fail_soon: list[Any] = self.collector.fails_soon
         self.active = False
         retries = conf.get("squall.spout.max.retries")
         # the system's own spouts (checkpoints) decide their replays themselves
@@ -188,7 +75,7 @@ class SpoutTask(Task):
 
     def start(self) -> None:
         """Add the ``topology.auto.task.hooks``, then open the spout."""
-        add_auto_hooks(self)
+        add_auto_hooks(self.conf, self.component, self.context)
         self.spout.open(self.conf, self.context, self.collector)
 
     def stop(self) -> None:
@@ -219,12 +106,13 @@ class SpoutTask(Task):
         try:
             self.spout.next_tuple()
         except (Exception, SystemExit) as e:  # noqa: BLE001 - user code (sys.exit too): report, carry on
-            self.worker.report_error(self, e)
+            self.host.report_error(self, e)
         if self._ack_soon:
             self._run_acks_soon()
         if self._fail_soon:
-            pending, self._fail_soon = self._fail_soon, []
-            now = self.worker.clock()
+            pending = self._fail_soon[:]
+            del self._fail_soon[:]
+            now = self.host.clock()
             for msg_id in pending:
                 # failed at its emit (here, not downstream): no latency
                 self._failed(msg_id, now, [None, self.component, self.task_id, None])
@@ -237,23 +125,9 @@ class SpoutTask(Task):
             return  # asked again next round
         self.idle_until = now + (0.0001 if streak <= self._level2 else self._level3)
 
-    def track(self, root: int, msg_id: Any) -> None:
-        """Remember a tracked emit until its tree is acked, failed or timed out."""
-        self.pending.put_new(root, msg_id, self.worker.clock())
-
-    def ack_soon(self, msg_id: Any) -> None:
-        """Ack ``msg_id`` once ``next_tuple`` returns (acking off, or no subscriber)."""
-        self._ack_soon.append(msg_id)
-
-    def fail_soon(self, msg_id: Any) -> None:
-        """Fail ``msg_id`` once ``next_tuple`` returns (its emit could not be sent).
-
-        Never inside ``next_tuple``: a spout's ``fail`` must not run re-entrantly.
-        """
-        self._fail_soon.append(msg_id)
-
     def _run_acks_soon(self) -> None:
-        pending, self._ack_soon = self._ack_soon, []
+        pending = self._ack_soon[:]
+        del self._ack_soon[:]
         ack = self.spout.ack  # once per round's acks, not per message
         m = self.metrics
         for msg_id in pending:
@@ -261,7 +135,7 @@ class SpoutTask(Task):
             try:
                 ack(msg_id)
             except (Exception, SystemExit) as e:  # noqa: BLE001 - user code (sys.exit too): report, carry on
-                self.worker.report_error(self, e)
+                self.host.report_error(self, e)
             if self.hooks is not None:
                 self.hooks.spout_ack(msg_id, 0.0)  # acked at once, as Storm's timeDelta 0
 
@@ -300,7 +174,7 @@ class SpoutTask(Task):
             log.debug("task %d: ack for unknown or timed-out root %x", self.task_id, root)
             return
         msg_id = pending.msg_id
-        latency = (self.worker.clock() - pending.emitted_at) * 1000.0
+        latency = (self.host.clock() - pending.emitted_at) * 1000.0
         self.metrics.acked += 1
         self.metrics.record_complete(latency)
         if self._failures:
@@ -340,7 +214,7 @@ class SpoutTask(Task):
             except TypeError:  # an unhashable msg id cannot be counted: plain fail
                 count = 0
             if count > limit:
-                self.worker.report_error(self, MaxRetriesError(
+                self.host.report_error(self, MaxRetriesError(
                     f"message {msg_id!r} failed {count} times "
                     f"(squall.spout.max.retries={limit}): given up and acked"
                 ))
@@ -357,7 +231,7 @@ class SpoutTask(Task):
 
     def _fail_hooks(self, msg_id: Any, emitted_at: float) -> None:
         if self.hooks is not None:
-            self.hooks.spout_fail(msg_id, (self.worker.clock() - emitted_at) * 1000.0)
+            self.hooks.spout_fail(msg_id, (self.host.clock() - emitted_at) * 1000.0)
 
     def _forget(self, msg_id: Any) -> None:
         try:
@@ -369,7 +243,7 @@ class SpoutTask(Task):
         try:
             fn(*args)
         except (Exception, SystemExit) as e:  # noqa: BLE001 - user code (sys.exit too): report, carry on
-            self.worker.report_error(self, e)
+            self.host.report_error(self, e)
 
 
 class BoltTask(Task):
@@ -377,9 +251,9 @@ class BoltTask(Task):
 
     kind = "bolt"
 
-    def __init__(self, worker: Worker, task_id: int, component: str, context: TopologyContext,
+    def __init__(self, host: TaskHost, task_id: int, component: str, context: TopologyContext,
                  conf: dict, bolt: Bolt | BasicBolt, routes: dict[str, StreamRoute]) -> None:
-        super().__init__(worker, task_id, component, context, conf)
+        super().__init__(host, task_id, component, context, conf)
         self.bolt = bolt
         self.collector = OutputCollector(self, routes)
         self._basic = BasicOutputCollector(self.collector) if isinstance(bolt, BasicBolt) else None
@@ -393,7 +267,7 @@ class BoltTask(Task):
 
     def start(self) -> None:
         """Add the ``topology.auto.task.hooks``, then prepare the bolt."""
-        add_auto_hooks(self)
+        add_auto_hooks(self.conf, self.component, self.context)
         if self._basic is not None:
             self.bolt.prepare(self.conf, self.context)  # type: ignore[call-arg]
         else:
@@ -405,7 +279,7 @@ class BoltTask(Task):
         try:
             self.bolt.cleanup()
         except Exception as e:  # noqa: BLE001
-            self.worker.report_error(self, e)
+            self.host.report_error(self, e)
 
     def process(self, budget: int) -> int:
         """Handle up to ``budget`` queued tuples, in runs when the bolt has ``execute_batch``."""
@@ -487,7 +361,7 @@ class BoltTask(Task):
             try:
                 execute(tup)
             except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, fail the input
-                self.worker.report_error(self, e)
+                self.host.report_error(self, e)
                 self.collector.fail_with_error(tup, describe(e))
             m.executed += 1
         return n
@@ -528,7 +402,7 @@ class BoltTask(Task):
         timed = self._sample_every != 0 or hooks is not None
         t0 = 0.0
         if timed:
-            t0 = self.worker.clock()
+            t0 = self.host.clock()
             if hooks is not None:
                 for tup in batch:
                     tup._t0 = t0 or 1e-9  # 0.0 means "not timed" to ack
@@ -540,7 +414,7 @@ class BoltTask(Task):
         try:
             self._batched(batch)
         except Exception as e:  # noqa: BLE001 - user code: report, fail the inputs left
-            self.worker.report_error(self, e)
+            self.host.report_error(self, e)
             why = describe(e)
             for tup in batch:
                 if not tup._done:
@@ -548,7 +422,7 @@ class BoltTask(Task):
         m = self.metrics
         m.executed += count
         if timed:
-            ms = (self.worker.clock() - t0) * 1000.0
+            ms = (self.host.clock() - t0) * 1000.0
             m.record_execute(ms, count)
             for tup in batch:  # per input stream: the tuples sampled for the process latency
                 if tup._t0:
@@ -567,7 +441,7 @@ class BoltTask(Task):
         sample = self._sample_every and self._count % self._sample_every == 0
         hooks = self.hooks  # with hooks, every execute is timed for their info objects
         if sample or hooks is not None:
-            t0 = self.worker.clock()
+            t0 = self.host.clock()
             tup._t0 = t0 or 1e-9  # 0.0 means "not timed" to ack
         if self._basic is not None:
             self._execute_basic(tup)
@@ -575,16 +449,16 @@ class BoltTask(Task):
             try:
                 self.bolt.execute(tup)  # type: ignore[call-arg]
             except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, fail the input
-                self.worker.report_error(self, e)
+                self.host.report_error(self, e)
                 self.collector.fail_with_error(tup, describe(e))
         m = self.metrics
         m.executed += 1
         if sample:
-            ms = (self.worker.clock() - t0) * 1000.0
+            ms = (self.host.clock() - t0) * 1000.0
             m.record_execute(ms, 1)
             m.sample_input(tup.component, tup.stream, EXEC_SAMPLES, ms)  # per input stream
         if hooks is not None:
-            hooks.bolt_execute(tup, (self.worker.clock() - t0) * 1000.0)
+            hooks.bolt_execute(tup, (self.host.clock() - t0) * 1000.0)
 
     def _on_checkpoint_tuple(self, tup: Tuple) -> None:
         barrier = self.barrier
@@ -628,7 +502,7 @@ class BoltTask(Task):
         if isinstance(e, FailedException) and not isinstance(e, ReportedFailedException):
             self.collector.fail(tup)
             return
-        self.worker.report_error(self, e)
+        self.host.report_error(self, e)
         self.collector.fail_with_error(tup, describe(e))
 
 
@@ -637,9 +511,9 @@ class AckerTask(Task):
 
     kind = "acker"
 
-    def __init__(self, worker: Worker, task_id: int, component: str, context: TopologyContext,
+    def __init__(self, host: TaskHost, task_id: int, component: str, context: TopologyContext,
                  conf: dict) -> None:
-        super().__init__(worker, task_id, component, context, conf)
+        super().__init__(host, task_id, component, context, conf)
         self.inline = True
         self.ledger = AckerLedger(PENDING_BUCKETS)
 
@@ -695,12 +569,12 @@ class AckerTask(Task):
         """Send the ledger's verdict ``code`` on ``root`` to its spout task."""
         ledger = self.ledger
         if code == ACKED:
-            self.worker.verdict(ledger.task, self, root)
+            self.host.verdict(ledger.task, self, root)
         elif code == FAILED_TREE:
             detail = ledger.detail or (None, None, None)
-            self.worker.deliver(ledger.task, self, ACK_FAIL, [root, *detail], None)
+            self.host.deliver(ledger.task, self, ACK_FAIL, [root, *detail], None)
         else:
-            self.worker.deliver(ledger.task, self, ACK_RESET, [root], None)
+            self.host.deliver(ledger.task, self, ACK_RESET, [root], None)
 
     def expire(self) -> int:
         """Drop roots older than the message timeout (their spouts fail them)."""

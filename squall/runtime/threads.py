@@ -1,9 +1,9 @@
 """Tasks off the worker's loop thread: a thread per task (JStorm's model), and what they share.
 
 A task that runs off the loop thread must not touch what the loop owns (other tasks'
-queues, the peers' batches, the acker ledgers). Its worker, as the task sees it, is a
-``DeferredHost``: a ``Worker`` whose ``deliver`` and ``buffer_ack`` only record what the task
-asked, in order. The loop thread replays those records each round, so routing to queues and
+queues, the peers' batches, the acker ledgers). Its host (``host.TaskHost``) is a
+``DeferredHost``, whose ``deliver`` and ``buffer_ack`` only record what the task asked, in
+order. The loop thread replays those records each round, so routing to queues and
 peers, acking and backpressure work exactly as for tasks on the loop thread.
 
 ``TaskThread`` runs one spout or bolt task on a thread of its own (``set_threaded()``, the
@@ -22,10 +22,10 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from time import perf_counter
-from typing import Any
+from typing import Any, Protocol
 
-from squall.runtime.tasks import SpoutTask, Task
-from squall.runtime.worker import Worker
+from squall.runtime.host import Task, TaskHost
+from squall.runtime.tasks import SpoutTask
 
 log = logging.getLogger("squall.threads")
 THREAD_BATCH = 256
@@ -37,18 +37,49 @@ ACK = 1
 DELIVER1 = 2
 
 
-class DeferredHost(Worker):
-    """A task's worker when the task runs off the loop thread: records, replayed by the loop.
+class Loop(Protocol):
+    """The worker's loop as a task off its thread sees it (``Worker`` is one).
 
-    Errors are reported directly (the error log is thread-safe); the clock and the tap are
-    the worker's own.
+    The loop replays the task's records through its own host methods; ``active`` and
+    ``throttled`` gate a spout's emits; ``transport.wake()`` ends the loop's wait.
     """
 
-    def __init__(self, worker: Worker) -> None:
-        super().__init__(topology_name=worker.topology_name, topology=worker.topology,
-                         conf=worker.conf, plan=worker.plan, index=worker.index,
-                         transport=worker.transport, errors=worker.errors, clock=worker.clock,
-                         tap=worker.tap, active=worker.active)
+    plan: Any
+    clock: Any
+    errors: Any
+    tap: Any
+    transport: Any
+    active: bool
+
+    @property
+    def throttled(self) -> bool:
+        """True while backpressure keeps the spouts from emitting."""
+
+    def deliver(self, target: int, src: Task, stream: str, values: list,
+                ids: dict[int, int] | None) -> None:
+        """As ``TaskHost.deliver``, on the loop thread."""
+
+    def deliver1(self, target: int, src: Task, stream: str, values: list, root: int,
+                 edge: int) -> None:
+        """As ``TaskHost.deliver1``, on the loop thread."""
+
+    def buffer_ack(self, acker: int, src: Task, root: int, value: int) -> None:
+        """As ``TaskHost.buffer_ack``, on the loop thread."""
+
+    def report_error(self, task: Task, error: BaseException) -> None:
+        """As ``TaskHost.report_error`` (any thread: the error log is thread-safe)."""
+
+
+class DeferredHost(TaskHost):
+    """A task's host when the task runs off the loop thread: records, replayed by the loop.
+
+    Errors are reported directly (the error log is thread-safe); the clock and the tap are
+    the worker's own. A verdict (only an acker gives one, and ackers stay on the loop) is
+    recorded as a delivery.
+    """
+
+    def __init__(self, worker: Loop) -> None:
+        super().__init__(worker.plan, worker.clock, worker.errors, worker.tap)
         self.real = worker
         self.records: list[tuple] = []
 
@@ -76,7 +107,7 @@ class DeferredHost(Worker):
         return records
 
 
-def replay(worker: Worker, records: list[tuple]) -> int:
+def replay(worker: Loop, records: list[tuple]) -> int:
     """Carry out, on the loop thread, what a task off it asked for; returns how many."""
     for r in records:
         if r[0] == DELIVER1:
@@ -90,18 +121,17 @@ def replay(worker: Worker, records: list[tuple]) -> int:
 
 def detach(task: Task, host: DeferredHost) -> None:
     """Point ``task`` and its collectors at ``host``; acks go through the loop, not in place."""
-    task.worker = host
+    task.host = host
     collector: Any = getattr(task, "collector", None)
     if collector is not None:
-        collector._worker = host
-    task._local_ackers = [None] * len(task._local_ackers)
-    task._local_slots = []
+        collector._host = host
+    task.unbind_ackers()
 
 
 class TaskThread:
     """Runs one task on a thread of its own; the loop thread drives it with ``post``."""
 
-    def __init__(self, worker: Worker, task: Task) -> None:
+    def __init__(self, worker: Loop, task: Task) -> None:
         self.worker = worker
         self.task = task
         self.host = DeferredHost(worker)
@@ -141,10 +171,17 @@ class TaskThread:
         """Replay the task's records on the loop thread; returns the work done."""
         work = 0
         outbox = self.outbox
+        if not outbox:
+            return 0
         while outbox:
             work += replay(self.worker, outbox.popleft())
         self._room.set()
         return work
+
+    def after_round(self) -> None:
+        """The loop's round ended: wake the thread if tuples wait or it runs a spout."""
+        if self.task.inbox or self.spout is not None:
+            self.poke()
 
     def idle(self) -> bool:
         """Nothing queued, nothing being handled, nothing waiting to be replayed."""

@@ -200,8 +200,8 @@ def set_tap(worker: Worker, tap: TupleSampler | None) -> None:
     """Install (or remove) the sampling tap, also where a task off the loop thread emits."""
     worker.tap = tap
     for task in list(worker.tasks.values()):
-        if task.worker is not worker:  # a threaded or async task emits through a host of its own
-            task.worker.tap = tap
+        if task.host is not worker:  # a threaded or async task emits through a host of its own
+            task.host.tap = tap
 
 
 class _MasterLink:

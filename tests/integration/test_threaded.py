@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from squall import BasicBolt, Bolt, Config, Fields, LocalCluster, Spout, TopologyBuilder
+from squall import BasicBolt, Bolt, Config, Fields, LocalCluster, Spout, StatefulBolt, TopologyBuilder
+from squall.runtime.checkpoint import CHECKPOINT_SPOUT
 from squall.testing import FeederSpout, simulated_time, tracked_topology
 from tests.integration.components import RECORD, record
 
@@ -254,3 +255,67 @@ def test_e10_collectors_refuse_calls_from_other_threads_clearly(threaded):
     assert len(RECORD["refused"]) == 3
     assert all("not the task's own thread" in m and "component 'own' task 2" in m
                for m in RECORD["refused"])
+
+
+class Where(BasicBolt):
+    """Records the thread each execute runs on, under its component's name."""
+
+    def prepare(self, conf, context):
+        self.name = context.component_id
+
+    def execute(self, tup, collector):
+        record(f"thread.{self.name}", threading.current_thread().name)
+
+
+class Keep(StatefulBolt):
+    """Acks; its state is checkpointed (so the checkpoint spout runs)."""
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    def init_state(self, state):
+        self.state = state
+
+    def execute(self, tup):
+        self.collector.ack(tup)
+
+
+def test_the_topology_setting_threads_every_component_unless_the_component_says_no():
+    # issue 31 item 7: squall.task.threaded in the topology's configuration
+    name = "gate-topology"
+    GATES[name] = threading.Event()
+    slow, fast = FeederSpout(Fields("value")), FeederSpout(Fields("value"))
+    b = TopologyBuilder()
+    b.set_spout("slow_in", slow, 1)
+    b.set_spout("fast_in", fast, 1)
+    b.set_bolt("lookup", GatedBolt(name), 1).shuffle_grouping("slow_in")
+    b.set_bolt("where", Where(), 1).shuffle_grouping("fast_in")
+    b.set_bolt("looped", Where(), 1).set_threaded(False).shuffle_grouping("fast_in")
+    b.set_spout("quiet_in", FeederSpout(Fields("value")), 1)  # never fed
+    b.set_bolt("counted", Keep(), 1).shuffle_grouping("quiet_in")  # checkpoints flow
+    conf = Config()
+    conf.set_num_workers(1)
+    conf["squall.task.threaded"] = True
+    try:
+        with LocalCluster() as cluster:
+            tracked = tracked_topology(cluster, "t", conf, b.create_topology())
+            (worker,) = cluster.workers("t")
+            threaded = sorted(th.task.component for th in worker.threads)
+            assert threaded == ["counted", "fast_in", "lookup", "quiet_in", "slow_in", "where"]
+            # the system's own components stay on the loop: the checkpoint spout's barriers
+            # must pass backpressure (RELIABILITY D14), which only the loop's round allows
+            assert [s.component for s in worker.round.barrier_spouts] == [CHECKPOINT_SPOUT]
+            slow.feed(["wait"], msg_id="held")
+            assert wait_real(lambda: RECORD["gated.entered"], 10)
+            for i in range(20):
+                fast.feed([i], msg_id=i)
+            # the held lookup has a thread of its own: the rest of the worker flows
+            assert wait_real(lambda: len(fast.acked) == 20, 3)
+            GATES[name].set()
+            tracked.wait_idle(timeout=30)
+            assert slow.acked == ["held"]
+    finally:
+        GATES[name].set()
+    assert RECORD["thread.where"] and all(n.startswith("squall-task-where-")
+                                          for n in RECORD["thread.where"])
+    assert set(RECORD["thread.looped"]) == {"squall-worker-0"}

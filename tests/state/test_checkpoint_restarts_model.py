@@ -132,7 +132,7 @@ class Model:
             barrier=barrier, bolt=Bolt(self.faults), conf=CONF, context=context, state=None,
             initialized=False, buffered=[], pending=[], prepared=[],
             collector=SimpleNamespace(release=lambda tuples, ok: None),
-            worker=SimpleNamespace(report_error=lambda task, e: self._error(e)))
+            host=SimpleNamespace(report_error=lambda task, e: self._error(e)))
 
     def restart(self, worker: str) -> None:
         """Lose ``worker``: its tasks start again, the copies queued to them are gone."""

@@ -20,11 +20,11 @@ from squall.runtime import clock as runtime_clock
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Barrier
 from squall.runtime.checkpoint_spout import RECORD_KEY, CheckpointSpout
 from squall.runtime.collectors import StreamRoute
+from squall.runtime.host import TaskHost
 from squall.runtime.plan import ACK_ACK, ACK_FAIL
 from squall.runtime.routing import ConstantRouter
 from squall.runtime.stateful import StatefulBoltTask
 from squall.runtime.tasks import BoltTask
-from squall.runtime.worker import Worker
 from squall.state import memory
 from squall.state.memory import InMemoryStateProvider
 
@@ -166,8 +166,8 @@ def test_spout_recovery_commit(fresh_store):
 # ---- StatefulBoltExecutorTest -----------------------------------------------------------
 
 
-class FakeWorker(Worker):
-    """Records what the tasks send; never started (a ``Worker`` so compiled tasks take it)."""
+class FakeWorker(TaskHost):
+    """Records what the tasks send (a ``TaskHost`` so compiled tasks take it)."""
 
     def __init__(self):
         self.plan = SimpleNamespace(acker_tasks=[ACKER])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 
 from squall.runtime.ids import u64_array
-from squall.runtime.worker import _Batch
+from squall.runtime.transfer import _Batch
 
 TOP = 2**64 - 1
 

@@ -3,7 +3,7 @@
 A tuple batched for another worker waits at most about the batch time for its frame
 while the loop keeps working (bolt queues are handled in slices, spouts call by call),
 instead of waiting for the round's end. Workers are driven round by round in this thread
-on an in-process hub; the loop's real-time clock (``worker.perf_counter``) is replaced by
+on an in-process hub; the loop's real-time clock (``round.perf_counter``) is replaced by
 a fake one that only the components move, so the tests do not depend on the machine.
 """
 
@@ -17,11 +17,12 @@ import zmq
 
 from squall import BasicBolt, Config, Fields, Spout, TopologyBuilder
 from squall.api.errors import InvalidTopologyError
-from squall.runtime import worker as worker_module
+from squall.runtime import round as round_module
 from squall.runtime.plan import make_plan
+from squall.runtime.round import BOLT_BATCH, BOLT_ROUND_BUDGET, SLICE, SPOUT_BATCH
 from squall.runtime.submission import prepare_conf, prepare_topology
 from squall.runtime.transport import InProcessHub
-from squall.runtime.worker import BOLT_BATCH, BOLT_ROUND_BUDGET, SLICE, SPOUT_BATCH, Worker
+from squall.runtime.worker import Worker
 from squall.spark.transport import ZmqTransport
 
 
@@ -84,7 +85,7 @@ class Sink(BasicBolt):
 
 @pytest.fixture(autouse=True)
 def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    monkeypatch.setattr(worker_module, "perf_counter", CLOCK)
+    monkeypatch.setattr(round_module, "perf_counter", CLOCK)
     SEEN.clear()
     return CLOCK
 
@@ -128,9 +129,9 @@ def test_a_long_bolt_queue_is_sent_in_several_frames_during_the_round():
     w0.run_once()  # the spout fills the relay's queue (local)
     relay = next(t for t in w0.tasks.values() if t.component == "c_relay")
     assert len(relay.inbox) == SPOUT_BATCH
-    sent = w0.early_sends
+    sent = w0.round.early_sends
     w0.run_once()  # the relay: 16 tuples (1.6 ms) a slice, so a send after each slice
-    assert w0.early_sends - sent == SPOUT_BATCH // SLICE
+    assert w0.round.early_sends - sent == SPOUT_BATCH // SLICE
     assert len(hub.queues[1]) == SPOUT_BATCH // SLICE  # four frames, the last one empty: none
     for _ in range(3):
         w1.run_once()
@@ -142,7 +143,7 @@ def test_without_a_batch_time_the_round_sends_one_frame():
     w0, w1 = ws
     w0.run_once()
     w0.run_once()
-    assert w0.early_sends == 0
+    assert w0.round.early_sends == 0
     assert len(hub.queues[1]) == 1
     w1.run_once()
     assert SEEN == list(range(SPOUT_BATCH))
@@ -153,7 +154,7 @@ def test_a_fast_round_makes_no_early_send():
     w0, _ = ws
     w0.run_once()
     w0.run_once()
-    assert w0.early_sends == 0 and len(hub.queues[1]) == 1
+    assert w0.round.early_sends == 0 and len(hub.queues[1]) == 1
 
 
 def test_a_bolt_still_handles_at_most_a_batch_a_round_in_slices():
@@ -162,10 +163,10 @@ def test_a_bolt_still_handles_at_most_a_batch_a_round_in_slices():
     relay = next(t for t in w0.tasks.values() if t.component == "c_relay")
     for _ in range(4 * BOLT_BATCH // SPOUT_BATCH):
         w0.spouts[0].idle_until = 0.0
-        w0._run_spouts()  # queue without handling
+        w0.round.run_spouts()  # queue without handling
     queued = len(relay.inbox)
     assert queued > BOLT_BATCH
-    w0._process(relay)
+    w0.round.process(relay)
     assert queued - len(relay.inbox) == BOLT_BATCH
 
 
@@ -180,16 +181,16 @@ def test_frames_taken_mid_batch_do_not_shorten_the_batch():
     assert all(w.spouts for w in ws)
     relay = next(t for t in here.tasks.values() if t.component == "c_relay")
     for w in ws:
-        w._io_at = float("inf")  # no takes while the queues fill
+        w.round.io_at = float("inf")  # no takes while the queues fill
         for _ in range(2 * BOLT_BATCH // SPOUT_BATCH):
             w.spouts[0].idle_until = 0.0
-            w._run_spouts()  # the relay's worker queues, the other batches for it
-            w._flush_all()
+            w.round.run_spouts()  # the relay's worker queues, the other batches for it
+            w.send()
     queued = len(relay.inbox)
     frames = hub.queues[here.index]
     assert queued == 2 * BOLT_BATCH and len(frames) == 2 * BOLT_BATCH // SPOUT_BATCH
-    here._io_at = CLOCK.now + 0.001
-    work = here._process(relay)  # 1.6 ms a slice: the frames are taken after the first one
+    here.round.io_at = CLOCK.now + 0.001
+    work = here.round.process(relay)  # 1.6 ms a slice: the frames are taken after the first one
     assert len(frames) == 0
     assert queued + 2 * BOLT_BATCH - len(relay.inbox) == BOLT_BATCH  # a whole batch all the same
     assert work == BOLT_BATCH + 2 * BOLT_BATCH  # what came is work of the round
@@ -213,10 +214,10 @@ def queued_relay(cost: float) -> tuple[Worker, Any]:
     ws, _ = build(relay_topology(4 * BOLT_BATCH, cost=cost), batch_ms=1.0)
     w0 = next(w for w in ws if placed(w, "c_relay"))
     relay = next(t for t in w0.tasks.values() if t.component == "c_relay")
-    w0._io_at = float("inf")
+    w0.round.io_at = float("inf")
     for _ in range(3 * BOLT_BATCH // SPOUT_BATCH):
         w0.spouts[0].idle_until = 0.0
-        w0._run_spouts()  # queue without handling
+        w0.round.run_spouts()  # queue without handling
     assert len(relay.inbox) == 3 * BOLT_BATCH
     w0.active = False  # the round's spout phase adds nothing
     return w0, relay
@@ -250,7 +251,7 @@ def test_spout_emits_are_sent_during_the_spout_phase():
     assert placed(w0, "a_numbers") and placed(w1, "b_sink")
     w0.run_once()  # 0.4 ms a call: a send every third emit
     assert w0.spouts[0].spout.i == SPOUT_BATCH
-    assert w0.early_sends == SPOUT_BATCH // 3
+    assert w0.round.early_sends == SPOUT_BATCH // 3
     assert len(hub.queues[1]) == SPOUT_BATCH // 3 + 1
     w1.run_once()
     assert SEEN == list(range(SPOUT_BATCH))

@@ -1,4 +1,4 @@
-"""Output collectors (squall/runtime/collectors.py) driven with a fake worker, acked by a real ledger."""
+"""Output collectors (squall/runtime/collectors.py) driven with a fake host, acked by a real ledger."""
 
 from __future__ import annotations
 
@@ -18,21 +18,22 @@ from squall.runtime.collectors import (
     SpoutOutputCollector,
     StreamRoute,
 )
+from squall.runtime.host import TaskHost
 from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
+from squall.runtime.rotating import PendingMap
 from squall.runtime.routing import ConstantRouter, DirectOnly
 from squall.runtime.tasks import BoltTask, SpoutTask
-from squall.runtime.worker import Worker
 
 ACKERS = [100, 101]
 FIELDS = Fields("word")
 
 
-class FakeWorker(Worker):
+class FakeWorker(TaskHost):
     """Records what tasks deliver; acker messages go to a real ledger on ``pump``.
 
-    A ``Worker`` subclass (the compiled collectors accept no other type), whose hooks are
-    set as attributes, since the compiled code reads the worker's fields directly.
+    A ``TaskHost`` subclass (the compiled collectors accept no other type), whose tap and
+    clock are set as attributes, since the compiled code reads the host's fields directly.
     """
 
     def __init__(self):
@@ -73,13 +74,11 @@ class FakeWorker(Worker):
 
 class _FakeTask:
     def __init__(self, worker, component, task_id, acking=True):
-        self.worker, self.component, self.task_id = worker, component, task_id
+        self.host, self.component, self.task_id = worker, component, task_id
         self.metrics = TaskMetrics(component, task_id)
         self.hooks = None
         self.acking = acking
         self.owner = 0  # driven by hand from the test's thread
-        self.tracked: dict[int, object] = {}
-        self.soon: list[object] = []
 
     def acker_for(self, root):
         return ACKERS[root % len(ACKERS)]
@@ -88,16 +87,10 @@ class _FakeTask:
         return random.getrandbits(64)
 
     def send_ack(self, root, value):  # as a task whose acker lives in another worker
-        self.worker.deliver(self.acker_for(root), self, ACK_ACK, [root, value], None)
+        self.host.deliver(self.acker_for(root), self, ACK_ACK, [root, value], None)
 
     def send_init(self, root, value):  # as a spout task whose acker lives in another worker
-        self.worker.deliver(self.acker_for(root), self, ACK_INIT, [root, value, self.task_id], None)
-
-    def track(self, root, msg_id):
-        self.tracked[root] = msg_id
-
-    def ack_soon(self, msg_id):
-        self.soon.append(msg_id)
+        self.host.deliver(self.acker_for(root), self, ACK_INIT, [root, value, self.task_id], None)
 
 
 class FakeSpoutTask(_FakeTask, SpoutTask):
@@ -116,7 +109,13 @@ def routes(*targets, direct=(10, 11)):
 
 
 def spout(worker, *targets, acking=True):
-    return SpoutOutputCollector(FakeSpoutTask(worker, "words", 1, acking), routes(*targets))
+    return SpoutOutputCollector(FakeSpoutTask(worker, "words", 1, acking), routes(*targets),
+                                PendingMap(3))
+
+
+def tracked(c):
+    """The roots a spout collector put in its pending map."""
+    return sorted(c._pending)
 
 
 def bolt(worker, task_id, *targets, acking=True):
@@ -149,7 +148,7 @@ def test_emit_errors_name_component_and_stream(make):
 
 def test_emit_direct_refuses_a_string_like_emit():
     c = SpoutOutputCollector(FakeSpoutTask(FakeWorker(), "words", 1), {
-        "picked": StreamRoute("picked", 2, [], DirectOnly([10]))})
+        "picked": StreamRoute("picked", 2, [], DirectOnly([10]))}, PendingMap(3))
     with pytest.raises(TypeError):
         c.emit_direct(10, "ab", stream="picked")
 
@@ -183,7 +182,7 @@ def test_spout_emit_without_msg_id_is_untracked():
     c = spout(w, 10, 11)
     c.emit(["a"])
     assert all(ids is None for *_, ids in w.sent) and len(w.sent) == 2
-    assert c._spout_task.tracked == {} and c._spout_task.soon == []
+    assert tracked(c) == [] and c.acks_soon == []
 
 
 def test_spout_emit_with_msg_id_inits_the_acker_with_the_xor_of_its_edges():
@@ -191,11 +190,11 @@ def test_spout_emit_with_msg_id_inits_the_acker_with_the_xor_of_its_edges():
     c = spout(w, 10, 11)
     c.emit(["a"], msg_id="m1")
     *data, init = w.sent
-    (root,) = c._spout_task.tracked
-    assert c._spout_task.tracked[root] == "m1"
+    (root,) = tracked(c)
     edges = [ids[root] for *_, ids in data]
     assert len(set(edges)) == 2
-    assert init == (c._spout_task.acker_for(root), "words", ACK_INIT, [root, edges[0] ^ edges[1], 1], None)
+    assert init == (c._task.acker_for(root), "words", ACK_INIT, [root, edges[0] ^ edges[1], 1], None)
+    assert c._pending.take(root) and c._pending.msg_id == "m1"
 
 
 @pytest.mark.parametrize("acking, targets", [(False, (10,)), (True, ())])
@@ -203,7 +202,7 @@ def test_spout_msg_id_acked_soon_when_nothing_tracks_it(acking, targets):
     w = FakeWorker()
     c = spout(w, *targets, acking=acking)
     c.emit(["a"], msg_id="m1")
-    assert c._spout_task.soon == ["m1"] and c._spout_task.tracked == {}
+    assert c.acks_soon == ["m1"] and tracked(c) == []
     assert all(ids is None and s != ACK_INIT for *_, s, _, ids in w.sent)
 
 
@@ -272,10 +271,10 @@ def test_a3_multi_anchored_output_failing_fails_every_root():
     ta, tb = w.pump()
     (child,) = relay(w, ta, 20, anchors=[ta, tb])
     relay(w, tb)
-    assert sorted(child.id.roots()) == sorted(s._spout_task.tracked)
+    assert sorted(child.id.roots()) == tracked(s)
     bolt(w, 20).fail(child)
     w.pump()
-    assert sorted(o.root for o in w.outcomes if o.kind == "fail") == sorted(s._spout_task.tracked)
+    assert sorted(o.root for o in w.outcomes if o.kind == "fail") == tracked(s)
 
 
 def test_join_of_a_fan_out_is_not_acked_before_the_joined_tuple():

@@ -229,7 +229,7 @@ def test_base_task_hook_methods_left_alone_cost_nothing():
         def emit(self, info):
             pass
 
-    hooks = TaskHooks(SimpleNamespace(task_id=3, worker=None))
+    hooks = TaskHooks(3, lambda error: None)
     hooks.add(OnlyEmit())
     assert [n for n, fns in hooks._fns.items() if fns] == ["emit"]
 

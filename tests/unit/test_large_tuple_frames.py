@@ -12,8 +12,9 @@ from typing import Any
 from squall import BasicBolt, Config, Fields, Spout, TopologyBuilder
 from squall.runtime.plan import make_plan
 from squall.runtime.submission import prepare_conf, prepare_topology
+from squall.runtime.transfer import LARGE_TUPLE_BYTES
 from squall.runtime.transport import InProcessHub
-from squall.runtime.worker import LARGE_TUPLE_BYTES, Worker
+from squall.runtime.worker import Worker
 
 
 class Quiet(Spout):

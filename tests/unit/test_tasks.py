@@ -12,16 +12,16 @@ from squall.api.errors import FailedException, ReportedFailedException
 from squall.api.fields import Fields
 from squall.api.tuple import Tuple
 from squall.runtime.collectors import StreamRoute
+from squall.runtime.host import TaskHost
 from squall.runtime.plan import ACK_ACK, ACK_ACKS, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import ConstantRouter
 from squall.runtime.tasks import AckerTask, BoltTask, SpoutTask
-from squall.runtime.worker import Worker
 
 ACKER = 100
 
 
-class FakeWorker(Worker):
-    """A ``Worker`` subclass (the compiled tasks accept no other type) recording deliveries."""
+class FakeWorker(TaskHost):
+    """A ``TaskHost`` subclass (the compiled tasks accept no other type) recording deliveries."""
 
     def __init__(self, ackers=(ACKER,)):
         self.plan = SimpleNamespace(acker_tasks=list(ackers))

@@ -1,0 +1,47 @@
+# C layout for the compiled hot path (scripts/compile.py); host.py is the source.
+cimport cython
+
+from squall.api.tuple cimport Tuple
+from squall.runtime.ids cimport SplitMix64, u64
+from squall.runtime.metrics cimport TaskMetrics
+
+cdef class Task
+
+cdef class TaskHost:
+    cdef public object plan, clock, errors, tap
+    cpdef deliver(self, object target, Task src, object stream, object values, object ids)
+    cpdef deliver1(self, object target, Task src, object stream, object values, u64 root, u64 edge)
+    cpdef verdict(self, object target, Task src, object root)
+    cpdef buffer_ack(self, object acker, Task src, u64 root, u64 value)
+
+cdef class Task:
+    cdef public TaskHost host
+    cdef public object task_id
+    cdef public object component
+    cdef public object context
+    cdef public object conf
+    cdef public object inbox
+    cdef public dict out_fields
+    cdef public TaskMetrics metrics
+    cdef public object hooks
+    cdef public list _ackers
+    cdef public Py_ssize_t _num_ackers
+    cdef public list _local_ackers
+    cdef public list _local_slots
+    cdef public bint acking
+    cdef public SplitMix64 _root_ids
+    cdef public bint inline
+    cdef public list _open
+    cdef public unsigned long owner
+    cdef dict __dict__
+    cdef object __weakref__
+    cpdef object new_root(self)
+    cpdef object acker_for(self, u64 root)
+    @cython.locals(acker=Task, i=Py_ssize_t)
+    cpdef send_ack(self, u64 root, u64 value)
+    @cython.locals(acker=Task, i=Py_ssize_t)
+    cpdef send_init(self, u64 root, u64 value)
+    cpdef on_ack(self, u64 root, u64 value)
+    cpdef on_init(self, u64 root, u64 value, long long spout_task)
+    cpdef Py_ssize_t process(self, Py_ssize_t budget)
+    cpdef handle(self, Tuple tup)

@@ -1,0 +1,205 @@
+"""What a task is, and what it may ask of whatever runs it: ``Task`` and ``TaskHost``.
+
+A task (spout, bolt or acker runner) never knows whether the worker's loop, a thread of its
+own (``threads.DeferredHost``) or an asyncio loop (``async_tasks``) runs it: it holds a
+``TaskHost`` and asks it for the few things a task needs from outside itself:
+
+- ``deliver`` / ``deliver1``: hand one emitted tuple to a task (here or in another worker);
+- ``verdict``: an acker's ack of a root, for its spout task;
+- ``buffer_ack``: an ack for an acker in another worker (combined per round);
+- ``clock``: the topology's clock (simulated under ``squall.testing.simulated_time``);
+- ``report_error``: an error of the task's user code (log, UI, topology info);
+- ``tap``: the sampler of emitted tuples, or None.
+
+This module sits below tasks, collectors and every host, so none of them imports another to
+name it. ``TaskHost`` is a base class rather than a ``typing.Protocol`` because the compiled
+hot path (host.pxd) calls its ``cpdef`` methods through a C vtable: ``Worker``,
+``DeferredHost`` and the test fakes override them.
+
+``Task`` is declared here, beside the host, because the two name each other's C layout (a
+host's ``deliver`` reads its source task's fields; a task calls its host).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from squall.api.context import TopologyContext
+from squall.api.fields import Fields
+from squall.api.tuple import Tuple
+from squall.runtime.hooks import TaskHooks
+from squall.runtime.ids import id_source
+from squall.runtime.metrics import TaskMetrics
+from squall.runtime.plan import ACK_ACK, ACK_INIT
+
+
+class TaskHost:
+    """What a task may ask of whatever runs it (see the module's docstring).
+
+    ``plan`` (the ``TaskPlan``), ``clock`` (seconds, a callable), ``errors`` (an
+    ``ErrorLog``) and ``tap`` (``tap(component, stream, values)`` or None) are plain fields,
+    read by tasks and collectors directly.
+    """
+
+    def __init__(self, plan: Any, clock: Callable[[], float], errors: Any,
+                 tap: Callable[[str, str, list, int], None] | None = None) -> None:
+        self.plan = plan
+        self.clock = clock
+        self.errors = errors
+        self.tap = tap
+
+    def deliver(self, target: int, src: Task, stream: str, values: list,
+                ids: dict[int, int] | None) -> None:
+        """Hand one tuple from ``src`` to task ``target`` (``ids``: root -> edge, or None)."""
+        raise NotImplementedError
+
+    def deliver1(self, target: int, src: Task, stream: str, values: list, root: int,
+                 edge: int) -> None:
+        """``deliver`` for a tuple of one tree: its root and edge, no map."""
+        self.deliver(target, src, stream, values, {root: edge})
+
+    def verdict(self, target: int, src: Task, root: int) -> None:
+        """An acker's ack of ``root`` for spout task ``target``."""
+        self.deliver(target, src, ACK_ACK, [root], None)
+
+    def buffer_ack(self, acker: int, src: Task, root: int, value: int) -> None:
+        """An ack for acker task ``acker`` in another worker (XOR ``value`` into ``root``)."""
+        raise NotImplementedError
+
+    def report_error(self, task: Task, error: BaseException) -> None:
+        """Record an error raised by ``task``'s user code (log + topology info)."""
+        self.errors.report(task.component, task.task_id, error)
+
+
+class Task:
+    """What every task has: its ids, inbox, metrics, host and acker routing.
+
+    Every method runs on the thread that runs the task (the worker's loop, or the task's own
+    thread); user code is never called concurrently for one task.
+    """
+
+    kind = "task"
+
+    def __init__(self, host: TaskHost, task_id: int, component: str, context: TopologyContext,
+                 conf: dict) -> None:
+        self.host = host
+        self.task_id = task_id
+        self.component = component
+        self.context = context
+        self.conf = conf
+        self.inbox: deque[Tuple] = deque()
+        self.out_fields: dict[str, Fields] = {}  # stream -> fields, set by the worker
+        self.metrics = TaskMetrics(component, task_id)
+        # None until a hook is added: the hot path's only cost for tasks without hooks
+        self.hooks: TaskHooks | None = None
+        if context is not None:  # tests may run a task without one
+            context.bind_runtime(conf, host.clock, self._add_hook)
+            self.metrics.user = context.metric_registry
+        ackers = host.plan.acker_tasks
+        self._ackers = ackers
+        self._num_ackers = len(ackers)
+        self._local_ackers: list[Task | None] = [None] * len(ackers)
+        self._local_slots: list[int] = []
+        self.acking = bool(ackers)
+        self._root_ids = id_source()
+        # the thread that calls this task's code, once it runs (0: not yet, or a test
+        # driving it by hand); collectors refuse calls from any other thread
+        self.owner = 0
+        # True for tasks whose ``apply`` runs no user code and so may be called in place of
+        # queueing (the acker): saves a tuple, a queue round trip and a dispatch per ack.
+        self.inline = False
+        # target task id -> this task's open batch for it in another worker (the worker's)
+        self._open: list[Any] | None = None
+
+    def bind_ackers(self, tasks: dict[int, Task]) -> None:
+        """Note which acker tasks live in this worker (their ledger is updated in place)."""
+        self._local_ackers = [t if t is not None and t.kind == "acker" else None
+                              for t in (tasks.get(a) for a in self._ackers)]
+        self._local_slots = [i for i, t in enumerate(self._local_ackers) if t is not None]
+
+    def unbind_ackers(self) -> None:
+        """Send every ack through the host, none in place (a task off the loop thread)."""
+        self._local_ackers = [None] * len(self._local_ackers)
+        self._local_slots = []
+
+    def new_root(self) -> int:
+        """A random 64-bit root id whose acker lives in this worker, when one does.
+
+        The acker is ``root % ackers``: steering the low residue keeps the spout's init and
+        the acker's verdict inside the worker, while the id stays random.
+        """
+        root = self._root_ids.next()
+        slots = self._local_slots
+        if slots:
+            n = self._num_ackers
+            root += slots[root % len(slots)] - root % n
+            if root >= 1 << 64:
+                root -= n
+        return root
+
+    def acker_for(self, root: int) -> int:
+        """The acker task that keeps ``root``'s ledger (fields grouping on the root id)."""
+        return self._ackers[root % self._num_ackers]
+
+    def send_ack(self, root: int, value: int) -> None:
+        """Tell ``root``'s acker that edges XOR-ing to ``value`` are done."""
+        i = root % self._num_ackers
+        acker = self._local_ackers[i]  # an acker task of this worker, or None
+        if acker is not None:
+            acker.on_ack(root, value)
+        else:
+            self.host.buffer_ack(self._ackers[i], self, root, value)
+
+    def send_init(self, root: int, value: int) -> None:
+        """Tell ``root``'s acker that this spout task emitted it with edges XOR-ing to ``value``."""
+        i = root % self._num_ackers
+        acker = self._local_ackers[i]  # an acker task of this worker, or None
+        if acker is not None:
+            acker.on_init(root, value, self.task_id)
+        else:
+            self.host.deliver(self._ackers[i], self, ACK_INIT, [root, value, self.task_id], None)
+
+    def on_ack(self, root: int, value: int) -> None:
+        """An ack from a task of this worker; only an acker task takes one."""
+        raise TypeError(f"task {self.task_id} ({self.component}) is not an acker")
+
+    def on_init(self, root: int, value: int, spout_task: int) -> None:
+        """An init from a spout task of this worker; only an acker task takes one."""
+        raise TypeError(f"task {self.task_id} ({self.component}) is not an acker")
+
+    def start(self) -> None:
+        """Open or prepare the user component."""
+
+    def stop(self) -> None:
+        """Close or clean up the user component (graceful stop only)."""
+
+    def report(self, error: BaseException) -> None:
+        """Report ``error`` as this task's (its host records it)."""
+        self.host.report_error(self, error)
+
+    def _add_hook(self, hook: Any) -> None:
+        """``context.add_task_hook`` added (and prepared) ``hook``."""
+        hooks = self.hooks
+        if hooks is None:
+            hooks = self.hooks = TaskHooks(self.task_id, self.report)
+        hooks.add(hook)
+
+    def _cleanup_hooks(self) -> None:
+        """Hooks are cleaned up before the component closes, as in Storm."""
+        if self.hooks is not None:
+            self.hooks.cleanup()
+
+    def process(self, budget: int) -> int:
+        """Handle up to ``budget`` queued tuples; returns how many were handled."""
+        inbox = self.inbox
+        popleft = inbox.popleft
+        n = min(budget, len(inbox))
+        for _ in range(n):
+            self.handle(popleft())
+        return n
+
+    def handle(self, tup: Tuple) -> None:
+        """Handle one tuple from the inbox."""
+        raise NotImplementedError
