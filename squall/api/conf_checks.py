@@ -8,6 +8,7 @@ value (``squall.flux``). Keys not in the table (the user's own) are not checked.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,16 @@ def _hook_paths(v: Any) -> bool:
         isinstance(p, str) and "." in p.strip(".") for p in v))
 
 
+def _json_object(v: Any) -> bool:
+    """A mapping, or a JSON object in a string (Storm's ``storm.yaml`` writes provider configs so)."""
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return False
+    return isinstance(v, dict)
+
+
 def _optional(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda v: v is None or test(v)
 
@@ -42,7 +53,7 @@ FRACTION = ("a number from 0 to 1", lambda v: _number(v) and 0 <= v <= 1)
 BOOLEAN = ("true or false", lambda v: isinstance(v, bool))
 IMPORT_PATH = ("an import path string ('package.module.Class')",
                lambda v: isinstance(v, str) and "." in v.strip("."))
-MAPPING = ("a mapping", lambda v: isinstance(v, dict))
+JSON_OBJECT = ("a mapping or a JSON object in a string", _json_object)
 HOOK_PATHS = ("a list of hook class import paths ('package.module.Class')", _hook_paths)
 
 # key -> (what a good value is, the test of one value)
@@ -61,7 +72,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "topology.localityaware.lower.bound": NUMBER_AT_LEAST_0,
     "topology.state.checkpoint.interval.ms": POSITIVE_NUMBER,
     "topology.state.provider": IMPORT_PATH,
-    "topology.state.provider.config": MAPPING,
+    "topology.state.provider.config": JSON_OBJECT,
     "topology.executor.receive.buffer.size": POSITIVE_INT,
     "topology.executor.send.buffer.size": POSITIVE_INT,
     "topology.stats.sample.rate": FRACTION,
