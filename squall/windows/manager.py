@@ -17,6 +17,8 @@ from squall.windows.eviction import CountEvictionPolicy, EvictionPolicy
 from squall.windows.triggers import MAX_TS, TriggerPolicy
 
 EXPIRE_EVENTS_THRESHOLD = 100
+# The default of ``WindowManager(incremental=...)``; the window tests run with both values.
+INCREMENTAL = True
 EVICTION_STATE_KEY = "es"
 TRIGGER_STATE_KEY = "ts"
 
@@ -43,8 +45,10 @@ class WindowManager:
     Both give the same windows (``tests/unit/windows/test_incremental.py``).
     """
 
-    def __init__(self, listener: WindowLifecycleListener) -> None:
+    def __init__(self, listener: WindowLifecycleListener, incremental: bool | None = None) -> None:
         self.listener = listener
+        # False: the general scan for every policy, which the incremental path must equal
+        self.incremental = INCREMENTAL if incremental is None else incremental
         self.queue: deque[Event] = deque()
         self.expired: list = []
         self.previous: set[Event] = set()  # the events of the last window (by identity)
@@ -54,15 +58,11 @@ class WindowManager:
         self.trigger: TriggerPolicy
         self.count_path = False
 
-    def set_policies(self, eviction: EvictionPolicy, trigger: TriggerPolicy,
-                     incremental: bool = True) -> None:
-        """Set the eviction and trigger policies (before the first ``add``).
-
-        ``incremental=False`` keeps the general scan for every policy (tests compare them).
-        """
+    def set_policies(self, eviction: EvictionPolicy, trigger: TriggerPolicy) -> None:
+        """Set the eviction and trigger policies (before the first ``add``)."""
         self.eviction = eviction
         self.trigger = trigger
-        self.count_path = incremental and type(eviction) is CountEvictionPolicy
+        self.count_path = self.incremental and type(eviction) is CountEvictionPolicy
 
     def add(self, value: Any, timestamp: int | None = None) -> None:
         """Add a value stamped ``timestamp`` (default: now, processing time)."""
