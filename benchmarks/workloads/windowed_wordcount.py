@@ -4,10 +4,11 @@ Three variants on the same topology and settings: ``plain`` (the dict-counting b
 ``tumbling`` and ``sliding`` (both ``SlidingWordCount``, a ``WindowedBolt`` counting the
 last ``WINDOW`` words of each count task incrementally from each window's new and expired
 tuples; ``tumbling`` evaluates every ``WINDOW`` words, ``sliding`` every ``SLIDE`` words).
-So sliding against tumbling is the cost of sliding, for the same window length and rate. A windowed bolt acks a tuple when it leaves the window, so a sentence
-completes only once its words have been pushed out by ``WINDOW`` later words: the spouts
-need more in flight than the plain count does (``MAX_SPOUT_PENDING`` for both variants; it
-is also Storm's submit check, window + slide <= max spout pending). The difference in
+So sliding against tumbling is the cost of sliding, for the same window length and rate.
+A windowed bolt acks a tuple when it leaves the window, so a sentence completes only
+once its words have been pushed out by ``WINDOW`` later words: the spouts need more in
+flight than the plain count does (``MAX_SPOUT_PENDING`` for every variant; it is also
+Storm's submit check, window + slide <= max spout pending). The difference in
 throughput is the cost of keeping the window, anchoring every emit to it and acking on
 expiry; latencies include the time a tuple spends in its window.
 """

@@ -120,8 +120,11 @@ class WindowManager:
                 self._scan(full=False)
 
     def _expire_count(self) -> None:
-        """The count policy's scan: its ``evict`` expires while more than ``threshold``
-        events are counted and processes the rest, so expire that many from the front."""
+        """The count policy's scan, without asking it about each event.
+
+        Its ``evict`` expires while more than ``threshold`` events are counted and processes
+        the rest, so that many expire from the front.
+        """
         eviction = self.eviction
         assert isinstance(eviction, CountEvictionPolicy)
         queue = self.queue
