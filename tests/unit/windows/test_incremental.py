@@ -1,7 +1,8 @@
-"""The incremental count path of the window manager equals the general scan (hypothesis).
+"""The incremental count path equals the general scan (hypothesis).
 
 Both managers get the same adds, evaluations, compactions and restores; every window, its
-new and expired tuples and every expiry must be the same, in the same order.
+new and expired tuples and every expiry must be the same, in the same order. And the
+anchors of a count window's emits join exactly the trees of the window's tuples.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from unittest import mock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from squall import Count, Fields, WindowedBolt
+from squall.api.tuple import new_tuple
 from squall.runtime import clock
 from squall.windows import manager as manager_module
 from squall.windows.events import Event
 from squall.windows.eviction import CountEvictionPolicy
 from squall.windows.manager import WindowManager
 from squall.windows.triggers import CountTriggerPolicy, TimeTriggerPolicy
+from tests.unit.windows.fakes import Collector, Context
 
 
 class Recorder:
@@ -79,3 +83,38 @@ def test_incremental_count_path_equals_the_scan(length, slide, threshold, start_
             assert [e.value for e in fast.queue] == [e.value for e in slow.queue]
             assert fast.eviction.get_state() == slow.eviction.get_state()
         assert fast_rec.calls == slow_rec.calls
+
+
+class Emitter(WindowedBolt):
+    def __init__(self) -> None:
+        super().__init__()
+        self.windows: list = []
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    def execute(self, window):
+        self.windows.append(list(window.get()))
+        self.collector.emit([len(window.get())])
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("n"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(length=st.integers(1, 20), slide=st.integers(1, 25),
+       trees=st.lists(st.frozensets(st.integers(1, 4), max_size=3), max_size=60))
+def test_count_window_anchors_join_exactly_the_trees_of_the_window(length, slide, trees):
+    """Each emit's anchors are window tuples whose roots are all the window's roots."""
+    bolt = Emitter().with_window(Count(length), Count(slide))
+    executor = bolt.as_bolt()
+    collector = Collector()
+    with clock.simulation():
+        executor.prepare(executor.get_component_configuration(), Context(), collector)
+        for i, roots in enumerate(trees):
+            ids = {r: i * 16 + r for r in roots}
+            executor.execute(new_tuple([i], Fields("ts"), "s1", "default", 1, ids or None))
+    assert len(collector.emitted) == len(bolt.windows)
+    for (_, _, anchors), window in zip(collector.emitted, bolt.windows, strict=True):
+        assert all(any(a is t for t in window) for a in anchors)
+        assert {r for a in anchors for r in a.id.roots()} == {r for t in window for r in t.id.roots()}
