@@ -1,12 +1,14 @@
-"""windowed_wordcount: the word count beside a sliding-window word count (squall only).
+"""windowed_wordcount: the word count beside windowed word counts (squall only).
 
-Two variants on the same topology and settings: ``plain`` (the dict-counting bolt) and
-``sliding`` (``SlidingWordCount``, a ``WindowedBolt`` counting the last ``WINDOW`` words of
-each count task, sliding every ``SLIDE`` words, incrementally from each window's new and
-expired tuples). A windowed bolt acks a tuple when it leaves the window, so a sentence
-completes only once its words have been pushed out by ``WINDOW`` later words: the spouts
-need more in flight than the plain count does (``MAX_SPOUT_PENDING`` for both variants; it
-is also Storm's submit check, window + slide <= max spout pending). The difference in
+Three variants on the same topology and settings: ``plain`` (the dict-counting bolt),
+``tumbling`` and ``sliding`` (both ``SlidingWordCount``, a ``WindowedBolt`` counting the
+last ``WINDOW`` words of each count task incrementally from each window's new and expired
+tuples; ``tumbling`` evaluates every ``WINDOW`` words, ``sliding`` every ``SLIDE`` words).
+So sliding against tumbling is the cost of sliding, for the same window length and rate.
+A windowed bolt acks a tuple when it leaves the window, so a sentence completes only
+once its words have been pushed out by ``WINDOW`` later words: the spouts need more in
+flight than the plain count does (``MAX_SPOUT_PENDING`` for every variant; it is also
+Storm's submit check, window + slide <= max spout pending). The difference in
 throughput is the cost of keeping the window, anchoring every emit to it and acking on
 expiry; latencies include the time a tuple spends in its window.
 """
@@ -19,7 +21,7 @@ from squall import Config, Count
 
 NAME = "windowed_wordcount"
 SYSTEMS = ("squall-local", "squall-spark")
-VARIANTS = ("plain", "sliding")
+VARIANTS = ("plain", "tumbling", "sliding")
 WINDOW, SLIDE = 500, 50
 MAX_SPOUT_PENDING = 2000
 
@@ -40,5 +42,6 @@ def build(case: dict, probe_dir: str) -> tuple[Any, Config]:
     if case["variant"] == "plain":
         return topology(probe_dir, case["workers"]), conf
     params = case["params"]
-    counter = SlidingWordCount(probe_dir).with_window(Count(params["window"]), Count(params["slide"]))
+    slide = params["window"] if case["variant"] == "tumbling" else params["slide"]
+    counter = SlidingWordCount(probe_dir).with_window(Count(params["window"]), Count(slide))
     return topology(probe_dir, case["workers"], count_bolt=counter), conf

@@ -11,7 +11,9 @@ class WindowedOutputCollector:
     """Wraps the task's ``OutputCollector`` (Storm's ``WindowedOutputCollector``).
 
     ``emit(values)`` and ``emit_direct(task, values)`` without ``anchors`` are anchored to
-    every tuple of the window being executed; explicit anchors are kept as given.
+    the window being executed (to every tuple of it, or on count windows to the newest tuple
+    of each of its trees: the same trees, see ``squall.windows.executor``); explicit
+    anchors are kept as given.
     """
 
     def __init__(self, delegate: Any, anchor_to_window: bool = True) -> None:
@@ -20,7 +22,7 @@ class WindowedOutputCollector:
         self._window: list[Tuple] | None = None
 
     def set_context(self, tuples: list[Tuple] | None) -> None:
-        """The tuples of the window now being executed."""
+        """The tuples that emits without anchors are anchored to (None: no window)."""
         self._window = tuples
 
     def emit(self, values: list, anchors: Tuple | list[Tuple] | None = None,

@@ -7,6 +7,14 @@ watermark. So a window needs no thread of its own, and simulated time moves it i
 
 Acking: a tuple is acked when it leaves every window (on expiry); a late tuple is acked
 at once (after going to the late stream, if there is one).
+
+Anchoring: an emit without anchors joins the tree of every spout tuple behind the window.
+With XOR acking the outcome of a tree does not depend on how many of its tuples the emit is
+anchored to, only on which trees it joins (each window tuple is in its trees already and is
+acked on expiry). So on count windows (first in, first out) the executor keeps, per tree
+root, the newest window tuple of that root, updated from each window's new and expired
+tuples, and anchors to those: O(slide) per window to keep, one anchor per tree instead of
+one per tuple. Other windows anchor to every tuple.
 """
 
 from __future__ import annotations
@@ -98,6 +106,11 @@ class WindowedBoltExecutor(Bolt):
         else:
             self.manager = self._new_manager()
             target = self.manager
+        # the newest window tuple of each tree root (count windows of this class only: the
+        # stateful executors keep their own bookkeeping of the window)
+        self.root_anchors: dict[int, Tuple] | None = (
+            {} if self.manager is not None and self.manager.count_path
+            and type(self) is WindowedBoltExecutor else None)
         if self.window.event_time:
             streams = [s for s in context.get_this_sources() if s[1] != CHECKPOINT_STREAM]
             self.watermarks = WaterMarkEventGenerator(target, self.window.lag_ms, streams)
@@ -189,6 +202,13 @@ class WindowedBoltExecutor(Bolt):
 
     def on_expiry(self, tuples: list) -> None:
         """Tuples left every window: ack them."""
+        roots = self.root_anchors
+        if roots is not None:
+            for tup in tuples:
+                # first in, first out: when a root's newest tuple leaves, all of its have left
+                for root in _roots(tup):
+                    if roots.get(root) is tup:
+                        del roots[root]
         for tup in tuples:
             self.output.ack(tup)
 
@@ -198,7 +218,14 @@ class WindowedBoltExecutor(Bolt):
         start = None
         if reference_time is not None and self.window.length_ms is not None:
             start = reference_time - self.window.length_ms
-        self.collector.set_context(tuples)
+        roots = self.root_anchors
+        if roots is None:
+            self.collector.set_context(tuples)
+        else:
+            for tup in new:
+                for root in _roots(tup):
+                    roots[root] = tup
+            self.collector.set_context(list(roots.values()))
         try:
             self.bolt.execute(TupleWindow(tuples, new, expired, start, reference_time))
         finally:
@@ -215,3 +242,13 @@ class WindowedBoltExecutor(Bolt):
     def cleanup(self) -> None:
         """Clean up the user's bolt."""
         self.bolt.cleanup()
+
+
+def _roots(tup: Any) -> Any:
+    """The roots of the trees ``tup`` belongs to (none when it is not tracked)."""
+    n = tup._nroots
+    if n == 1:
+        return (tup._root,)
+    if n == 0:
+        return ()
+    return tup._idmap

@@ -9,14 +9,18 @@ Single-threaded by contract (the bolt task's thread), so it needs no lock.
 from __future__ import annotations
 
 from collections import deque
+from operator import attrgetter
 from typing import Any, Protocol
 
 from squall.runtime import clock
 from squall.windows.events import Action, Event
-from squall.windows.eviction import EvictionPolicy
+from squall.windows.eviction import CountEvictionPolicy, EvictionPolicy
 from squall.windows.triggers import MAX_TS, TriggerPolicy
 
 EXPIRE_EVENTS_THRESHOLD = 100
+# The default of ``WindowManager(incremental=...)``; the window tests run with both values.
+INCREMENTAL = True
+_value = attrgetter("value")
 EVICTION_STATE_KEY = "es"
 TRIGGER_STATE_KEY = "ts"
 
@@ -33,21 +37,34 @@ class WindowLifecycleListener(Protocol):
 
 
 class WindowManager:
-    """Queues events; on each trigger, expires old ones and activates the window."""
+    """Queues events; on each trigger, expires old ones and activates the window.
 
-    def __init__(self, listener: WindowLifecycleListener) -> None:
+    With a count eviction policy on processing time (``CountEvictionPolicy``) every queued
+    event that does not expire is in the window, so a trigger expires from the front and
+    takes the rest of the queue, and the new events are the last ones added: that costs
+    O(slide) in Python plus a C copy of the window, where the general scan asks the policy
+    about every queued event and compares the window with the last one, O(window) in Python.
+    Both give the same windows (``tests/unit/windows/test_incremental.py``).
+    """
+
+    def __init__(self, listener: WindowLifecycleListener, incremental: bool | None = None) -> None:
         self.listener = listener
+        # False: the general scan for every policy, which the incremental path must equal
+        self.incremental = INCREMENTAL if incremental is None else incremental
         self.queue: deque[Event] = deque()
         self.expired: list = []
         self.previous: set[Event] = set()  # the events of the last window (by identity)
+        self.added_since_trigger = 0  # events queued since the last window (count path)
         self.events_since_expiry = 0
         self.eviction: EvictionPolicy
         self.trigger: TriggerPolicy
+        self.count_path = False
 
     def set_policies(self, eviction: EvictionPolicy, trigger: TriggerPolicy) -> None:
         """Set the eviction and trigger policies (before the first ``add``)."""
         self.eviction = eviction
         self.trigger = trigger
+        self.count_path = self.incremental and type(eviction) is CountEvictionPolicy
 
     def add(self, value: Any, timestamp: int | None = None) -> None:
         """Add a value stamped ``timestamp`` (default: now, processing time)."""
@@ -57,9 +74,15 @@ class WindowManager:
         """Add an event or a watermark (watermarks are not queued, only tracked)."""
         if not event.is_watermark:
             self.queue.append(event)
+            self.added_since_trigger += 1
         self.eviction.track(event)
         self.trigger.track(event)
         self.compact()
+
+    def forget_previous(self) -> None:
+        """Every queued event counts as new in the next window (after a restore)."""
+        self.previous = set()
+        self.added_since_trigger = len(self.queue)
 
     def has_events(self) -> bool:
         """True when some event is queued."""
@@ -67,11 +90,19 @@ class WindowManager:
 
     def on_trigger(self) -> bool:
         """Evaluate the window now; True if it held events."""
-        window = self._scan(full=True)
-        expired, self.expired = self.expired, []
-        values = [e.value for e in window]
-        new = [e.value for e in window if e not in self.previous]
-        self.previous = set(window)
+        if self.count_path:
+            self._expire_count()
+            values = list(map(_value, self.queue))  # a C loop: the window's one O(window) step
+            added = self.added_since_trigger
+            new = values if added >= len(values) else values[len(values) - added:]
+            self.added_since_trigger = 0
+            expired, self.expired = self.expired, []
+        else:
+            window = self._scan(full=True)
+            expired, self.expired = self.expired, []
+            values = [e.value for e in window]
+            new = [e.value for e in window if e not in self.previous]
+            self.previous = set(window)
         try:
             if values:
                 ctx = self.eviction.context
@@ -85,7 +116,27 @@ class WindowManager:
         """Every ``EXPIRE_EVENTS_THRESHOLD`` events, expire what can go (bounded memory)."""
         self.events_since_expiry += 1
         if self.events_since_expiry >= EXPIRE_EVENTS_THRESHOLD:
-            self._scan(full=False)
+            if self.count_path:
+                self._expire_count()
+            else:
+                self._scan(full=False)
+
+    def _expire_count(self) -> None:
+        """The count policy's scan, without asking it about each event.
+
+        Its ``evict`` expires while more than ``threshold`` events are counted and processes
+        the rest, so that many expire from the front.
+        """
+        eviction = self.eviction
+        assert isinstance(eviction, CountEvictionPolicy)
+        queue = self.queue
+        n = min(eviction.current_count - eviction.threshold, len(queue))
+        to_expire: list = []
+        if n > 0:
+            pop = queue.popleft
+            to_expire = [pop().value for _ in range(n)]
+            eviction.current_count -= n
+        self._expire(to_expire, [])
 
     def _scan(self, full: bool) -> list[Event]:
         """Expire what can go; a full scan also collects the window (Storm's ``scanEvents``).

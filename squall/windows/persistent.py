@@ -106,9 +106,9 @@ class PersistentWindowedBoltExecutor(WindowedBoltExecutor, StatefulBolt):
         else:
             assert self.manager is not None
             self.manager.queue.clear()
-            self.manager.previous = set()
             for _, value, ts in events:
                 self.manager.queue.append(Event(_decode(value), ts))
+            self.manager.forget_previous()
             if "manager" in system:
                 self.manager.restore_state(system["manager"])
         if self.watermarks is not None and "watermark" in system:

@@ -6,6 +6,7 @@ import pytest
 
 from squall import Count, Duration, Fields, InvalidTopologyError, TopologyBuilder, WindowedBolt
 from squall.api.components import OutputFieldsDeclarer, Spout
+from squall.api.tuple import new_tuple
 from squall.runtime import clock
 from squall.windows import shapes
 from squall.windows.executor import WindowedBoltExecutor
@@ -124,7 +125,31 @@ def test_count_window_acks_on_expiry_and_anchors_to_the_window():
             executor.execute(t)
     assert [[x[0] for x in w.get()] for w in bolt.windows] == [[0, 1], [1, 2, 3], [3, 4, 5]]
     assert collector.acked == tuples[:3]
-    assert [e[2] for e in collector.emitted] == [tuples[:2], tuples[1:4], tuples[3:6]]
+    # untracked tuples (no tree): nothing to anchor to, on count windows
+    assert all(e[2] in ([], w.get()) for e, w in zip(collector.emitted, bolt.windows, strict=True))
+
+
+def test_count_window_emits_join_the_tree_of_every_window_tuple(window_path):
+    """One anchor per tree root, the newest window tuple of that root: the same trees."""
+    bolt = Recorder().with_window(Count(3), Count(2))
+    executor = bolt.as_bolt()
+    collector = Collector()
+    with clock.simulation():
+        executor.prepare(executor.get_component_configuration(), Context(), collector)
+        # tuples 0,1 of tree 100; 2 of trees 100 and 101; 3,4 of 101; 5 of 102
+        trees = [{100: 1}, {100: 2}, {100: 3, 101: 4}, {101: 5}, {101: 6}, {102: 7}]
+        tuples = [new_tuple([i], Fields("ts"), "s1", "default", 1, ids)
+                  for i, ids in enumerate(trees)]
+        for t in tuples:
+            executor.execute(t)
+    assert [[x[0] for x in w.get()] for w in bolt.windows] == [[0, 1], [1, 2, 3], [3, 4, 5]]
+    anchors = [e[2] for e in collector.emitted]
+    by_id = [sorted(t[0] for t in {id(a): a for a in a_list}.values()) for a_list in anchors]
+    # incremental: the newest tuple of each root; the general scan: every tuple
+    assert by_id == ([[1], [2, 3], [4, 5]] if window_path else [[0, 1], [1, 2, 3], [3, 4, 5]])
+    for a_list, w in zip(anchors, bolt.windows, strict=True):
+        assert all(any(a is t for t in w.get()) for a in a_list)
+        assert {r for a in a_list for r in a.id.roots()} == {r for t in w.get() for r in t.id.roots()}
 
 
 def test_explicit_anchors_are_kept():
