@@ -4,6 +4,14 @@ The task that owns a ``ShellProcess`` never blocks on it: a reader thread decode
 subprocess writes and hands each message to ``on_message`` (the task queues it and drains
 the queue on its own thread), a writer thread writes what the task sends, and a third
 thread keeps the last lines of the subprocess's stderr for error reports.
+
+The reader does not hand over each write of the subprocess as it comes: multilang
+libraries flush every message (pystorm writes each emit and ack on its own), and every
+hand-over makes the task's worker run a round. After a read that did not fill its buffer
+the reader waits ``READ_COALESCE_SECS`` and takes what arrived meanwhile with it. On a
+Spark worker, whose rounds each cost ZeroMQ polls and a frame to every peer, one round per
+write doubled the worker's CPU per sentence and starved the subprocesses of the cores
+(docs/performance.md, "Multilang over Spark").
 """
 
 from __future__ import annotations
@@ -11,11 +19,13 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import select
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,6 +34,8 @@ from squall.multilang.serializer import Codec
 
 log = logging.getLogger("squall.multilang")
 STDERR_TAIL_LINES = 40
+READ_BYTES = 65536
+READ_COALESCE_SECS = 0.001  # how long the reader lets a subprocess's writes gather
 EOF_MESSAGE = object()  # handed to on_message once stdout closes
 _STOP = object()
 
@@ -112,11 +124,16 @@ class ShellProcess:
         stdout = self._proc.stdout
         assert stdout is not None
         fd = stdout.fileno()
+        ready = select.poll()
+        ready.register(fd, select.POLLIN)
         try:
             while True:
-                data = os.read(fd, 65536)
+                data = os.read(fd, READ_BYTES)
                 if not data:
                     break
+                if len(data) < READ_BYTES:
+                    _pause(READ_COALESCE_SECS)
+                    data += _take_ready(fd, ready)
                 for message in self._codec.feed(data):
                     self._on_message(message)
         except (OSError, ValueError) as e:
@@ -149,3 +166,19 @@ class ShellProcess:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             self._stderr.append(line)
             log.info("%s stderr: %s", self.name, line)
+
+
+def _pause(seconds: float) -> None:
+    """The reader's wait for more writes (a function of its own so tests can watch it)."""
+    time.sleep(seconds)
+
+
+def _take_ready(fd: int, ready: select.poll) -> bytes:
+    """What can be read from ``fd`` now, without waiting (EOF is left for the next read)."""
+    out = b""
+    while ready.poll(0):
+        chunk = os.read(fd, READ_BYTES)
+        out += chunk
+        if len(chunk) < READ_BYTES:
+            break
+    return out
