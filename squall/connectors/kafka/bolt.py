@@ -16,7 +16,7 @@ from typing import Any
 
 from squall.api.components import Bolt, OutputFieldsDeclarer
 from squall.api.tuple import Tuple
-from squall.connectors.kafka.spout import import_client
+from squall.connectors.kafka.client import import_client
 
 log = logging.getLogger("squall.connectors.kafka")
 

@@ -6,18 +6,15 @@ from collections import Counter
 import pytest
 
 from squall import Bolt, Config, Fields, LocalCluster, Spout, TopologyBuilder
+from squall.api.config import TOPOLOGY_MAX_SPOUT_PENDING
 from squall.connectors.kafka import KafkaBolt, KafkaSpout, KafkaSpoutConfig, RetryExponentialBackoff
 from squall.connectors.reliable import DEAD_LETTER_STREAM
-from tests.connectors.kafka.topology import Relay, build, spout_config
+from tests import waiting
+from tests.connectors.kafka.topology import Relay, build, committed, spout_config
 
 
 def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
+    return waiting.wait_for(predicate, timeout, step=0.05)
 
 
 def conf(**extra):
@@ -57,17 +54,6 @@ class Letters(Bolt):
     def declare_output_fields(self, declarer):
         declarer.declare(Fields("key", "message"))
 
-
-def committed(broker, topic, partitions, group="g"):
-    from confluent_kafka import Consumer
-    from confluent_kafka import TopicPartition as KTP
-
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
-    try:
-        return {k.partition: k.offset for k in c.committed([KTP(topic, p) for p in range(partitions)],
-                                                            timeout=5)}
-    finally:
-        c.close()
 
 
 def test_a_poison_record_is_retried_then_dead_lettered_and_the_commit_waits_for_it(kafka_broker):
@@ -169,57 +155,63 @@ def test_a_non_bytes_value_for_the_bolt_is_an_error_naming_the_component_and_fai
     assert len(typed) == 3  # the first try and two retries, then the record is given up
 
 
-class Source(Spout):
-    """Emits n numbered values with msg ids; records acks and fails in class-level lists."""
+class Rows(Spout):
+    """Emits the given rows (``fields``) with msg ids 0, 1, ...; records acks and fails in
+    class-level lists."""
 
     acked: list = []
     failed: list = []
 
-    def __init__(self, n):
-        self.n = n
+    def __init__(self, rows, fields=("key", "message")):
+        self.rows, self.fields = rows, fields
 
     def open(self, conf, context, collector):
         self.collector, self.i = collector, 0
 
     def next_tuple(self):
-        if self.i < self.n:
-            self.collector.emit([None, f"v{self.i}".encode()], msg_id=self.i)
+        if self.i < len(self.rows):
+            self.collector.emit(list(self.rows[self.i]), msg_id=self.i)
             self.i += 1
 
     def ack(self, msg_id):
-        Source.acked.append(msg_id)
+        Rows.acked.append(msg_id)
 
     def fail(self, msg_id):
-        Source.failed.append(msg_id)
+        Rows.failed.append(msg_id)
 
     def declare_output_fields(self, declarer):
-        declarer.declare(Fields("key", "message"))
+        declarer.declare(Fields(*self.fields))
+
+
+def numbered(n):
+    """Rows [None, b"v<i>"] for i below n."""
+    return Rows([[None, f"v{i}".encode()] for i in range(n)])
 
 
 def test_kafka_bolt_acks_after_delivery_and_a_delivery_failure_fails_the_input(kafka_broker):
     kafka_broker.create_topic("out", 1)
-    Source.acked.clear()
-    Source.failed.clear()
+    Rows.acked.clear()
+    Rows.failed.clear()
     b = TopologyBuilder()
-    b.set_spout("src", Source(20), 1)
+    b.set_spout("src", numbered(20), 1)
     b.set_bolt("sink", KafkaBolt(kafka_broker.bootstrap, topic="out",
                                  producer_props={"message.timeout.ms": 1500}), 1).shuffle_grouping("src")
     with LocalCluster() as cluster:
         cluster.submit_topology("bolt", conf(), b.create_topology())
-        assert wait_for(lambda: len(Source.acked) == 20)
+        assert wait_for(lambda: len(Rows.acked) == 20)
         assert values(kafka_broker.read_all("out", expect=20)) == Counter(f"v{i}".encode() for i in range(20))
         # the broker goes away: deliveries time out and their inputs fail
         kafka_broker.stop()
-        Source.acked.clear()
+        Rows.acked.clear()
         cluster.kill_topology("bolt")
         b2 = TopologyBuilder()
-        b2.set_spout("src", Source(5), 1)
+        b2.set_spout("src", numbered(5), 1)
         b2.set_bolt("sink", KafkaBolt(kafka_broker.bootstrap, topic="out",
                                       producer_props={"message.timeout.ms": 1500}), 1).shuffle_grouping("src")
         cluster.submit_topology("bolt2", conf(), b2.create_topology())
-        assert wait_for(lambda: len(Source.failed) == 5, timeout=20)
+        assert wait_for(lambda: len(Rows.failed) == 5, timeout=20)
         errors = cluster.get_topology_info("bolt2")["errors"]
-    assert Source.acked == []
+    assert Rows.acked == []
     assert any("KafkaBolt 'sink'" in e["message"] and "delivery failed" in e["message"] for e in errors)
 
 
@@ -284,16 +276,12 @@ def test_a_partition_that_moves_to_another_task_is_handed_over_without_loss_or_d
         kafka_broker.create_topic(topic, n)
     sent = {t: [f"{t}{i}".encode() for i in range(300)] for t in ("t-a", "t-b")}
     kafka_broker.produce("t-b", sent["t-b"][:100], partition_of=lambda i: i % 2)
-    b = TopologyBuilder()
-    b.set_spout("in", KafkaSpout(KafkaSpoutConfig(
+    spout = KafkaSpout(KafkaSpoutConfig(
         kafka_broker.bootstrap, topic_pattern=r"t-.*", group_id="g", offset_commit_period_ms=200,
-        partition_refresh_period_ms=300)), 2)
-    b.set_bolt("relay", Relay(delay=0.003), 2).shuffle_grouping("in")
-    b.set_bolt("out", KafkaBolt(kafka_broker.bootstrap, topic="out"), 1).shuffle_grouping("relay")
-    c = conf()
-    c.set_max_spout_pending(20)
+        partition_refresh_period_ms=300))
+    topology = build(kafka_broker.bootstrap, spout=spout, relay=Relay(delay=0.003), out_tasks=1)
     with LocalCluster() as cluster:
-        cluster.submit_topology("move", c, b.create_topology())
+        cluster.submit_topology("move", conf(**{TOPOLOGY_MAX_SPOUT_PENDING: 20}), topology)
         kafka_broker.produce("t-b", sent["t-b"][100:], partition_of=lambda i: i % 2)
         kafka_broker.create_topic("t-a", 1)  # while t-b's records are in flight
         kafka_broker.produce("t-a", sent["t-a"])
@@ -314,15 +302,10 @@ def test_lag_per_partition_and_total_in_topology_info_and_prometheus(kafka_broke
     def metrics(cluster):
         return cluster.get_topology_info("lag")["components"]["in"]["metrics"]
 
-    b = TopologyBuilder()
-    cfg = spout_config(kafka_broker.bootstrap, metrics_time_bucket_size_in_secs=0.2)
-    b.set_spout("in", KafkaSpout(cfg), 2)
-    b.set_bolt("relay", Relay(delay=0.01), 1).shuffle_grouping("in")
-    b.set_bolt("out", KafkaBolt(kafka_broker.bootstrap, topic="out"), 1).shuffle_grouping("relay")
-    c = conf()
-    c.set_max_spout_pending(10)
+    topology = build(kafka_broker.bootstrap, relay=Relay(delay=0.01), relay_tasks=1, out_tasks=1,
+                     metrics_time_bucket_size_in_secs=0.2)
     with LocalCluster() as cluster:
-        cluster.submit_topology("lag", c, b.create_topology())
+        cluster.submit_topology("lag", conf(**{TOPOLOGY_MAX_SPOUT_PENDING: 10}), topology)
         # measured while records wait, then 0 once every offset is committed
         assert wait_for(lambda: (metrics(cluster).get("kafkaOffset/totalSpoutLag", {}).get("sum") or 0) > 0)
         assert wait_for(lambda: metrics(cluster)["kafkaOffset/totalSpoutLag"]["sum"] == 0, timeout=60)
@@ -340,42 +323,19 @@ def test_lag_per_partition_and_total_in_topology_info_and_prometheus(kafka_broke
     assert 'metric="kafkaOffset/in/partition_2/lag"' in page
 
 
-class Routed(Spout):
-    """Emits [topic, key, message] rows with msg ids."""
-
-    acked: list = []
-
-    def __init__(self, rows):
-        self.rows = rows
-
-    def open(self, conf, context, collector):
-        self.collector, self.i = collector, 0
-
-    def next_tuple(self):
-        if self.i < len(self.rows):
-            self.collector.emit(list(self.rows[self.i]), msg_id=self.i)
-            self.i += 1
-
-    def ack(self, msg_id):
-        Routed.acked.append(msg_id)
-
-    def declare_output_fields(self, declarer):
-        declarer.declare(Fields("topic", "key", "message"))
-
-
 @pytest.mark.parametrize("fire_and_forget", [False, True])
 def test_kafka_bolt_takes_the_topic_key_and_message_from_fields(kafka_broker, fire_and_forget):
     kafka_broker.create_topic("left", 1)
     kafka_broker.create_topic("right", 1)
     rows = [("left", "k1", "one"), ("right", b"k2", b"two"), ("left", None, "three")]
-    Routed.acked.clear()
+    Rows.acked.clear()
     b = TopologyBuilder()
-    b.set_spout("src", Routed(rows), 1)
+    b.set_spout("src", Rows(rows, fields=("topic", "key", "message")), 1)
     b.set_bolt("sink", KafkaBolt(kafka_broker.bootstrap, topic_field="topic",
                                  fire_and_forget=fire_and_forget), 1).shuffle_grouping("src")
     with LocalCluster() as cluster:
         cluster.submit_topology("routed", conf(), b.create_topology())
-        assert wait_for(lambda: len(Routed.acked) == 3)
+        assert wait_for(lambda: len(Rows.acked) == 3)
         left = kafka_broker.read_all("left", expect=2)
         right = kafka_broker.read_all("right", expect=1)
     assert sorted(((m.key() or b""), m.value()) for m in left) == [(b"", b"three"), (b"k1", b"one")]

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from squall import Config
-from tests.connectors.kafka.topology import Relay, build
+from tests.connectors.kafka.topology import Relay, build, committed
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -40,17 +40,6 @@ def conf():
     c.set_message_timeout_secs(10)
     return c
 
-
-def committed(broker, topic, partitions, group="g"):
-    from confluent_kafka import Consumer
-    from confluent_kafka import TopicPartition as KTP
-
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
-    try:
-        return {k.partition: k.offset for k in c.committed([KTP(topic, p) for p in range(partitions)],
-                                                            timeout=5)}
-    finally:
-        c.close()
 
 
 def test_exactly_the_records_produced_arrive_on_spark_with_3_partitions_over_2_spout_tasks(

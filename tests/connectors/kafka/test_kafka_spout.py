@@ -10,7 +10,7 @@ from squall.connectors.kafka.offsets import TopicPartition
 from squall.connectors.kafka.owners import Owner, decode, owners_group, tag_of
 from squall.connectors.reliable import DEAD_LETTER_STREAM, GivenUpError
 from squall.runtime import clock
-from tests.connectors.kafka.topology import spout_config
+from tests.connectors.kafka.topology import committed, spout_config
 
 
 class Context:
@@ -42,17 +42,6 @@ class Collector:
         self.errors.append(error)
 
 
-def committed(broker, topic="in", group="g", partitions=1):
-    from confluent_kafka import Consumer
-    from confluent_kafka import TopicPartition as KTP
-
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
-    try:
-        got = c.committed([KTP(topic, p) for p in range(partitions)], timeout=5)
-        return {k.partition: (k.offset, k.metadata) for k in got}
-    finally:
-        c.close()
-
 
 def pump(spout, sim, until, step=0.01, limit=3000, timeout=20.0):
     """Call next_tuple until ``until()``: simulated time moves by ``step`` per call for the first
@@ -70,6 +59,17 @@ def pump(spout, sim, until, step=0.01, limit=3000, timeout=20.0):
     return until()
 
 
+def produced(broker, values, partitions=1):
+    """Topic "in" with ``partitions`` partitions, holding ``values`` spread round robin."""
+    broker.create_topic("in", partitions)
+    broker.produce("in", values, partition_of=(lambda i: i % partitions) if partitions > 1 else None)
+
+
+def commits_reach(spout, sim, broker, offset, **kwargs):
+    """``pump`` until the group's committed offset of partition 0 is ``offset``."""
+    return pump(spout, sim, lambda: committed(broker)[0] == offset, **kwargs)
+
+
 @pytest.fixture
 def sim():
     with clock.simulation() as c:
@@ -84,8 +84,7 @@ def opened(broker, sim, collector=None, **kwargs):
 
 
 def test_a_failed_record_is_retried_after_its_backoff_and_holds_the_commit(kafka_broker, sim):
-    kafka_broker.create_topic("in", 1)
-    kafka_broker.produce("in", [f"r{i}".encode() for i in range(5)])
+    produced(kafka_broker, [f"r{i}".encode() for i in range(5)])
     retry = RetryExponentialBackoff(initial_delay_ms=10_000, delay_period_ms=20_000, max_retries=None,
                                     max_delay_ms=60_000)
     spout, out = opened(kafka_broker, sim, retry=retry, offset_commit_period_ms=100)
@@ -100,7 +99,7 @@ def test_a_failed_record_is_retried_after_its_backoff_and_holds_the_commit(kafka
         spout.fail(("in", 0, 2))
         out.emitted.clear()
         # the commit goes up to the failed record and waits there
-        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 2, step=0.05, limit=150)
+        assert commits_reach(spout, sim, kafka_broker, 2, step=0.05, limit=150)
         assert out.emitted == []
         sim.advance(t0 + 9.9 - sim.monotonic())
         for _ in range(20):
@@ -115,26 +114,25 @@ def test_a_failed_record_is_retried_after_its_backoff_and_holds_the_commit(kafka
         for _ in range(20):
             spout.next_tuple()
         assert out.emitted == []
-        assert committed(kafka_broker)[0][0] == 2
+        assert committed(kafka_broker)[0] == 2
         sim.advance(0.1)
         spout.next_tuple()
         assert [m for _, _, m in out.emitted] == [("in", 0, 2)]
         spout.ack(("in", 0, 2))
-        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 5, step=0.05, limit=200)
+        assert commits_reach(spout, sim, kafka_broker, 5, step=0.05, limit=200)
         def owner():
-            return decode(committed(kafka_broker, group=owners_group("g"))[0][0])
+            return decode(committed(kafka_broker, group=owners_group("g"))[0])
 
         assert pump(spout, sim, lambda: owner() is not None, step=0)
         assert owner() == Owner(tag_of("t", "in"), 1, False)
     finally:
         spout.close()
-    assert decode(committed(kafka_broker, group=owners_group("g"))[0][0]).released
+    assert decode(committed(kafka_broker, group=owners_group("g"))[0]).released
 
 
 def test_after_the_retry_limit_the_record_goes_to_dead_letter_and_counts_once_its_letter_is_acked(
         kafka_broker, sim):
-    kafka_broker.create_topic("in", 1)
-    kafka_broker.produce("in", [b"a", b"poison", b"c"])
+    produced(kafka_broker, [b"a", b"poison", b"c"])
     spout, out = opened(kafka_broker, sim, retry=RetryExponentialBackoff(0, 0, 2, 0))
     try:
         assert pump(spout, sim, lambda: len(out.emitted) == 3)
@@ -150,22 +148,21 @@ def test_after_the_retry_limit_the_record_goes_to_dead_letter_and_counts_once_it
         assert letter[2] == "failed" and letter[6] == 3
         assert [type(e) for e in out.errors] == [GivenUpError]
         assert "'in'" in str(out.errors[0]) and "offset 1" in str(out.errors[0])
-        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 1, step=0.2, limit=100)
+        assert commits_reach(spout, sim, kafka_broker, 1, step=0.2, limit=100)
         sim.advance(1)
         for _ in range(50):
             spout.next_tuple()
-        assert committed(kafka_broker)[0][0] == 1  # the letter is not acked yet
+        assert committed(kafka_broker)[0] == 1  # the letter is not acked yet
         spout.fail(letter_id)  # a failed letter is emitted again, never given up
         assert pump(spout, sim, lambda: out.emitted[-1][0] == DEAD_LETTER_STREAM and len(out.emitted) == 7)
         spout.ack(out.emitted[-1][2])
-        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 3, step=0.2, limit=200)
+        assert commits_reach(spout, sim, kafka_broker, 3, step=0.2, limit=200)
     finally:
         spout.close()
 
 
 def test_polling_pauses_at_max_uncommitted_offsets(kafka_broker, sim):
-    kafka_broker.create_topic("in", 1)
-    kafka_broker.produce("in", [f"r{i}".encode() for i in range(10)])
+    produced(kafka_broker, [f"r{i}".encode() for i in range(10)])
     spout, out = opened(kafka_broker, sim, max_uncommitted_offsets=4, offset_commit_period_ms=100)
     try:
         assert pump(spout, sim, lambda: len(out.emitted) == 4)
@@ -177,7 +174,7 @@ def test_polling_pauses_at_max_uncommitted_offsets(kafka_broker, sim):
         spout.ack(("in", 0, 1))
         # committed at the next commit period, then two more come
         assert pump(spout, sim, lambda: len(out.emitted) == 6, step=0.05)
-        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 2, step=0.05, limit=100)
+        assert commits_reach(spout, sim, kafka_broker, 2, step=0.05, limit=100)
         assert len(out.emitted) == 6
     finally:
         spout.close()
@@ -185,8 +182,7 @@ def test_polling_pauses_at_max_uncommitted_offsets(kafka_broker, sim):
 
 def test_a_record_translator_that_raises_is_an_error_naming_the_component_and_nothing_is_lost(
         kafka_broker, sim):
-    kafka_broker.create_topic("in", 1)
-    kafka_broker.produce("in", [b"ok", b"bad", b"ok2"])
+    produced(kafka_broker, [b"ok", b"bad", b"ok2"])
     calls = {"bad": 0}
 
     def translate(record):
@@ -210,8 +206,7 @@ def test_a_record_translator_that_raises_is_an_error_naming_the_component_and_no
 
 
 def test_gauges_give_offsets_and_lag_per_partition(kafka_broker, sim):
-    kafka_broker.create_topic("in", 2)
-    kafka_broker.produce("in", [f"r{i}".encode() for i in range(10)], partition_of=lambda i: i % 2)
+    produced(kafka_broker, [f"r{i}".encode() for i in range(10)], partitions=2)
     ctx, out = Context(), Collector()
     spout = KafkaSpout(spout_config(kafka_broker.bootstrap, metrics_time_bucket_size_in_secs=1))
     spout.open({}, ctx, out)
@@ -239,15 +234,14 @@ def test_gauges_give_offsets_and_lag_per_partition(kafka_broker, sim):
 def test_at_most_once_commits_what_it_polled_before_emitting_and_tracks_nothing(kafka_broker, sim):
     from squall.connectors.kafka import ProcessingGuarantee
 
-    kafka_broker.create_topic("in", 1)
-    kafka_broker.produce("in", [f"r{i}".encode() for i in range(5)])
+    produced(kafka_broker, [f"r{i}".encode() for i in range(5)])
     spout, out = opened(kafka_broker, sim, processing_guarantee=ProcessingGuarantee.AT_MOST_ONCE)
     try:
         assert pump(spout, sim, lambda: len(out.emitted) >= 1)
         # a tuple is out only once its whole poll is committed (sync), so past every emitted offset
-        assert committed(kafka_broker)[0][0] > out.emitted[-1][1][2]
+        assert committed(kafka_broker)[0] > out.emitted[-1][1][2]
         assert pump(spout, sim, lambda: len(out.emitted) == 5)
-        assert committed(kafka_broker)[0][0] == 5
+        assert committed(kafka_broker)[0] == 5
         assert {m for _, _, m in out.emitted} == {None}
         spout.fail(("in", 0, 0))  # nothing is retried
         sim.advance(60)
@@ -261,23 +255,21 @@ def test_at_most_once_commits_what_it_polled_before_emitting_and_tracks_nothing(
 def test_no_guarantee_commits_the_fetched_offsets_every_commit_period(kafka_broker, sim):
     from squall.connectors.kafka import ProcessingGuarantee
 
-    kafka_broker.create_topic("in", 1)
-    kafka_broker.produce("in", [f"r{i}".encode() for i in range(5)])
+    produced(kafka_broker, [f"r{i}".encode() for i in range(5)])
     spout, out = opened(kafka_broker, sim, processing_guarantee=ProcessingGuarantee.NO_GUARANTEE,
                         offset_commit_period_ms=5000, tuple_tracking=True)
     try:
         assert pump(spout, sim, lambda: len(out.emitted) == 5, step=0.001)
         assert [m for _, _, m in out.emitted] == [("in", 0, i) for i in range(5)]  # tuple_tracking
-        assert committed(kafka_broker)[0][0] < 0  # nothing committed before the period
+        assert committed(kafka_broker)[0] < 0  # nothing committed before the period
         sim.advance(5)
-        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 5, step=0.05, limit=100)
+        assert commits_reach(spout, sim, kafka_broker, 5, step=0.05, limit=100)
     finally:
         spout.close()
 
 
 def test_null_tuples_are_skipped_and_acked_or_emitted_with_emit_null_tuples(kafka_broker, sim):
-    kafka_broker.create_topic("in", 1)
-    kafka_broker.produce("in", [b"keep", b"drop", b"keep2"])
+    produced(kafka_broker, [b"keep", b"drop", b"keep2"])
 
     def translate(record):
         return None if record.value() == b"drop" else [record.value()]
@@ -289,7 +281,7 @@ def test_null_tuples_are_skipped_and_acked_or_emitted_with_emit_null_tuples(kafk
         spout.ack(("in", 0, 0))
         spout.ack(("in", 0, 2))
         # the skipped record counts as acked: the commit passes it
-        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 3, step=0.05, limit=200)
+        assert commits_reach(spout, sim, kafka_broker, 3, step=0.05, limit=200)
     finally:
         spout.close()
     spout, out = opened(kafka_broker, sim, record_translator=translate, record_fields=("value",),
@@ -302,8 +294,7 @@ def test_null_tuples_are_skipped_and_acked_or_emitted_with_emit_null_tuples(kafk
 
 
 def test_a_translator_may_pick_the_stream(kafka_broker, sim):
-    kafka_broker.create_topic("in", 1)
-    kafka_broker.produce("in", [b"a", b"b"])
+    produced(kafka_broker, [b"a", b"b"])
 
     class ByValue:
         def __call__(self, record):
@@ -324,14 +315,13 @@ def test_a_translator_may_pick_the_stream(kafka_broker, sim):
 def test_a_restart_resumes_at_the_committed_offset_and_earliest_does_too_for_this_topology(kafka_broker, sim):
     from squall.connectors.kafka import FirstPollOffsetStrategy
 
-    kafka_broker.create_topic("in", 1)
-    kafka_broker.produce("in", [f"r{i}".encode() for i in range(6)])
+    produced(kafka_broker, [f"r{i}".encode() for i in range(6)])
     spout, out = opened(kafka_broker, sim)
     try:
         assert pump(spout, sim, lambda: len(out.emitted) == 6)
         for i in range(3):
             spout.ack(("in", 0, i))
-        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 3, step=0.05, limit=200)
+        assert commits_reach(spout, sim, kafka_broker, 3, step=0.05, limit=200)
     finally:
         spout.close()
     for strategy, first in ((FirstPollOffsetStrategy.UNCOMMITTED_EARLIEST, 3),
@@ -355,8 +345,7 @@ def test_a_restart_resumes_at_the_committed_offset_and_earliest_does_too_for_thi
 
 
 def test_acked_offsets_are_committed_only_when_the_commit_period_comes(kafka_broker, sim):
-    kafka_broker.create_topic("in", 1)
-    kafka_broker.produce("in", [b"a", b"b", b"c"])
+    produced(kafka_broker, [b"a", b"b", b"c"])
     spout, out = opened(kafka_broker, sim, offset_commit_period_ms=5000)
     try:
         assert pump(spout, sim, lambda: len(out.emitted) == 3, step=0)
@@ -365,9 +354,9 @@ def test_acked_offsets_are_committed_only_when_the_commit_period_comes(kafka_bro
         for _ in range(100):  # real time passes, simulated time does not
             spout.next_tuple()
             time.sleep(0.002)
-        assert committed(kafka_broker)[0][0] < 0  # nothing committed yet
+        assert committed(kafka_broker)[0] < 0  # nothing committed yet
         sim.advance(0.5)  # Storm's TIMER_DELAY_MS before the first commit
-        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 3, step=0, limit=500)
+        assert commits_reach(spout, sim, kafka_broker, 3, step=0, limit=500)
         kafka_broker.produce("in", [b"d", b"e"])
         assert pump(spout, sim, lambda: len(out.emitted) == 5, step=0)
         for _, _, m in out.emitted[3:]:
@@ -376,9 +365,9 @@ def test_acked_offsets_are_committed_only_when_the_commit_period_comes(kafka_bro
         for _ in range(100):
             spout.next_tuple()
             time.sleep(0.002)
-        assert committed(kafka_broker)[0][0] == 3
+        assert committed(kafka_broker)[0] == 3
         sim.advance(0.1)
-        assert pump(spout, sim, lambda: committed(kafka_broker)[0][0] == 5, step=0, limit=500)
+        assert commits_reach(spout, sim, kafka_broker, 5, step=0, limit=500)
     finally:
         spout.close()
 
@@ -413,8 +402,7 @@ def test_new_partitions_are_taken_when_the_refresh_period_comes(kafka_broker, si
 
 
 def test_position_and_seek_read_a_partition_again_from_a_recorded_offset(kafka_broker, sim):
-    kafka_broker.create_topic("in", 2)
-    kafka_broker.produce("in", [f"r{i}".encode() for i in range(10)], partition_of=lambda i: i % 2)
+    produced(kafka_broker, [f"r{i}".encode() for i in range(10)], partitions=2)
     spout, out = opened(kafka_broker, sim)
     try:
         assert pump(spout, sim, lambda: len(out.emitted) == 10)
@@ -431,7 +419,7 @@ def test_position_and_seek_read_a_partition_again_from_a_recorded_offset(kafka_b
             spout.ack(m)
         # what was acked before the seek still counts: partition 0 commits through offset 4
         sim.advance(1)
-        assert pump(spout, sim, lambda: committed(kafka_broker, partitions=2)[0][0] == 5,
+        assert pump(spout, sim, lambda: committed(kafka_broker, partitions=2)[0] == 5,
                     step=0.05, limit=200)
     finally:
         spout.close()

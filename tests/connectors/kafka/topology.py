@@ -1,4 +1,4 @@
-"""Kafka in -> a bolt -> Kafka out, shared by the Kafka tests."""
+"""Kafka in -> a bolt -> Kafka out, and reading a group's commits: shared by the Kafka tests."""
 
 from __future__ import annotations
 
@@ -44,9 +44,24 @@ def spout_config(bootstrap: str, topic: str = "in", **kwargs: Any) -> KafkaSpout
 
 
 def build(bootstrap: str, spout_tasks: int = 2, relay: Relay | None = None, out: str = "out",
-          **kwargs: Any):
+          spout: KafkaSpout | None = None, relay_tasks: int = 2, out_tasks: int = 2, **kwargs: Any):
+    """Spout "in" (``spout``, or one of ``spout_config(bootstrap, **kwargs)``) -> "relay" -> "out"."""
     b = TopologyBuilder()
-    b.set_spout("in", KafkaSpout(spout_config(bootstrap, **kwargs)), spout_tasks)
-    b.set_bolt("relay", relay or Relay(), 2).shuffle_grouping("in")
-    b.set_bolt("out", KafkaBolt(bootstrap, topic=out), 2).shuffle_grouping("relay")
+    b.set_spout("in", spout or KafkaSpout(spout_config(bootstrap, **kwargs)), spout_tasks)
+    b.set_bolt("relay", relay or Relay(), relay_tasks).shuffle_grouping("in")
+    b.set_bolt("out", KafkaBolt(bootstrap, topic=out), out_tasks).shuffle_grouping("relay")
     return b.create_topology()
+
+
+def committed(broker: Any, topic: str = "in", partitions: int = 1, group: str = "g") -> dict[int, int]:
+    """The offset ``group`` committed for each of ``topic``'s first ``partitions`` partitions
+    (negative: nothing committed)."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as KTP
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        got = c.committed([KTP(topic, p) for p in range(partitions)], timeout=5)
+        return {k.partition: k.offset for k in got}
+    finally:
+        c.close()

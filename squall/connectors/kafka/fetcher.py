@@ -1,0 +1,112 @@
+"""The spout's consumer: fetching records on the task's thread, pausing full partitions."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from squall.connectors.kafka.book import Book
+from squall.connectors.kafka.client import ktp
+from squall.connectors.kafka.commits import Commits
+from squall.connectors.kafka.config import KafkaSpoutConfig, ProcessingGuarantee
+from squall.connectors.kafka.health import Health
+from squall.connectors.kafka.offsets import TopicPartition
+
+POLL_BATCH = 500         # records taken from the client per poll
+
+
+class Fetcher:
+    """Records fetched and not yet emitted, in order per partition.
+
+    Under AT_LEAST_ONCE a partition with ``max_uncommitted_offsets`` emitted but uncommitted
+    is paused, and what was fetched of it before the pause is held, never dropped.
+    """
+
+    def __init__(self, consumer: Any, config: KafkaSpoutConfig, book: Book, health: Health,
+                 commits: Commits, poll_timeout_s: float) -> None:
+        self.consumer, self.config, self.book = consumer, config, book
+        self.health, self.commits = health, commits
+        self.at_least_once = config.is_at_least_once()
+        self.poll_timeout_s = poll_timeout_s
+        self.buffer: deque[Any] = deque()
+        self.held: dict[Any, deque[Any]] = {}  # records of partitions at the limit
+        self.paused: set[TopicPartition] = set()
+
+    def full(self, tp: tuple) -> bool:
+        """Whether ``tp`` has ``max_uncommitted_offsets`` emitted but uncommitted."""
+        return self.at_least_once and \
+            len(self.book.managers[tp]._emitted) >= self.config.max_uncommitted_offsets
+
+    def next_record(self) -> Any:
+        """The next record to emit: held ones of partitions with room again first, in order."""
+        for tp, held in self.held.items():
+            if not self.full(tp):
+                record = held.popleft()
+                if not held:
+                    del self.held[tp]
+                return record
+        while True:
+            if not self.buffer and not self.poll():
+                return None
+            record = self.buffer.popleft()
+            key = (record.topic(), record.partition())  # equal to, and hashed as, TopicPartition
+            if key not in self.book.assigned:
+                continue
+            if key in self.held or self.full(key):
+                # at max_uncommitted_offsets: wait for commits (a poll may bring more than the limit)
+                self.held.setdefault(key, deque()).append(record)
+                continue
+            return record
+
+    def poll(self) -> bool:
+        """Fetch what the client has (pausing and resuming first); whether anything came."""
+        if self.at_least_once:
+            full = {tp for tp in self.book.assigned if self.full(tp) or tp in self.held}
+            if full != self.paused:
+                if full - self.paused:
+                    self.consumer.pause([ktp(tp) for tp in full - self.paused])
+                if self.paused - full:
+                    self.consumer.resume([ktp(tp) for tp in self.paused - full])
+                self.paused = full
+        # called even with every partition paused: it serves the commit and error callbacks, and
+        # a record fetched before a pause is held (``next_record``), never dropped
+        self.take(self.consumer.consume(POLL_BATCH, self.poll_timeout_s))
+        if self.buffer:
+            self.health.up()
+            if self.config.processing_guarantee is ProcessingGuarantee.AT_MOST_ONCE:
+                self.commits.commit_positions(sync=True)  # before anything is emitted
+        return bool(self.buffer)
+
+    def take(self, records: list) -> None:
+        """Buffer fetched records; an error among them goes to the health check."""
+        for record in records:
+            error = record.error()
+            if error is not None:
+                self.health.on_client_error(error)
+                continue
+            self.book.fetched[TopicPartition(record.topic(), record.partition())] = record.offset() + 1
+            self.buffer.append(record)
+
+    def serve(self) -> None:
+        """One short poll: serves the client's callbacks (a commit's answer)."""
+        self.take(self.consumer.consume(POLL_BATCH, 0.05))
+
+    def assign(self, starts: list[tuple[TopicPartition, int]]) -> None:
+        """Start fetching each partition at its offset."""
+        self.consumer.incremental_assign([ktp(tp, start) for tp, start in starts])
+
+    def unassign(self, moved: set[TopicPartition]) -> None:
+        """Stop fetching ``moved`` and drop what was fetched of them but not emitted."""
+        self.consumer.incremental_unassign([ktp(tp) for tp in moved])
+        self.paused -= moved
+        self.buffer = deque(r for r in self.buffer
+                            if TopicPartition(r.topic(), r.partition()) not in moved)
+        for tp in moved:
+            self.held.pop(tp, None)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        """Fetch ``tp`` again from ``offset``, dropping what was fetched of it but not emitted."""
+        self.consumer.seek(ktp(tp, offset))
+        self.buffer = deque(r for r in self.buffer if (r.topic(), r.partition()) != tp)
+        self.held.pop(tp, None)
+        self.book.fetched[tp] = self.book.upto[tp] = offset

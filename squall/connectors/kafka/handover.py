@@ -1,0 +1,152 @@
+"""Which partitions a spout task reads, and handing them over between tasks.
+
+The task that reads a partition records itself as its owner (``owners``: a side consumer
+group, since not every broker keeps commit metadata), and when a new partition list moves
+the partition away, it stops fetching, lets what it emitted finish (retries included),
+commits, and marks the partition released. The new owner starts once it sees the release
+(or after the owner stayed silent for ``handover_s``: a dead owner releases nothing).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from squall.connectors.kafka.book import Book
+from squall.connectors.kafka.client import import_client, ktp
+from squall.connectors.kafka.commits import Commits
+from squall.connectors.kafka.config import KafkaSpoutConfig
+from squall.connectors.kafka.fetcher import Fetcher
+from squall.connectors.kafka.gauges import Gauges
+from squall.connectors.kafka.health import Health
+from squall.connectors.kafka.inflight import InFlight
+from squall.connectors.kafka.monitor import Monitor
+from squall.connectors.kafka.offsets import OffsetManager, TopicPartition
+from squall.connectors.kafka.owners import Owner, decode, encode, tag_of
+from squall.connectors.kafka.partitioner import partitions_for_task
+from squall.connectors.kafka.start import start_offset
+from squall.runtime import clock
+
+log = logging.getLogger("squall.connectors.kafka")
+
+
+class Handover:
+    """Partition ownership of one spout task, on the task's thread.
+
+    ``draining``: moved away, finishing what was emitted; ``waiting``: this task's, not yet
+    released by their previous owner (since when, on the simulated clock).
+    """
+
+    def __init__(self, *, name: str, context: Any, config: KafkaSpoutConfig, owners: Any, handover_s: float,
+                 book: Book, health: Health, commits: Commits, fetcher: Fetcher, inflight: InFlight,
+                 gauges: Gauges, monitor: Monitor) -> None:
+        self.name, self.context, self.config, self.owners = name, context, config, owners
+        self.handover_s = handover_s
+        self.book, self.health, self.commits, self.fetcher = book, health, commits, fetcher
+        self.inflight, self.gauges, self.monitor = inflight, gauges, monitor
+        self.at_least_once = config.is_at_least_once()
+        self.task_index = context.get_this_task_index()
+        self.task_count = len(context.get_this_component_tasks())
+        self.tag = tag_of(context.topology_name, context.component_id)
+        self.draining: set[TopicPartition] = set()
+        self.waiting: dict[TopicPartition, float] = {}
+
+    def reassign(self, partitions: list[TopicPartition]) -> None:
+        """A new partition list: let go of the moved ones, ask whether the new ones are released."""
+        mine = partitions_for_task(partitions, self.task_index, self.task_count)
+        moved = self.book.assigned - mine
+        if moved:
+            log.info("%s: partitions %s moved to other tasks; finishing what was emitted",
+                     self.name, sorted(moved))
+            self.fetcher.unassign(moved)
+            self.book.assigned -= moved
+            if self.at_least_once:
+                self.draining |= moved
+                self.commit_acked()
+            else:
+                self.release(moved)
+        for tp in list(self.waiting):
+            if tp not in mine:
+                del self.waiting[tp]
+        new = sorted(mine - self.book.assigned - self.draining)
+        now = clock.monotonic()
+        for tp in new:
+            self.waiting.setdefault(tp, now)
+        if self.waiting:
+            self.monitor.request("committed", sorted(self.waiting))
+
+    def take_over(self, committed: dict[TopicPartition, tuple[int, int, int, int]]) -> None:
+        """Start reading each partition whose previous owner released it (or is gone)."""
+        now = clock.monotonic()
+        take = []
+        for tp, (offset, code, lo, hi) in sorted(committed.items()):
+            since = self.waiting.get(tp)
+            if since is None:
+                continue
+            owner = decode(code)
+            same_topology = owner is not None and owner.tag == self.tag
+            busy = owner is not None and same_topology and not owner.released \
+                and owner.task != self.context.task_id \
+                and owner.task in self.context.get_this_component_tasks()
+            if busy and now - since < self.handover_s:
+                continue  # its previous owner is finishing it: ask again at the next refresh
+            self.book.watermarks[tp] = (lo, hi)
+            start = start_offset(self.config.first_poll_offset_strategy, offset if offset >= 0 else None,
+                                 same_topology, lo, hi)
+            del self.waiting[tp]
+            take.append((tp, start))
+        if not take:
+            return
+        for tp, start in take:
+            self.book.assigned.add(tp)
+            self.book.fetched[tp] = start
+            if self.at_least_once:
+                self.book.managers[tp] = OffsetManager(tp, start)
+        self.fetcher.assign(take)
+        self.gauges.ensure()
+        # this task is the owner now: a later owner waits for its release
+        self.mark_owner([tp for tp, _ in take], released=False)
+        log.info("%s: reading %s", self.name, ", ".join(f"{tp.topic}-{tp.partition}@{s}" for tp, s in take))
+
+    def commit_acked(self, sync: bool = False) -> None:
+        """Commit what is acked (AT_LEAST_ONCE), and release the draining partitions that are done."""
+        if not self.at_least_once:
+            return
+        self.commits.commit_acked(sync)
+        for tp in [tp for tp in self.draining if not self.book.managers[tp].num_uncommitted_offsets()
+                   or self.commits.drained(tp)]:
+            self.release({tp})
+
+    def release(self, tps: set[TopicPartition], sync: bool = False) -> None:
+        """Commit where each partition stands, marked released, and forget it."""
+        offsets = []
+        for tp in tps:
+            manager = self.book.managers.pop(tp, None)
+            self.draining.discard(tp)
+            if manager is not None:
+                nxt = manager.find_next_commit_offset()
+                offsets.append(ktp(tp, nxt if nxt is not None else manager.committed_offset,
+                                   self.commits.metadata(released=True)))
+            elif tp in self.book.fetched:
+                offsets.append(ktp(tp, self.book.fetched[tp], self.commits.metadata(released=True)))
+            self.forget(tp)
+        if offsets:  # landed before the release is marked: the next owner starts from it
+            self.commits.send(offsets, sync=sync or self.health.down is None)
+        self.mark_owner(tps, released=True)
+
+    def mark_owner(self, tps: Any, released: bool) -> None:
+        """Commit this task as the owner of ``tps`` in the side group (see ``owners``)."""
+        if not tps:
+            return
+        code = encode(Owner(self.tag, self.context.task_id, released))
+        try:  # synchronous when it can be: a mark landing after a later one would undo it
+            self.owners.commit(offsets=[ktp(tp, code) for tp in tps],
+                               asynchronous=self.health.down is not None)
+        except import_client().KafkaException as e:
+            self.health.unreachable(f"commit failed: {e}")
+
+    def forget(self, tp: TopicPartition) -> None:
+        """Drop everything this task knows of ``tp`` but its ownership."""
+        self.inflight.forget(tp)
+        self.book.fetched.pop(tp, None)
+        self.book.watermarks.pop(tp, None)
