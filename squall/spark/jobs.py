@@ -19,7 +19,7 @@ from squall.spark.worker_main import WorkerSpec, spark_task
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
-JobEnded = Callable[[int, int, Any, "str | None"], None]
+JobEnded = Callable[[int, int, Any, "str | None"], object]  # what it returns is not used
 
 
 class SparkJobs:
