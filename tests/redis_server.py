@@ -5,10 +5,11 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.server_process import start_server, stop_process
 
 SETUP_HINT = ("run scripts/setup-redis.sh (as root it installs Debian's redis-server), "
               "then run the tests again")
@@ -55,25 +56,14 @@ class RedisServer:
             pytest.fail(f"redis-server is not on PATH; {SETUP_HINT}", pytrace=False)
         args = [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--daemonize", "no",
                 "--dir", str(self.workdir), "--save", "", "--appendonly", "no", *self.extra_args]
-        with open(self.workdir / "redis.log", "ab") as log:  # the child keeps its own copy of the fd
-            self.proc = subprocess.Popen(args, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while not ping(self.host, self.port):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                tail = (self.workdir / "redis.log").read_text(errors="replace")[-2000:]
-                pytest.fail(f"redis-server did not answer PING on port {self.port}:\n{tail}", pytrace=False)
-            time.sleep(0.02)
+        self.proc = start_server(args, self.workdir / "redis.log", lambda: ping(self.host, self.port),
+                                 what=f"redis-server did not answer PING on port {self.port}",
+                                 timeout=timeout, interval=0.02, cwd=self.workdir)
 
     def stop(self) -> None:
         if self.proc is None:
             return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=5)
+        stop_process(self.proc, 5.0)
         self.proc = None
 
     def restart(self) -> None:

@@ -10,6 +10,10 @@ Threads: one loop thread owns the ROUTER socket and the ``WorkerRegistry``; ever
 of state happens there (API calls and job threads post closures to it). Each launch has
 a job thread blocked in ``collect()`` until its worker ends.
 
+Parts: the socket and the sealed link to each worker are ``worker_links.WorkerLinks``, the
+Spark jobs ``jobs.SparkJobs``, the closures posted to the loop ``loop_calls.LoopCalls``;
+this class decides (registrations, heartbeats, failures, relaunches, versions).
+
 Failure handling: a worker whose job ends (its process died beyond Spark's own task
 retries) or that stays silent past the heartbeat timeout is declared dead: its job group
 is cancelled and the worker is launched again after a backoff (0.5 s doubling to 10 s).
@@ -24,31 +28,26 @@ from __future__ import annotations
 
 import functools
 import logging
-import queue
 import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
-
-import zmq
 
 from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
 from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 from squall.spark import settings as S
-from squall.spark.errors import spark_job_error
+from squall.spark.jobs import SparkJobs
 from squall.spark.liveness import TaskLiveness
+from squall.spark.loop_calls import LoopCalls
 from squall.spark.master_info import master_info
-from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus, worker_rdd
-from squall.spark.ports import bind_zmq
+from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
-from squall.spark.transport import bind_address
-from squall.spark.worker_main import WorkerCode, WorkerSpec, spark_task
+from squall.spark.worker_links import WorkerLinks
+from squall.spark.worker_main import WorkerCode, WorkerSpec
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -90,26 +89,20 @@ class TopologyMaster:
             start_timeout=float(setting(conf, S.START_TIMEOUT)),
         )
         self._heartbeat = float(setting(conf, S.HEARTBEAT))
-        self._ctx = zmq.Context()
-        self._router = self._ctx.socket(zmq.ROUTER)
-        self._router.setsockopt(zmq.LINGER, 0)
-        self._router.setsockopt(zmq.MAXMSGSIZE, co.MAX_MESSAGE_BYTES)
-        self._links: dict[bytes, co.Link] = {}  # worker process identity -> its sealed link
-        bind, host = bind_address(str(setting(conf, S.MASTER_BIND_HOST)))
-        port = bind_zmq(self._router, bind, setting(conf, S.MASTER_PORT), S.MASTER_PORT)
-        self.address = f"tcp://{host}:{port}"
-        self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._jobs: dict[tuple[int, int], threading.Thread] = {}
-        self._jobs_lock = threading.Lock()
+        self.links = WorkerLinks(name, self.secret, conf, self.registry)
+        self.address = self.links.address
         self._running = True
         self._stopping = False
         self._starting = True
         self._start_done = threading.Event()
         self._start_error: str | None = None
         self._thread = threading.Thread(target=self._loop, name=f"squall-master-{name}", daemon=True)
+        self.calls = LoopCalls(self._thread)
         # the host each worker's job asks Spark for, and what came of it (squall.scheduler)
         self._pins = pins(sc, plan)
-        self._cpus = worker_cpus(sc, plan, conf)
+        # a job's end is reported on its job thread: the loop thread handles it
+        self.jobs = SparkJobs(name, sc, self._pins, worker_cpus(sc, plan, conf),
+                              lambda *end: self.calls.post(functools.partial(self._job_ended, *end)))
         self.placement = PlacementCheck(self._pins)
         self.placement_notes: list[str] = []  # the scheduler's notes on asks it could not honour
 
@@ -120,9 +113,9 @@ class TopologyMaster:
         timeout = timeout or float(setting(self.conf, S.START_TIMEOUT))
         self._thread.start()
         for i in range(self.plan.num_workers):
-            self._post(functools.partial(self._launch, i))
+            self.calls.post(functools.partial(self._launch, i))
         if not self._start_done.wait(timeout):
-            self._start_error = f"workers did not start within {timeout:.0f}s: {self._start_state()}"
+            self._start_error = f"workers did not start within {timeout:.0f}s: {start_state(self.registry)}"
         if self._start_error is not None:
             self.stop(wait_secs=0)
             raise TopologyStartError(f"topology {self.name!r} failed to start on Spark: {self._start_error}")
@@ -146,13 +139,13 @@ class TopologyMaster:
             self._active_seq += 1
             told = list(self.registry.current())
             for inc in told:
-                self._send(inc.identity, co.ACTIVATE if active else co.DEACTIVATE,
-                           seq=self._active_seq)
+                self.links.send(inc.identity, co.ACTIVATE if active else co.DEACTIVATE,
+                                seq=self._active_seq)
             return self._active_seq, told
-        seq, told = self._call(apply)
+        seq, told = self.calls.call(apply)
         deadline = time.monotonic() + timeout
         while True:
-            waiting = self._call(lambda: [
+            waiting = self.calls.call(lambda: [
                 i.worker for i in told
                 if i.applied < seq and any(i is c for c in self.registry.current())])
             if not waiting:
@@ -167,8 +160,8 @@ class TopologyMaster:
         """Sample emitted tuples at ``rate`` (0: off) in every worker (and later relaunches)."""
         def apply() -> None:
             self.debug = {"rate": rate, "components": components}
-            self._broadcast(co.DEBUG, **self.debug)
-        self._call(apply)
+            self.links.broadcast(co.DEBUG, **self.debug)
+        self.calls.call(apply)
 
     def recent_samples(self, since: int = 0) -> list[dict]:
         """The kept samples numbered above ``since``, oldest first (any thread)."""
@@ -190,13 +183,13 @@ class TopologyMaster:
         self._confirmed(False, STOP_TIMEOUT)
         if wait_secs > 0:
             time.sleep(wait_secs)
-        self._call(self._stop_all)
+        self.calls.call(self._stop_all)
         deadline = time.monotonic() + STOP_TIMEOUT
-        for (index, launch), thread in self._job_threads():
+        for (index, launch), thread in self.jobs.threads():
             thread.join(max(0.0, deadline - time.monotonic()))
             if thread.is_alive():
                 log.warning("worker %d of %r did not stop; cancelling its Spark job", index, self.name)
-                self.sc.cancelJobGroup(self._group(index, launch))
+                self.jobs.cancel(index, launch)
                 thread.join(10.0)
         self._running = False
         self._thread.join(5.0)
@@ -204,7 +197,7 @@ class TopologyMaster:
 
     def info(self) -> dict:
         """``get_topology_info`` for this topology."""
-        return self._call(self._info)
+        return self.calls.call(self._info)
 
     def run_version(self, indices: list[int], code: WorkerCode, timeout: float) -> None:
         """Restart workers ``indices`` on ``code``; return once they run it, else raise.
@@ -222,15 +215,15 @@ class TopologyMaster:
                     self.worker_code[index] = code
                 current = self.registry.slots[index].current
                 if current is not None:
-                    self._send(current.identity, co.STOP, graceful=True)
+                    self.links.send(current.identity, co.STOP, graceful=True)
                 launches[index] = self.registry.slots[index].launch
                 self.registry.restart(index)
-            self._broadcast_addresses()
+            self.links.broadcast_addresses()
             return launches
-        before = self._call(restart)
+        before = self.calls.call(restart)
         deadline = time.monotonic() + timeout
         while True:
-            waiting = self._call(lambda: [
+            waiting = self.calls.call(lambda: [
                 i for i in indices
                 if not ((s := self.registry.slots[i]).launch > before[i] and s.current is not None
                         and s.current.started)])
@@ -248,7 +241,7 @@ class TopologyMaster:
         def apply() -> None:
             self.base = code
             self.worker_code = {i: c for i, c in self.worker_code.items() if c.version != code.version}
-        self._call(apply)
+        self.calls.call(apply)
 
     def worker_versions(self) -> dict[int, int]:
         """Worker index -> the code version it runs (or is being launched with)."""
@@ -256,38 +249,12 @@ class TopologyMaster:
 
     # ---- loop thread -----------------------------------------------------------------
 
-    def _post(self, fn: Callable[[], Any]) -> Future:
-        future: Future = Future()
-
-        def run() -> None:
-            try:
-                future.set_result(fn())
-            except BaseException as e:  # noqa: BLE001 - handed to the caller
-                future.set_exception(e)
-        self._commands.put(run)
-        return future
-
-    def _call(self, fn: Callable[[], Any]) -> Any:
-        if not self._thread.is_alive():
-            return fn()
-        return self._post(fn).result(timeout=60)
-
     def _loop(self) -> None:
-        router = self._router
         while self._running:
             try:
-                if router.poll(LOOP_POLL_MS):
-                    while True:
-                        try:
-                            parts = router.recv_multipart(zmq.NOBLOCK)
-                        except zmq.Again:
-                            break
-                        self._handle(parts[0], parts[1:])
-                while True:
-                    try:
-                        self._commands.get_nowait()()
-                    except queue.Empty:
-                        break
+                for ident, parts in self.links.receive(LOOP_POLL_MS):
+                    self._handle(ident, parts)
+                self.calls.run_pending()
                 self._supervise()
             except Exception:  # noqa: BLE001 - the master must outlive any one bad event
                 log.exception("topology master %r: error in its loop", self.name)
@@ -299,7 +266,7 @@ class TopologyMaster:
             slot = self.registry.slots[index]
             timeout = self.registry.heartbeat_timeout
             reason = f"no heartbeat for {timeout:.0f}s" if slot.current else "never registered"
-            self.sc.cancelJobGroup(self._group(index, slot.launch))
+            self.jobs.cancel(index, slot.launch)
             self._worker_failed(index, f"declared dead: {reason}")
         for index in self.registry.due():
             self._launch(index)
@@ -318,29 +285,7 @@ class TopologyMaster:
             master_timeout_secs=float(setting(self.conf, S.MASTER_TIMEOUT)),
             code_path=code.code_path, secret=self.secret,
         )
-        thread = threading.Thread(target=self._run_job, args=(spec,), daemon=True,
-                                  name=f"squall-job-{self.name}-{index}-{launch}")
-        with self._jobs_lock:
-            self._jobs = {k: t for k, t in self._jobs.items() if t.is_alive()}
-            self._jobs[(index, launch)] = thread
-        thread.start()
-
-    def _group(self, index: int, launch: int) -> str:
-        return f"squall/{self.name}/{index}/{launch}"
-
-    def _run_job(self, spec: WorkerSpec) -> None:
-        """A job thread: run worker ``spec.index``'s Spark job until it ends."""
-        sc = self.sc
-        sc.setJobGroup(self._group(spec.index, spec.launch),
-                       f"squall topology {self.name} worker {spec.index}", interruptOnCancel=True)
-        sc.setLocalProperty("spark.scheduler.pool", f"squall-{self.name}")
-        result, error = None, None
-        try:
-            rdd = worker_rdd(sc, spec.index, self._pins[spec.index], self._cpus[spec.index])
-            result = rdd.mapPartitions(spark_task(spec)).collect()
-        except Exception as e:  # noqa: BLE001 - any job failure means the worker is gone
-            error = spark_job_error(e)
-        self._post(lambda: self._job_ended(spec.index, spec.launch, result, error))
+        self.jobs.start(spec)
 
     def _job_ended(self, index: int, launch: int, result: Any, error: str | None) -> None:
         slot = self.registry.slots[index]
@@ -358,38 +303,24 @@ class TopologyMaster:
                     self.name, index, slot.launch, reason, delay)
         if self._starting and slot.failures >= START_FAILURES:
             self._fail_start(f"worker {index} failed {slot.failures} times: {reason}")
-        self._broadcast_addresses()
+        self.links.broadcast_addresses()
 
     def _fail_start(self, reason: str) -> None:
         if self._start_error is None:
             self._start_error = reason
         self._start_done.set()
 
-    def _start_state(self) -> str:
-        parts = []
-        for slot in self.registry.slots:
-            state = "started" if slot.current and slot.current.started else (
-                "registered" if slot.current else "not registered")
-            error = f" ({slot.last_error})" if slot.last_error else ""
-            parts.append(f"worker {slot.index} {state}{error}")
-        return "; ".join(parts)
-
     def _handle(self, ident: bytes, parts: list[bytes]) -> None:
-        link = self._links.get(ident) or co.Link(self.secret, ident, co.TO_WORKER)
-        msg = link.open(parts)
+        msg = self.links.open(ident, parts)
         if msg is None:
-            # without the topology's secret, a replay, or malformed: never answered
-            log.warning("topology master %r dropped a message from %r that is not authentic or "
-                        "was replayed", self.name, ident[:80])
             return
-        self._links[ident] = link
         t = msg["t"]
         if t == co.REGISTER:
             self._register(ident, msg)
             return
         inc = self.registry.seen(ident)
         if inc is None:
-            self._send(ident, co.STOP, graceful=False)  # a process of an older launch
+            self.links.send(ident, co.STOP, graceful=False)  # a process of an older launch
             return
         if t == co.APPLIED:
             inc.applied = max(inc.applied, int(msg.get("seq") or 0))
@@ -405,7 +336,7 @@ class TopologyMaster:
             for sample in msg.get("samples") or ():
                 self._sample_seq += 1
                 self.samples.append({**sample, "seq": self._sample_seq})
-            self._send(ident, co.ACK)
+            self.links.send(ident, co.ACK)
         elif t == co.STARTED:
             self.errors.extend(msg.get("errors", []))
             if msg["error"] is not None:
@@ -422,7 +353,7 @@ class TopologyMaster:
 
     def _register(self, ident: bytes, msg: dict) -> None:
         if self._stopping:
-            self._send(ident, co.STOP, graceful=False)
+            self.links.send(ident, co.STOP, graceful=False)
             return
         # the sealed message is the proof; its fields must be the identity it was sealed for
         try:
@@ -434,23 +365,23 @@ class TopologyMaster:
         if not bound:
             log.warning("topology %r refused a registration from %r: its fields are not its identity's",
                         self.name, ident[:80])
-            self._send(ident, co.REJECT, reason="registration fields do not match the identity")
+            self.links.send(ident, co.REJECT, reason="registration fields do not match the identity")
             return
         if not self._placed_well(ident, msg):
             return
         accepted, replaced = self.registry.register(msg, ident)
         if not accepted:
-            self._send(ident, co.REJECT, reason="a newer launch of this worker exists")
+            self.links.send(ident, co.REJECT, reason="a newer launch of this worker exists")
             return
         if replaced is not None:
-            self._send(replaced.identity, co.STOP, graceful=False)
+            self.links.send(replaced.identity, co.STOP, graceful=False)
         log.info("topology %r worker %d registered: pid %d at %s (launch %d, attempt %d)", self.name,
                  msg["worker"], msg["pid"], msg["address"], msg["launch"], msg["attempt"])
-        self._send(ident, co.WELCOME, addresses=self.registry.addresses(), nonces=self.registry.nonces(),
+        self.links.send(ident, co.WELCOME, addresses=self.registry.addresses(), nonces=self.registry.nonces(),
                    active=self.active)
         if self.debug["rate"]:
-            self._send(ident, co.DEBUG, **self.debug)
-        self._broadcast_addresses(skip=ident)
+            self.links.send(ident, co.DEBUG, **self.debug)
+        self.links.broadcast_addresses(skip=ident)
 
     def _placed_well(self, ident: bytes, msg: dict) -> bool:
         """False (and a relaunch) for a worker that started away from its assigned host."""
@@ -466,37 +397,14 @@ class TopologyMaster:
             return True
         log.warning("topology %r worker %d started on %s, not its assigned host %s: relaunching it",
                     self.name, index, host, self._pins[index])
-        self._send(ident, co.REJECT, reason=f"started on {host}, assigned to {self._pins[index]}")
-        self.sc.cancelJobGroup(self._group(index, msg["launch"]))
+        self.links.send(ident, co.REJECT, reason=f"started on {host}, assigned to {self._pins[index]}")
+        self.jobs.cancel(index, msg["launch"])
         self._launch(index)
         return False
 
-    def _broadcast_addresses(self, skip: bytes | None = None) -> None:
-        addresses, nonces = self.registry.addresses(), self.registry.nonces()
-        for inc in self.registry.current():
-            if inc.identity != skip:
-                self._send(inc.identity, co.ADDRESSES, addresses=addresses, nonces=nonces)
-
-    def _broadcast(self, t: str, **fields: Any) -> None:
-        for inc in self.registry.current():
-            self._send(inc.identity, t, **fields)
-
     def _stop_all(self) -> None:
         self._stopping = True
-        self._broadcast(co.STOP, graceful=True)
-
-    def _send(self, ident: bytes, t: str, **fields: Any) -> None:
-        link = self._links.get(ident)
-        if link is None:
-            return  # a process that never sent an authentic message is never answered
-        try:
-            self._router.send_multipart([ident, *link.seal(t, **fields)], zmq.NOBLOCK)
-        except zmq.Again:
-            log.warning("topology master %r could not send %s to %r", self.name, t, ident)
-
-    def _job_threads(self) -> list[tuple[tuple[int, int], threading.Thread]]:
-        with self._jobs_lock:
-            return list(self._jobs.items())
+        self.links.broadcast(co.STOP, graceful=True)
 
     def _info(self) -> dict:
         versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
@@ -508,7 +416,15 @@ class TopologyMaster:
 
     def _close(self) -> None:
         self._running = False
-        if self._router.closed:
-            return
-        self._router.close(linger=0)
-        self._ctx.term()
+        self.links.close()
+
+
+def start_state(registry: WorkerRegistry) -> str:
+    """Each worker's progress through its start, for the error of a submit that timed out."""
+    parts = []
+    for slot in registry.slots:
+        state = "started" if slot.current and slot.current.started else (
+            "registered" if slot.current else "not registered")
+        error = f" ({slot.last_error})" if slot.last_error else ""
+        parts.append(f"worker {slot.index} {state}{error}")
+    return "; ".join(parts)

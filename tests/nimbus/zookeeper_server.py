@@ -11,10 +11,11 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.server_process import start_server, stop_process
 
 SETUP_HINT = ("run scripts/setup-zookeeper.sh (as root it installs Debian's zookeeper), "
               "then run the tests again")
@@ -67,26 +68,14 @@ class ZooKeeperServer:
         cfg.write_text(f"tickTime=500\ndataDir={data}\nclientPort={self.port}\n"
                        f"clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
                        f"minSessionTimeout=1000\nmaxSessionTimeout=30000\n4lw.commands.whitelist=ruok\n")
-        with open(self.workdir / "zookeeper.log", "ab") as log:
-            self.proc = subprocess.Popen(
-                [java, "-Xmx256m", f"-Dzookeeper.log.dir={self.workdir}", "-cp", classpath,
-                 "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while not ruok(self.port):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                tail = (self.workdir / "zookeeper.log").read_text(errors="replace")[-2000:]
-                pytest.fail(f"ZooKeeper did not answer on port {self.port}:\n{tail}", pytrace=False)
-            time.sleep(0.1)
+        self.proc = start_server(
+            [java, "-Xmx256m", f"-Dzookeeper.log.dir={self.workdir}", "-cp", classpath,
+             "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)],
+            self.workdir / "zookeeper.log", lambda: ruok(self.port),
+            what=f"ZooKeeper did not answer on port {self.port}", timeout=timeout, start_new_session=True)
 
     def stop(self) -> None:
         if self.proc is None:
             return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        stop_process(self.proc, 10.0)
         self.proc = None

@@ -193,7 +193,7 @@ def registration(worker: int, launch: int, ident: bytes, secret: bytes = SECRET,
 
 
 def test_sec5_registration_needs_the_secret_and_is_bound_to_its_fields(ctx, master):
-    master._call(lambda: master.registry.launched(0))  # launch 1 of worker 0 is expected
+    master.calls.call(lambda: master.registry.launched(0))  # launch 1 of worker 0 is expected
     ident = co.identity("wc", 0, 1, 0, os.getpid())
     # without the secret: never answered, never registered
     sock = dealer(ctx, master, ident)
@@ -220,7 +220,7 @@ def test_sec5_registration_needs_the_secret_and_is_bound_to_its_fields(ctx, mast
     mine = co.Link(SECRET, ident, co.TO_MASTER)
     welcome = mine.open(reply)
     assert welcome["t"] == co.WELCOME and welcome["nonces"] == {0: b"n" * 8}
-    assert master._call(lambda: master.registry.slots[0].current is not None)
+    assert master.calls.call(lambda: master.registry.slots[0].current is not None)
     # and replaying it gets nothing
     sock.send_multipart(parts)
     assert answer(sock) is None

@@ -1,0 +1,93 @@
+"""The topology master's end of the coordination channel: one ZeroMQ ROUTER socket.
+
+``WorkerLinks`` binds the socket, opens what workers send (each process has its own sealed
+``coordination.Link``; nothing unauthentic or replayed gets through) and seals what the
+master sends them. Threads: used only by the master's loop thread, which owns the socket
+(``close`` runs once that thread has ended).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import zmq
+
+from squall.spark import coordination as co
+from squall.spark import settings as S
+from squall.spark.ports import bind_zmq
+from squall.spark.registry import WorkerRegistry
+from squall.spark.settings import setting
+from squall.spark.transport import bind_address
+
+log = logging.getLogger("squall.spark.master")
+
+
+class WorkerLinks:
+    """The ROUTER socket and the sealed link to each worker process that proved the secret."""
+
+    def __init__(self, name: str, secret: bytes, conf: dict, registry: WorkerRegistry) -> None:
+        self.name = name
+        self.secret = secret
+        self.registry = registry  # whose current workers ``broadcast`` reaches
+        self._ctx = zmq.Context()
+        self._router = self._ctx.socket(zmq.ROUTER)
+        self._router.setsockopt(zmq.LINGER, 0)
+        self._router.setsockopt(zmq.MAXMSGSIZE, co.MAX_MESSAGE_BYTES)
+        self._links: dict[bytes, co.Link] = {}  # worker process identity -> its sealed link
+        bind, host = bind_address(str(setting(conf, S.MASTER_BIND_HOST)))
+        port = bind_zmq(self._router, bind, setting(conf, S.MASTER_PORT), S.MASTER_PORT)
+        self.address = f"tcp://{host}:{port}"
+
+    def receive(self, timeout_ms: int) -> Iterator[tuple[bytes, list[bytes]]]:
+        """Wait up to ``timeout_ms`` for messages; yield each queued one as (identity, frames)."""
+        if not self._router.poll(timeout_ms):
+            return
+        while True:
+            try:
+                parts = self._router.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            yield parts[0], parts[1:]
+
+    def open(self, ident: bytes, parts: list[bytes]) -> dict | None:
+        """The message ``parts`` from ``ident``, or None (logged) if not authentic or replayed."""
+        link = self._links.get(ident) or co.Link(self.secret, ident, co.TO_WORKER)
+        msg = link.open(parts)
+        if msg is None:
+            # without the topology's secret, a replay, or malformed: never answered
+            log.warning("topology master %r dropped a message from %r that is not authentic or "
+                        "was replayed", self.name, ident[:80])
+            return None
+        self._links[ident] = link
+        return msg
+
+    def send(self, ident: bytes, t: str, **fields: Any) -> None:
+        """Seal and send message ``t`` to one worker process; never blocks (a full queue is logged)."""
+        link = self._links.get(ident)
+        if link is None:
+            return  # a process that never sent an authentic message is never answered
+        try:
+            self._router.send_multipart([ident, *link.seal(t, **fields)], zmq.NOBLOCK)
+        except zmq.Again:
+            log.warning("topology master %r could not send %s to %r", self.name, t, ident)
+
+    def broadcast(self, t: str, **fields: Any) -> None:
+        """Send message ``t`` to every current worker."""
+        for inc in self.registry.current():
+            self.send(inc.identity, t, **fields)
+
+    def broadcast_addresses(self, skip: bytes | None = None) -> None:
+        """Tell every current worker (but ``skip``) the workers' addresses and nonces."""
+        addresses, nonces = self.registry.addresses(), self.registry.nonces()
+        for inc in self.registry.current():
+            if inc.identity != skip:
+                self.send(inc.identity, co.ADDRESSES, addresses=addresses, nonces=nonces)
+
+    def close(self) -> None:
+        """Close the socket (idempotent)."""
+        if self._router.closed:
+            return
+        self._router.close(linger=0)
+        self._ctx.term()
