@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from squall.store import open_store
+from squall.store.keys import task_errors_key, taskbeats_key
+from squall.store.taskrecords import errors_from, tasks_from
 from tests.nimbus.harness import Cli, NimbusProcess, cleanup_topologies, wait_for
 from tests.nimbus.test_lifecycle import ok
 
@@ -114,6 +117,16 @@ def test_task_records_errors_and_assignment_survive_a_master_relaunch(world):
     assert sorted(int(t) for w in assignment["workers"] for t in w["tasks"]) == sorted(
         t for c in before["components"].values() for t in c["tasks"])
 
+    # the master writes its records once a second: kill it only once the store holds what it showed
+    store = open_store(f"sqlite:{nimbus.home / 'nimbus.sqlite3'}")
+
+    def stored() -> bool:
+        beats = tasks_from(store.get(taskbeats_key(NAME)), time.time())
+        errors = errors_from(store.get(task_errors_key(NAME)))
+        return sorted(e["message"] for e in errors) == old_errors and \
+            {t["task"]: t["start_time"] for t in beats} == started
+    wait_for(stored, 30, "the master to write its task records to the store")
+    store.close()
     os.kill(before["master"]["pid"], signal.SIGKILL)
     killed = time.time()
     # no master answers now: what the store holds
