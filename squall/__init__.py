@@ -17,6 +17,7 @@ _speedups.install()
 
 _EXPORTS = {
     "Spout": "squall.api.components",
+    "SeekableSpout": "squall.api.components",
     "Bolt": "squall.api.components",
     "BasicBolt": "squall.api.components",
     "StatefulBolt": "squall.api.components",
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
         CustomStreamGrouping,
         GlobalStreamId,
         OutputFieldsDeclarer,
+        SeekableSpout,
         Spout,
         StatefulBolt,
     )

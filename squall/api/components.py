@@ -70,6 +70,25 @@ class Spout(Component):
         """The tree failed or timed out; replaying it is the spout's decision."""
 
 
+class SeekableSpout(Spout):
+    """A spout whose place in its source can be read and set: what exactly-once needs.
+
+    With ``topology.guarantee: exactly_once`` squall stores ``position()`` in each
+    checkpoint, after the records emitted before it, and after any failure calls
+    ``seek`` with the position of the last committed checkpoint: the spout then emits
+    again from the first record after that position. Both are called from the task's
+    thread, between ``next_tuple`` calls, never concurrently with them.
+    """
+
+    def position(self) -> Any:
+        """Where the next record comes from; a value msgpack can encode (dicts, lists, ints, str)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement position()")
+
+    def seek(self, position: Any) -> None:
+        """Go back to ``position`` (one ``position()`` returned): forget what was emitted after it."""
+        raise NotImplementedError(f"{type(self).__name__} must implement seek(position)")
+
+
 class Bolt(Component):
     """Processes tuples; ``execute`` must ack or fail every input tuple.
 
