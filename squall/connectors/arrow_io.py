@@ -68,7 +68,8 @@ def list_files(path: str) -> list[str]:
     return sorted(found)
 
 
-def _file_path(uri: str) -> str:
+def file_path(uri: str) -> str:
+    """The local path of a ``file:`` URI (as ``list_files`` and Spark's inputFiles name files)."""
     return unquote(uri[len("file://"):]) if uri.startswith("file://") else uri
 
 
@@ -103,7 +104,7 @@ def read_rows(uri: str, base: str, fmt: str, options: dict, schema_ddl: str | No
     import pyarrow.dataset as ds
 
     schema = parse_ddl(schema_ddl) if schema_ddl else None
-    files, fmt_obj = [_file_path(uri)], _file_format(fmt, options, schema)
+    files, fmt_obj = [file_path(uri)], _file_format(fmt, options, schema)
     where = {"partitioning": "hive", "partition_base_dir": str(Path(base).resolve())}
     dataset = ds.dataset(files, format=fmt_obj, **where)
     if schema is not None and fmt != "csv":
@@ -124,7 +125,7 @@ def columns(path: str, fmt: str, options: dict, schema_ddl: str | None) -> list[
         raise ValueError(f"{path}: no data files to read the columns from; give fields=")
     import pyarrow.dataset as ds
 
-    dataset = ds.dataset([_file_path(files[0])], format=_file_format(fmt, options, None),
+    dataset = ds.dataset([file_path(files[0])], format=_file_format(fmt, options, None),
                          partitioning="hive", partition_base_dir=str(Path(path).resolve()))
     return list(dataset.schema.names)
 

@@ -12,6 +12,12 @@ replayed, and lines done after the last write are read again (at-least-once; dup
 bounded by one commit interval). A file that shrinks below what was read (truncated or
 replaced) is reported and skipped (``on_truncate="skip"``) or read again from the start
 (``"restart"``).
+
+Seeking (exactly-once): ``position()`` is ``{file name: byte offset of the next line to emit}``
+over the files this task has read; ``seek`` reads each listed file again from its offset and
+every other file from its committed progress (nothing of it was emitted before the position,
+so nothing of it was acked since). A listed file that is gone or shorter than its offset is
+refused with ``SourceTruncatedError``.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from squall.api.components import OutputFieldsDeclarer
+from squall.api.components import OutputFieldsDeclarer, SeekableSpout
 from squall.api.fields import Fields
 from squall.connectors.progress import Watermark
 from squall.connectors.reliable import ReliableSpout
@@ -49,7 +55,7 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-class FileSpout(ReliableSpout):
+class FileSpout(ReliableSpout, SeekableSpout):
     """Follows ``directory``: every line of files matching ``pattern``, each acked once.
 
     ``progress``: the directory for committed offsets (created if missing; default
@@ -172,6 +178,48 @@ class FileSpout(ReliableSpout):
         else:
             self.marks[name] = Watermark(0)
             self._dirty.add(name)
+
+    # ---- seeking ---------------------------------------------------------------------------
+
+    def position(self) -> dict[str, int]:
+        """Per file read: the byte offset of the next line to emit (lines read ahead excluded)."""
+        where = {name: mark.read for name, mark in self.marks.items()}
+        if self._lines:  # read from one file, not yet emitted: the next one starts the rest
+            name, start = self._lines[-1][0]
+            where[name] = start
+        return where
+
+    def seek(self, position: dict[str, int]) -> None:
+        """Read each file again from the offset ``position`` gives; unlisted files from their progress."""
+        offsets = self._checked(position)
+        self.rewind(lambda m: m[0] in offsets and m[1] < offsets[m[0]])
+        self._lines = []
+        for name in list(self.marks):
+            if name not in offsets:
+                self.marks[name] = Watermark(self._committed(name))
+        for name, offset in offsets.items():
+            self.marks.setdefault(name, Watermark(offset)).seek(offset)
+            self.skipped.discard(name)
+            self._dirty.add(name)
+        self._next_poll = 0.0
+
+    def _checked(self, position: Any) -> dict[str, int]:
+        who = f"FileSpout {self._component!r} (task {self.index})"
+        if not isinstance(position, dict):
+            raise ValueError(f"{who}: cannot seek to {position!r}: not a {{file: offset}} position")
+        offsets = {}
+        for name, offset in position.items():
+            path = self.root / str(name)
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                raise SourceTruncatedError(f"{who}: cannot seek to {name} byte {offset}: "
+                                           f"{path} no longer exists") from None
+            if size < int(offset):
+                raise SourceTruncatedError(f"{who}: cannot seek to {name} byte {offset}: "
+                                           f"{path} has only {size} bytes now (truncated)")
+            offsets[str(name)] = int(offset)
+        return offsets
 
     # ---- progress --------------------------------------------------------------------------
 

@@ -44,3 +44,14 @@ class Watermark:
             self.position = end
             moved = True
         return moved
+
+    def seek(self, position: int) -> None:
+        """Reading goes on at ``position``, a committed checkpoint's: everything before it is done.
+
+        Records read past it are dropped (they are read again); the mark moves to it, up or down.
+        """
+        if position < 0:
+            raise ValueError(f"cannot seek to negative position {position}")
+        self.position = self.read = position
+        self._open.clear()
+        self._done.clear()

@@ -8,6 +8,14 @@ lists (``XAUTOCLAIM``: a consumer whose worker died, or that a rebalance removed
 ``XACK``-ed only when its tuple tree is acked or its dead letter is: at-least-once, with
 duplicates only for trees that completed but whose ``XACK`` was lost with the worker.
 
+Seeking (exactly-once): ``position()`` is the id of the last entry this task emitted (its
+consumer receives entries in id order); ``seek(id)`` acks this consumer's pending entries up
+to the id (a committed checkpoint covers them) and reads its pending entries after it again,
+then new ones. With ``topology.guarantee: exactly_once`` the spout claims no other consumer's
+entries: a claimed entry may already be counted in a checkpoint by the task that read it.
+A pending entry after the position that was trimmed from the stream is refused with
+``SourceTrimmedError`` rather than skipped.
+
 ``RedisStreamBolt`` appends each tuple as one entry (``XADD``, field -> value) and acks the
 tuple only after Redis answered; a failed write fails the tuple, so the spout replays it.
 In a stateful topology its entries follow the checkpoints (``squall.connectors.redis_txn``):
@@ -28,7 +36,7 @@ import redis as redis_py
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from squall.api.components import Bolt, OutputFieldsDeclarer
+from squall.api.components import Bolt, OutputFieldsDeclarer, SeekableSpout
 from squall.api.fields import Fields
 from squall.api.tuple import Tuple
 from squall.connectors.redis_txn import StreamTxnStaging
@@ -58,7 +66,18 @@ def connect(host: str, port: int, db: int, password: str | None, timeout: float,
                           retry=Retry(NoBackoff(), 1))
 
 
-class RedisStreamSpout(ReliableSpout):
+class SourceTrimmedError(RuntimeError):
+    """An entry to read again after a seek was trimmed from the stream."""
+
+
+def entry_key(entry_id: str | bytes) -> tuple[int, int]:
+    """An entry id (``"<ms>-<seq>"``) as numbers, ordered as Redis orders ids."""
+    text = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+    ms, _, seq = text.partition("-")
+    return int(ms), int(seq or 0)
+
+
+class RedisStreamSpout(ReliableSpout, SeekableSpout):
     """Entries of a Redis stream as tuples; ``XACK`` once each tree completes.
 
     ``fields``: the entry fields that become the tuple, in order (a missing one is None);
@@ -95,6 +114,10 @@ class RedisStreamSpout(ReliableSpout):
         self._acks: list[str] = []
         self._cursor: str | None = "0"  # own pending entries first (None: read new ones)
         self._claim_cursor = "0-0"
+        # exactly-once: a claimed entry may be in another task's checkpoint already
+        self._claims = conf.get("topology.guarantee") != "exactly_once"
+        self._last: str = "0-0"  # the last entry emitted: position()
+        self._sought: str | None = None  # replaying after seek(this): a trimmed entry is an error
         self._next_claim = clock.monotonic()
         self._retry_at = 0.0
         self._group_ready = False
@@ -132,7 +155,53 @@ class RedisStreamSpout(ReliableSpout):
             if self._down:
                 log.info("%s: Redis at %s:%s answers again", self.name, self.host, self.port)
                 self._down = False
-        return self._buffer.popleft() if self._buffer else None
+        if not self._buffer:
+            return None
+        entry = self._buffer.popleft()
+        self._last = _text(entry[0])
+        return entry
+
+    # ---- seeking ---------------------------------------------------------------------------
+
+    def position(self) -> str:
+        """The id of the last entry this task emitted ("0-0": none yet)."""
+        return self._last
+
+    def seek(self, position: str) -> None:
+        """Read this consumer's pending entries after ``position`` again, then new ones."""
+        who = f"RedisStreamSpout {self.name!r}"
+        try:
+            key = entry_key(position)
+        except (TypeError, ValueError):
+            raise ValueError(f"{who}: cannot seek to {position!r}: not a stream entry id") from None
+        try:
+            self._check_kept(position)
+            self._ack_pending_upto(position)
+        except (redis_py.RedisError, OSError) as e:
+            raise ConnectionError(f"{who}: cannot seek to {position}: {type(e).__name__}: {e}") from None
+        self.rewind(lambda m: entry_key(m) <= key)
+        self._buffer.clear()
+        self._cursor = self._sought = self._last = str(position)
+
+    def _check_kept(self, position: str) -> None:
+        # the first of our pending entries after the position must still be in the stream
+        # (trimming removes from the head, so the later ones are then there too)
+        after = self.client.xpending_range(self.stream, self.group, min=f"({position}", max="+",
+                                           count=1, consumername=self.name)
+        if after and not self.client.xrange(self.stream, after[0]["message_id"],
+                                            after[0]["message_id"], count=1):
+            raise SourceTrimmedError(
+                f"RedisStreamSpout {self.name!r}: cannot seek to {position}: entry "
+                f"{_text(after[0]['message_id'])} after it was trimmed from stream {self.stream!r}")
+
+    def _ack_pending_upto(self, position: str) -> None:
+        # pending up to the position: a committed checkpoint covers them, their acks may be lost
+        while True:
+            upto = self.client.xpending_range(self.stream, self.group, min="-", max=position,
+                                              count=self.batch, consumername=self.name)
+            if not upto:
+                return
+            self.client.xack(self.stream, self.group, *[e["message_id"] for e in upto])
 
     def on_done(self, msg_id: Any) -> None:
         """Acked or dead-lettered: ``XACK`` it (batched with the next read)."""
@@ -168,7 +237,7 @@ class RedisStreamSpout(ReliableSpout):
             self._read_pending()
             if self._buffer:
                 return
-        if now >= self._next_claim:
+        if self._claims and now >= self._next_claim:
             self._next_claim = now + self.claim_interval_secs
             self._claim()
             if self._buffer:
@@ -191,7 +260,7 @@ class RedisStreamSpout(ReliableSpout):
                                        count=self.batch)
         entries = reply[0][1] if reply else []
         if not entries:
-            self._cursor = None
+            self._cursor = self._sought = None
             return
         self._cursor = entries[-1][0]
         self._take(entries)
@@ -208,6 +277,10 @@ class RedisStreamSpout(ReliableSpout):
     def _take(self, entries: list) -> None:
         for entry_id, data in entries:
             if data is None:  # trimmed away while pending (before Redis 7's deleted list)
+                if self._sought is not None:
+                    raise SourceTrimmedError(
+                        f"RedisStreamSpout {self.name!r}: cannot seek to {self._sought}: entry "
+                        f"{_text(entry_id)} after it was trimmed from stream {self.stream!r}")
                 self._acks.append(entry_id)
                 continue
             self._buffer.append((entry_id, [data.get(f) for f in self.fields]))
@@ -233,6 +306,10 @@ class RedisStreamSpout(ReliableSpout):
             self._down = True
             log.warning("%s: Redis at %s:%s unavailable (%s); retrying every %.1f s",
                         self.name, self.host, self.port, error, RETRY_SECS)
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def encode_value(value: Any) -> Any:

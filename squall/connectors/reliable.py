@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from squall.api.components import OutputFieldsDeclarer, Spout
@@ -202,6 +203,23 @@ class ReliableSpout(Spout):
     def _emit_letter(self, letter: Letter) -> None:
         self._collector.emit(list(letter), stream=DEAD_LETTER_STREAM,
                              msg_id=_DeadLetterId(letter.msg_id))
+
+    # ---- seeking (exactly-once) ---------------------------------------------------------------
+
+    def rewind(self, before: Callable[[Any], bool]) -> None:
+        """A seek's bookkeeping: messages ``before`` the position are done, the others forgotten.
+
+        A seek goes to a committed checkpoint's position, so what came before it is done (and
+        committed at the source, ``on_done``, as its ack would); what came after is read again,
+        so it is dropped with its pending replay or dead letter, without ``fail``. Seekable
+        subclasses call this from ``seek`` with a test on msg ids.
+        """
+        ids = list(self._replays.clear()) + list(self._letters)
+        self._letters.clear()
+        self._letters_due.clear()
+        for msg_id in ids:
+            if before(msg_id):
+                self.on_done(msg_id)
 
     # ---- progress --------------------------------------------------------------------------
 

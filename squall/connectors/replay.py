@@ -103,6 +103,13 @@ class ReplayPolicy:
                 return msg_id, self.in_flight[msg_id]
         return None
 
+    def clear(self) -> dict[Any, list]:
+        """Forget every message (a seek): returns what was in flight, msg id -> values."""
+        in_flight = self.in_flight
+        self.in_flight, self.failures = {}, {}
+        self._due, self._waiting = [], set()
+        return in_flight
+
     def waiting(self) -> int:
         """How many failed messages wait for their backoff to pass."""
         return len(self._waiting)

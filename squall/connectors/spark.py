@@ -15,6 +15,11 @@ count of rows below which every row is acked (or dead-lettered) is committed ato
 a file of its own in ``progress``, and a segment read to its end with every row done is
 recorded as done. A restart skips done segments and replays each other one from its
 committed row: at-least-once, duplicates bounded by what completed after the last commit.
+Seeking (exactly-once): ``position()`` is ``{segment: index of the next row to emit}`` over
+the segments this task has started; ``seek`` reads each listed segment again from its row
+and every other one from its committed progress. A listed file that is gone, or that has
+fewer rows than its position, is refused with ``SourceTruncatedError``. Reading a segment
+again needs its rows in the same order: files are, a ``query`` must sort.
 
 ``DataFrameWriterBolt`` (``squall.connectors.dataframe_writer``) gathers tuples into
 batches and appends each, acking a batch's tuples only after the write succeeded; in a
@@ -33,7 +38,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from squall.api.components import OutputFieldsDeclarer
+from squall.api.components import OutputFieldsDeclarer, SeekableSpout
 from squall.api.fields import Fields
 from squall.connectors import arrow_io
 from squall.connectors.dataframe_writer import (  # noqa: F401 - re-exported: the documented names
@@ -49,7 +54,7 @@ from squall.connectors.engines import (  # noqa: F401 - re-exported
     resolve_engine,
     session,
 )
-from squall.connectors.files import write_atomically
+from squall.connectors.files import SourceTruncatedError, write_atomically
 from squall.connectors.progress import Watermark
 from squall.connectors.reliable import ReliableSpout
 from squall.runtime import clock
@@ -60,7 +65,7 @@ log = logging.getLogger("squall.connectors.spark")
 QUERY_SEGMENT = "query"
 
 
-class DataFrameSpout(ReliableSpout):
+class DataFrameSpout(ReliableSpout, SeekableSpout):
     """Rows of a DataFrame as tuples (its columns as fields), resumable over acked rows.
 
     Give ``path`` (with ``format``, ``options``, ``schema`` as ``spark.read`` takes them)
@@ -143,6 +148,7 @@ class DataFrameSpout(ReliableSpout):
             else:
                 self.marks[segment] = Watermark(rows)
         self.exhausted: set[str] = set()  # read to the end in this run
+        self._sought: dict[str, int] = {}  # segments sought to a row: fewer rows is an error
         self._rows: Iterator[tuple[Any, list]] | None = None
         self._queue: list[str] | None = None
         self._next_poll = 0.0
@@ -208,13 +214,69 @@ class DataFrameSpout(ReliableSpout):
                                                      self.options, self.schema)
         else:
             rows = self._dataframe(self.spark, None if self.query else segment).toLocalIterator()
+        count = 0
         for i, row in enumerate(rows):
+            count = i + 1
             if i < skip:
                 continue
             mark.emitted(i, i + 1)
             yield (segment, i), list(row)
+        sought = self._sought.pop(segment, None)
+        if sought is not None and count < sought:
+            raise SourceTruncatedError(f"{self._who()}: cannot seek to {segment} row {sought}: "
+                                       f"it has only {count} rows now")
         self.exhausted.add(segment)
         self._settle(segment)
+
+    # ---- seeking --------------------------------------------------------------------------------
+
+    def _who(self) -> str:
+        return f"DataFrameSpout {self._component!r} (task {self.index})"
+
+    def position(self) -> dict[str, int]:
+        """Per segment started: the index of the next row to emit."""
+        return {segment: mark.read for segment, mark in self.marks.items()}
+
+    def seek(self, position: dict[str, int]) -> None:
+        """Read each listed segment again from its row; the others from their committed progress."""
+        rows = self._checked(position)
+        self.rewind(lambda m: m[0] in rows and m[1] < rows[m[0]])
+        if self._rows is not None:
+            self._rows.close()  # type: ignore[attr-defined]
+        self._rows, self._queue = None, None
+        saved = {segment: (n, done) for segment, n, done in self._load()}
+        for segment in [s for s in self.marks if s not in rows]:
+            del self.marks[segment]
+            self.exhausted.discard(segment)
+            self.done_segments.discard(segment)
+            n, done = saved.get(segment, (0, False))
+            if done:
+                self.done_segments.add(segment)
+            elif n:
+                self.marks[segment] = Watermark(n)
+        for segment, n in rows.items():
+            mark = self.marks.setdefault(segment, Watermark(n))
+            read_all = segment in self.exhausted and mark.read == n
+            mark.seek(n)
+            self._dirty.add(segment)
+            if read_all:
+                self._settle(segment)
+                continue
+            self.exhausted.discard(segment)
+            self.done_segments.discard(segment)
+            self._sought[segment] = n
+
+    def _checked(self, position: Any) -> dict[str, int]:
+        if not isinstance(position, dict):
+            raise ValueError(f"{self._who()}: cannot seek to {position!r}: not a {{segment: row}} position")
+        rows = {}
+        for segment, n in position.items():
+            local = segment.startswith("file://") or ":" not in segment
+            if segment != QUERY_SEGMENT and local and not os.path.exists(arrow_io.file_path(segment)):
+                raise SourceTruncatedError(f"{self._who()}: cannot seek to {segment} row {n}: "
+                                           f"the file no longer exists")
+            rows[str(segment)] = int(n)
+        return rows
 
     # ---- progress ------------------------------------------------------------------------------
 

@@ -30,6 +30,22 @@ from squall.runtime import clock
 log = logging.getLogger("squall.connectors.kafka")
 
 
+class SeekOutOfRangeError(RuntimeError):
+    """A seek to an offset the partition no longer holds (retention, or a topic made again)."""
+
+
+def check_in_range(name: str, tp: TopicPartition, offset: int, earliest: int, latest: int) -> None:
+    """Refuse to read ``tp`` from ``offset`` when the broker no longer has it (no silent skip)."""
+    if offset < earliest:
+        raise SeekOutOfRangeError(
+            f"{name}: cannot seek {tp.topic}-{tp.partition} to offset {offset}: the partition "
+            f"starts at {earliest} now (offsets {offset}..{earliest - 1} were deleted)")
+    if offset > latest:
+        raise SeekOutOfRangeError(
+            f"{name}: cannot seek {tp.topic}-{tp.partition} to offset {offset}: the partition "
+            f"ends at {latest} (the topic was deleted and made again?)")
+
+
 class Handover:
     """Partition ownership of one spout task, on the task's thread.
 
@@ -68,6 +84,7 @@ class Handover:
         for tp in list(self.waiting):
             if tp not in mine:
                 del self.waiting[tp]
+                self.book.sought.pop(tp, None)
         new = sorted(mine - self.book.assigned - self.draining)
         now = clock.monotonic()
         for tp in new:
@@ -93,13 +110,16 @@ class Handover:
             self.book.watermarks[tp] = (lo, hi)
             start = start_offset(self.config.first_poll_offset_strategy, offset if offset >= 0 else None,
                                  same_topology, lo, hi)
+            if tp in self.book.sought:  # a seek came before the partition was ours to read
+                start = self.book.sought.pop(tp)
+                check_in_range(self.name, tp, start, lo, hi)
             del self.waiting[tp]
             take.append((tp, start))
         if not take:
             return
         for tp, start in take:
             self.book.assigned.add(tp)
-            self.book.fetched[tp] = start
+            self.book.fetched[tp] = self.book.upto[tp] = self.book.started[tp] = start
             if self.at_least_once:
                 self.book.managers[tp] = OffsetManager(tp, start)
         self.fetcher.assign(take)
@@ -148,5 +168,5 @@ class Handover:
     def forget(self, tp: TopicPartition) -> None:
         """Drop everything this task knows of ``tp`` but its ownership."""
         self.inflight.forget(tp)
-        self.book.fetched.pop(tp, None)
-        self.book.watermarks.pop(tp, None)
+        for known in (self.book.fetched, self.book.watermarks, self.book.upto, self.book.started):
+            known.pop(tp, None)

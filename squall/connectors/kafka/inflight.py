@@ -136,6 +136,17 @@ class InFlight:
         if letter is not None:
             self.collector.emit(list(letter), stream=DEAD_LETTER_STREAM, msg_id=_DeadLetterId(mid))
 
+    def rewind(self, tp: TopicPartition, offset: int) -> None:
+        """A seek of ``tp`` to ``offset`` (a committed checkpoint's): done below it, forgotten from it."""
+        for m in [m for m in self.records if TopicPartition(m[0], m[1]) == tp]:
+            self.letters.pop(m, None)
+            self.retry.remove(m)
+            if m[2] < offset:
+                self.done(m)
+        if self.letters_due:
+            self.letters_due = deque(m for m in self.letters_due if m in self.letters)
+        self.forget(tp, offset)
+
     def forget(self, tp: TopicPartition, offset: int = 0) -> None:
         """Drop what is in flight of ``tp`` at or past ``offset``, without ``fail``."""
         for m in [m for m in self.records if TopicPartition(m[0], m[1]) == tp and m[2] >= offset]:

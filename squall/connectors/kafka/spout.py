@@ -28,14 +28,14 @@ import logging
 import time
 from typing import Any
 
-from squall.api.components import OutputFieldsDeclarer, Spout
+from squall.api.components import OutputFieldsDeclarer, SeekableSpout
 from squall.connectors.kafka.book import Book
-from squall.connectors.kafka.client import import_client
+from squall.connectors.kafka.client import import_client, ktp
 from squall.connectors.kafka.commits import Commits
 from squall.connectors.kafka.config import KafkaSpoutConfig, ProcessingGuarantee
 from squall.connectors.kafka.fetcher import Fetcher
 from squall.connectors.kafka.gauges import Gauges
-from squall.connectors.kafka.handover import Handover
+from squall.connectors.kafka.handover import Handover, check_in_range
 from squall.connectors.kafka.health import Health
 from squall.connectors.kafka.inflight import InFlight
 from squall.connectors.kafka.monitor import Monitor, list_partitions
@@ -54,7 +54,7 @@ TIMER_DELAY_MS = 500     # Storm's: the commit and refresh timers first expire a
 OPEN_TIMEOUT_S = 10.0    # how long open waits for the bootstrap servers to answer
 
 
-class KafkaSpout(Spout):
+class KafkaSpout(SeekableSpout):
     """Records of Kafka topics as tuples (storm-kafka-client's ``KafkaSpout``).
 
     The spout wires its parts, each on the task's thread: ``fetcher`` (the consumer),
@@ -219,26 +219,58 @@ class KafkaSpout(Spout):
     # ---- positions (a seekable spout) ------------------------------------------------------
 
     def position(self) -> list[list]:
-        """Where this task stands: ``[topic, partition, next offset to emit]`` per partition it reads."""
+        """``[topic, partition, next offset to emit]`` per partition this task reads or finishes.
+
+        A partition taken but not yet read (waiting for its previous owner) is listed at the
+        offset a seek gave it, if any.
+        """
         book = self.book
-        return [[tp[0], tp[1], book.upto.get(tp, book.fetched.get(tp, 0))] for tp in sorted(book.assigned)]
+        where = {tp: book.upto[tp] for tp in book.assigned | self.handover.draining if tp in book.upto}
+        where.update({tp: o for tp, o in book.sought.items() if tp not in where})
+        return [[tp[0], tp[1], o] for tp, o in sorted(where.items())]
 
     def seek(self, position: list[list]) -> None:
         """Read each partition again from the offset ``position`` gives (``position()``'s form).
 
-        What was emitted at or past that offset is forgotten without ``fail`` (it is read
-        again); partitions this task does not read are ignored.
+        ``position`` is a committed checkpoint's: what was emitted below its offsets is done
+        (committed as if acked), what was emitted at or past them is forgotten without
+        ``fail`` and read again. A partition this task reads that ``position`` does not list
+        was taken after it: it is read again from where this task took it over. A listed
+        partition this task is waiting to take is read from the given offset once taken;
+        other listed partitions belong to other tasks and are ignored. An offset the broker
+        no longer holds raises ``SeekOutOfRangeError``.
         """
-        for topic, partition, offset in position:
-            tp = TopicPartition(topic, int(partition))
-            if tp not in self.book.assigned:
-                continue
-            offset = int(offset)
-            self.fetcher.seek(tp, offset)
-            self.inflight.forget(tp, offset)
-            manager = self.book.managers.get(tp)
+        offsets = self._seek_offsets(position)
+        book = self.book
+        book.sought = {tp: o for tp, o in offsets.items() if tp in self.handover.waiting}
+        ours = book.assigned | self.handover.draining
+        for tp in sorted(ours):
+            offset = offsets.get(tp, book.started.get(tp, book.upto.get(tp, 0)))
+            if tp in book.assigned:
+                self._check_range(tp, offset)
+                self.fetcher.seek(tp, offset)
+            else:
+                book.upto[tp] = offset
+            self.inflight.rewind(tp, offset)
+            manager = book.managers.get(tp)
             if manager is not None:
-                self.book.managers[tp] = _rewound(manager, offset)
+                book.managers[tp] = _rewound(manager, offset)
+
+    def _seek_offsets(self, position: Any) -> dict[TopicPartition, int]:
+        try:
+            return {TopicPartition(str(t), int(p)): int(o) for t, p, o in position}
+        except (TypeError, ValueError):
+            raise ValueError(f"{self.name}: cannot seek to {position!r}: not a list of "
+                             f"[topic, partition, offset]") from None
+
+    def _check_range(self, tp: TopicPartition, offset: int) -> None:
+        ck = import_client()
+        try:
+            lo, hi = self.fetcher.consumer.get_watermark_offsets(ktp(tp), timeout=OPEN_TIMEOUT_S, cached=False)
+        except ck.KafkaException as e:
+            raise ConnectionError(f"{self.name}: cannot seek {tp.topic}-{tp.partition} to offset "
+                                  f"{offset}: its offsets cannot be read: {e}") from None
+        check_in_range(self.name, tp, offset, lo, hi)
 
     # ---- ack / fail / metrics --------------------------------------------------------------
 
@@ -264,7 +296,11 @@ class KafkaSpout(Spout):
 
 
 def _rewound(manager: OffsetManager, offset: int) -> OffsetManager:
-    """``manager`` without what was emitted or acked at or past ``offset``."""
+    """``manager`` without what was emitted or acked at or past ``offset``.
+
+    A seek forward (a restart seeking past the committed offset) leaves a gap of offsets
+    never emitted here, which the commit skips as it skips compacted offsets.
+    """
     fresh = OffsetManager(manager.tp, min(offset, manager.committed_offset))
     fresh.committed = manager.committed
     for o in manager._emitted:
