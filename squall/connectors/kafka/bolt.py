@@ -6,6 +6,14 @@ the broker confirmed its record (failed if delivery failed, so the spout replays
 once with ``fire_and_forget``. The producer's delivery reports are served by a thread of the
 bolt's own and handed to the task with ``context.call_soon``, so the task never waits on the
 broker.
+
+Exactly-once: the bolt does not follow checkpoints (``follows_checkpoints = False``), so a
+topology with ``topology.guarantee: exactly_once`` that writes to Kafka through it is refused.
+Its records would need a Kafka transaction committed at each checkpoint commit; the test
+broker (Tansu 0.6) takes transactions but leaves the open transaction of a killed producer
+visible to ``read_committed`` readers after a new producer with the same
+``transactional.id`` starts, so such a mode could not be shown to survive a SIGKILL here
+(docs/connectors.md, Guarantees).
 """
 
 from __future__ import annotations
@@ -40,6 +48,9 @@ def _as_bytes(name: str, field: str, value: Any, what: str) -> bytes | None:
 
 class KafkaBolt(Bolt):
     """Writes each input as one record; acks after the broker confirmed it."""
+
+    # writes go out at once, not at checkpoint commits: exactly-once refuses this bolt
+    follows_checkpoints = False
 
     def __init__(self, bootstrap_servers: str, topic: str | None = None, *, topic_field: str | None = None,
                  key_field: str = "key", message_field: str = "message", fire_and_forget: bool = False,

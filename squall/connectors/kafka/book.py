@@ -21,5 +21,5 @@ class Book:
     fetched: dict[TopicPartition, int] = field(default_factory=dict)  # next offset to fetch
     upto: dict[Any, int] = field(default_factory=dict)                # next offset to emit (position())
     started: dict[Any, int] = field(default_factory=dict)             # where this task took it over
-    sought: dict[Any, int] = field(default_factory=dict)              # seek() offsets of partitions not yet taken
+    sought: dict[Any, int] = field(default_factory=dict)              # seek() offsets of ones not yet taken
     watermarks: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)

@@ -266,7 +266,8 @@ class KafkaSpout(SeekableSpout):
     def _check_range(self, tp: TopicPartition, offset: int) -> None:
         ck = import_client()
         try:
-            lo, hi = self.fetcher.consumer.get_watermark_offsets(ktp(tp), timeout=OPEN_TIMEOUT_S, cached=False)
+            lo, hi = self.fetcher.consumer.get_watermark_offsets(ktp(tp), timeout=OPEN_TIMEOUT_S,
+                                                                 cached=False)
         except ck.KafkaException as e:
             raise ConnectionError(f"{self.name}: cannot seek {tp.topic}-{tp.partition} to offset "
                                   f"{offset}: its offsets cannot be read: {e}") from None

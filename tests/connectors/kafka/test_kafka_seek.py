@@ -193,3 +193,10 @@ def test_offsets_deleted_by_retention_are_refused_rather_than_skipped():
                                                   r"offset 9: the partition starts at 10 now "
                                                   r"\(offsets 9..9 were deleted\)$"):
         check_in_range("KafkaSpout 'src' (task 1)", tp, 9, 10, 20)
+
+
+def test_the_kafka_bolt_says_it_does_not_follow_checkpoints():
+    # exactly-once refuses a component with follows_checkpoints False (docs/connectors.md)
+    from squall.connectors.kafka import KafkaBolt
+
+    assert KafkaBolt.__dict__["follows_checkpoints"] is False
