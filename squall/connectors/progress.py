@@ -33,8 +33,8 @@ class Watermark:
 
     def done(self, start: int) -> bool:
         """The record starting at ``start`` is done; True if the watermark moved."""
-        if start < self.position:
-            return False  # under the mark already (a duplicate verdict)
+        if start < self.position or start >= self.read:
+            return False  # under the mark already (a duplicate verdict), or not read (since a seek)
         self._done.add(start)
         moved = False
         open_ = self._open

@@ -67,3 +67,23 @@ def test_storm_acking_below_the_committed_position_has_no_effect():
     w = Watermark(10)
     assert not w.done(0)
     assert w.position == 10
+
+
+def test_a_seek_moves_mark_and_reading_to_the_position_and_drops_what_was_read_past_it():
+    w = Watermark(0)
+    for start in range(0, 50, 10):
+        w.emitted(start, start + 10)
+    w.done(10)
+    w.seek(20)  # a committed checkpoint's position: 0-19 are done, 20-49 read again
+    assert (w.position, w.read, len(w)) == (20, 20, 0)
+    assert not w.done(30)  # a verdict on a record dropped by the seek moves nothing
+    w.emitted(20, 30)
+    assert w.done(20) and w.position == 30
+    w.emitted(30, 40)
+    assert w.position == 30  # the verdict before the seek does not count for the record read again
+    w.seek(80)  # forward (a restart seeking past what this instance read)
+    assert (w.position, w.read) == (80, 80)
+    w.seek(5)  # back below the mark
+    assert (w.position, w.read) == (5, 5)
+    with pytest.raises(ValueError, match="negative position -1"):
+        w.seek(-1)

@@ -132,3 +132,14 @@ def test_storm_an_acked_message_is_no_longer_scheduled():
     assert p.done(0)
     assert p.waiting() == 0 and p.next_due() is None
     assert p.next_replay(10.0) is None
+
+
+def test_clear_forgets_every_message_and_returns_what_was_in_flight():
+    p = ReplayPolicy(None, 1.0, 10.0)
+    p.started("a", [1])
+    p.started("b", [2])
+    p.failed("b", Failure("failed"), now=0.0)
+    assert p.clear() == {"a": [1], "b": [2]}
+    assert len(p) == 0 and p.waiting() == 0 and p.next_replay(100.0) is None
+    assert not p.done("a")
+    assert p.started("a", [1])  # emitted again after the seek: a new message
