@@ -6,6 +6,8 @@ policy every spout here is built on: a retry limit, backoff between replays, and
 ``spark.DataFrameSpout``, ``spark.StreamingDataFrameSpout``; sinks: ``redis.RedisStreamBolt``,
 ``spark.DataFrameWriterBolt`` (defined in ``dataframe_writer``). In a stateful topology the
 sinks' writes follow the checkpoints (``staging`` for files, ``redis_txn`` for streams).
+``FileSpout``, ``RedisStreamSpout``, ``DataFrameSpout`` and ``kafka.KafkaSpout`` are also
+``SeekableSpout``s (exactly-once); ``kafka.KafkaBolt`` does not follow checkpoints.
 The Spark connectors read and write with Spark or, inside Spark executors, with pyarrow
 (``engines``, ``arrow_io``). Each module imports its client library (redis, pyspark,
 pyarrow) only when it is imported itself, or when a task first needs it.
