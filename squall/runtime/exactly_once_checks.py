@@ -10,7 +10,8 @@ upload, Nimbus on the upload) calls ``prepare_conf``, which calls ``check_exactl
 - no component may declare ``follows_checkpoints = False`` (a sink that writes out at once,
   as the Kafka bolt without a transactional producer: what it wrote before a rollback is
   written again);
-- no ``AsyncBolt``: its executes complete after the barrier has passed it.
+- no ``AsyncBolt`` and no multilang ``ShellBolt``: their executes complete after the barrier
+  has passed them, so their output would cross it.
 
 Each refusal is one line naming the components. The classes are found by unpickling each
 component (once, here); a component that cannot be unpickled is refused too, since nothing
@@ -71,10 +72,18 @@ def check_exactly_once(conf: dict, topology: StormTopology) -> None:
         raise InvalidTopologyError(
             f"topology.guarantee exactly_once cannot undo writes of components that do not "
             f"follow checkpoints (follows_checkpoints = False): {_names(unaligned)}")
+    late = [cid for cid, obj in objects.items() if _completes_later(obj)]
+    if late:
+        raise InvalidTopologyError(
+            f"topology.guarantee exactly_once does not support AsyncBolt or ShellBolt (their "
+            f"executes end after the checkpoint barrier passed): {_names(late)}")
+
+
+def _completes_later(obj: Any) -> bool:
+    """Whether ``obj``'s executes finish after ``execute`` returns (async or a subprocess)."""
     from squall.api.asyncbolt import AsyncBolt
 
-    async_bolts = [cid for cid, obj in objects.items() if isinstance(obj, AsyncBolt)]
-    if async_bolts:
-        raise InvalidTopologyError(
-            f"topology.guarantee exactly_once does not support AsyncBolt (its executes end "
-            f"after the checkpoint barrier passed): {_names(async_bolts)}")
+    # by name: the runtime does not import squall.multilang, which is built on top of it
+    shell = any(f"{c.__module__}.{c.__qualname__}" == "squall.multilang.bolt.ShellBolt"
+                for c in type(obj).__mro__)
+    return shell or isinstance(obj, AsyncBolt)

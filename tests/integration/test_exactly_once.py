@@ -218,3 +218,20 @@ def test_a_bad_guarantee_is_a_one_line_error():
     with pytest.raises(InvalidTopologyError,
                        match="topology.guarantee must be 'at_least_once' or 'exactly_once', got 'once'"):
         submit(build(["a"]), **{"topology.guarantee": "once"})
+
+
+def test_submit_refuses_bolts_whose_executes_end_later():
+    from squall.api.asyncbolt import AsyncBolt
+    from squall.multilang.bolt import ShellBolt
+
+    class Later(AsyncBolt):
+        async def execute(self, tup):
+            return None
+
+    b = TopologyBuilder()
+    b.set_spout("source", ListSpout(["a"], NAME))
+    b.set_bolt("shell", ShellBolt(["python3", "x.py"], outputs={"default": ["w"]})).shuffle_grouping("source")
+    b.set_bolt("async", Later()).shuffle_grouping("source")
+    with pytest.raises(InvalidTopologyError) as e:
+        submit(b.create_topology())
+    assert "'async', 'shell'" in str(e.value) and "\n" not in str(e.value)
