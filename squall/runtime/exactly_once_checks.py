@@ -67,7 +67,7 @@ def check_exactly_once(conf: dict, topology: StormTopology) -> None:
             f"topology.guarantee exactly_once needs seekable spouts (squall.SeekableSpout: "
             f"position() and seek()); not seekable: {_names(plain)}")
     unaligned = [cid for cid, obj in objects.items()
-                 if getattr(type(obj), "follows_checkpoints", None) is False]
+                 if getattr(obj, "follows_checkpoints", None) is False]  # class or instance
     if unaligned:
         raise InvalidTopologyError(
             f"topology.guarantee exactly_once cannot undo writes of components that do not "
