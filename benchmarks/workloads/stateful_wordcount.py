@@ -45,8 +45,6 @@ MIN_WARMUP_S, MIN_DURATION_S = 3.0, 8.0
 def cases(profile: Any, system: str) -> list[dict]:
     from benchmarks.workloads import make_case
 
-    if profile.name == "quick" and system != "squall-local":
-        return []  # to keep --quick short: squall-spark's checkpoints run with --full
     cases = [make_case(NAME, v, system, profile, acking=True, max_spout_pending=MAX_SPOUT_PENDING,
                        checkpoint_interval_ms=CHECKPOINT_INTERVAL_MS)
              for v in VARIANTS]
