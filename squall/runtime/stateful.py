@@ -158,6 +158,12 @@ class StatefulBoltTask(BoltTask):
             except Exception as e:  # noqa: BLE001 - a store that is down cannot be closed cleanly
                 self.host.report_error(self, e)
 
+    def process(self, budget: int) -> int:
+        """Once ``init_state`` ran, the bolt task's compiled per-tuple loop; before, ``handle``."""
+        if self.initialized:
+            return self._process_rich(budget)  # checkpoints and sampled tuples still take handle
+        return super().process(budget)
+
     def handle(self, tup: Tuple) -> None:
         """Checkpoints as in every bolt; other tuples wait for ``init_state``."""
         if tup.stream == CHECKPOINT_STREAM or self.initialized:
