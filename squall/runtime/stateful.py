@@ -126,12 +126,10 @@ class StatefulOutputCollector(OutputCollector):
 
     def release(self, tuples: list[Tuple], ok: bool) -> None:
         """Ack (after a commit) or fail (after a rollback) held tuples."""
+        verdict = super().ack if ok else super().fail  # once, not per tuple of a commit's burst
         for tup in tuples:
             tup._done = False
-            if ok:
-                super().ack(tup)
-            else:
-                super().fail(tup)
+            verdict(tup)
 
 
 class StatefulBoltTask(BoltTask):
