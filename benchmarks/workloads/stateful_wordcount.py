@@ -37,7 +37,7 @@ PROVIDERS = {
 }
 # per spout task: acks wait for the checkpoint's commit, so a spout needs what it emits in an
 # interval plus a PREPARE's and a COMMIT's crossing in flight (docs/state.md). With 1 s
-# checkpoints 10 000 capped a squall-spark spout task at about 8k sentences/s, below what it
+# checkpoints 10 000 capped a squall-spark spout task at about 10k sentences/s, below what it
 # emits unheld; 250 ms checkpoints make the same pending cover about 30k/s per task
 MAX_SPOUT_PENDING = 10000
 CHECKPOINT_INTERVAL_MS = 250
