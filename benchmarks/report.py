@@ -1,5 +1,10 @@
 """The results: the text table with squall's ratios, ``latest.json`` and its metadata.
 
+``python -m benchmarks.report FILE`` prints a results file's table again;
+``python -m benchmarks.report --compare OLD NEW [--threshold 0.15]`` compares two: per row
+(same workload, variant, system, acking) NEW's figure divided by OLD's, rows beyond the
+threshold flagged, exit status 1 when any row regressed.
+
 ``latest.json`` is a list of rows, one per case run (errors and skipped systems
 included, with ``error`` set). Every row has ``workload``, ``variant``, ``system``,
 ``acking``, ``throughput_tps`` (sentences/s completed), ``words_per_s``,
@@ -10,7 +15,9 @@ versions and configuration go to ``latest-meta.json``.
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +157,125 @@ def write(rows: list[Row], meta: dict[str, Any], out_dir: Path) -> tuple[Path, P
     rows_path.write_text(json.dumps(rows, indent=1) + "\n")
     meta_path.write_text(json.dumps(meta, indent=1) + "\n")
     return rows_path, meta_path
+
+
+THRESHOLD = 0.15  # the quick runs' own noise on a shared machine is about this (docs/performance.md)
+P99_FLOOR_MS = 1.0  # a p99 must also rise by this much: sub-ms tails move by one scheduler tick
+
+
+def _key(row: Row) -> tuple[str, str, str, bool]:
+    return (row["workload"], str(row["variant"]), row["system"], bool(row.get("acking")))
+
+
+def compare(old: list[Row], new: list[Row], threshold: float = THRESHOLD) -> list[dict[str, Any]]:
+    """One entry per row of either file: NEW's figures against OLD's, and whether it regressed.
+
+    The figure is sentences/s, higher is better, except on ``latency`` rows, where the rate is
+    the one offered and the figure is the p99, lower is better. A row regressed when its
+    figure is worse by more than ``threshold`` (a share: 0.15 is 15%; a p99 must also rise by
+    ``P99_FLOOR_MS``), when it has an error now and had a figure before, or when it is gone.
+    Each entry has ``key``, ``old``/``new`` (the rows or None), ``tps_ratio`` and
+    ``p99_ratio`` (NEW / OLD, None where either is missing), ``regressed`` and ``why``.
+    """
+    if threshold < 0:
+        raise ValueError(f"compare: threshold must be >= 0, got {threshold}")
+    old_by = {_key(r): r for r in old}
+    new_by = {_key(r): r for r in new}
+    out = []
+    for key in list(old_by) + [k for k in new_by if k not in old_by]:
+        before, after = old_by.get(key), new_by.get(key)
+        entry: dict[str, Any] = {"key": key, "old": before, "new": after, "tps_ratio": None,
+                                 "p99_ratio": None, "regressed": False, "why": ""}
+        out.append(entry)
+        had = before is not None and not before.get("error")
+        if after is None:
+            entry["regressed"], entry["why"] = had, "only in OLD"
+            continue
+        if before is None:
+            entry["why"] = "only in NEW"
+            continue
+        if after.get("error"):
+            entry["regressed"] = had
+            entry["why"] = "error in NEW" if had else "error in both"
+            continue
+        if not had:
+            entry["why"] = "error in OLD"
+            continue
+        entry["tps_ratio"] = _div(after.get("throughput_tps"), before.get("throughput_tps"))
+        entry["p99_ratio"] = _div(after.get("latency_p99_ms"), before.get("latency_p99_ms"))
+        if key[0] == "latency":
+            p99_old, p99_new = before.get("latency_p99_ms"), after.get("latency_p99_ms")
+            if (entry["p99_ratio"] is not None and entry["p99_ratio"] > 1 + threshold
+                    and p99_new - p99_old > P99_FLOOR_MS):
+                entry["regressed"] = True
+                entry["why"] = f"p99 {p99_old:,.1f} -> {p99_new:,.1f} ms"
+        elif entry["tps_ratio"] is not None and entry["tps_ratio"] < 1 - threshold:
+            entry["regressed"] = True
+            entry["why"] = (f"{before['throughput_tps']:,.0f} -> {after['throughput_tps']:,.0f} "
+                            "sentences/s")
+    return out
+
+
+def _div(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def comparison_table(entries: list[dict[str, Any]], threshold: float = THRESHOLD) -> str:
+    """The comparison as text: one line per row, then a line counting the regressions."""
+    head = (f"{'workload':<18} {'variant':<13} {'system':<17} {'ack':<3} {'old/s':>10} {'new/s':>10} "
+            f"{'new÷old':>7} {'old p99':>8} {'new p99':>8} {'p99 n÷o':>7}  flag")
+    lines = [head, "-" * len(head)]
+    for e in entries:
+        workload, variant, system, acking = e["key"]
+        before, after = e["old"] or {}, e["new"] or {}
+        ack = "on" if acking else ("off" if system in ("squall-local", "squall-spark", "raw") else "-")
+        flag = ("REGRESSION " if e["regressed"] else "") + e["why"]
+        lines.append(f"{workload:<18} {variant:<13} {system:<17} {ack:<3} "
+                     f"{_num(before.get('throughput_tps'), ',.0f'):>10} "
+                     f"{_num(after.get('throughput_tps'), ',.0f'):>10} {_ratio(e['tps_ratio']):>7} "
+                     f"{_num(before.get('latency_p99_ms'), ',.1f'):>8} "
+                     f"{_num(after.get('latency_p99_ms'), ',.1f'):>8} {_ratio(e['p99_ratio']):>7}  "
+                     f"{flag}".rstrip())
+    bad = sum(e["regressed"] for e in entries)
+    lines.append("")
+    lines.append(f"{bad} regression(s) beyond {threshold:.0%} (sentences/s; p99 on latency rows, "
+                 f"which must also rise by {P99_FLOOR_MS:g} ms) in {len(entries)} rows")
+    return "\n".join(lines)
+
+
+def load(path: Path) -> list[Row]:
+    """The rows of a results file (``latest.json``), or a one-line error naming it."""
+    try:
+        rows = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"benchmarks.report: cannot read {path}: {e}") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "workload" in r for r in rows):
+        raise SystemExit(f"benchmarks.report: {path} is not a results file (a list of rows)")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.report``: a file's table, or ``--compare OLD NEW``."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__.splitlines()[0])
+    parser.add_argument("file", nargs="?", type=Path, help="a results file whose table to print")
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"),
+                        help="compare two results files; exit status 1 when a row regressed")
+    parser.add_argument("--threshold", type=float, default=THRESHOLD,
+                        help=f"the share a figure may worsen before it is flagged ({THRESHOLD})")
+    args = parser.parse_args(argv)
+    if args.compare:
+        if args.file is not None:
+            parser.error("give either FILE or --compare OLD NEW")
+        if args.threshold < 0:
+            parser.error("--threshold must be >= 0")
+        entries = compare(load(args.compare[0]), load(args.compare[1]), args.threshold)
+        print(comparison_table(entries, args.threshold))
+        return 1 if any(e["regressed"] for e in entries) else 0
+    if args.file is None:
+        parser.error("give a results file, or --compare OLD NEW")
+    print(table(complete(load(args.file))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -126,12 +126,10 @@ class StatefulOutputCollector(OutputCollector):
 
     def release(self, tuples: list[Tuple], ok: bool) -> None:
         """Ack (after a commit) or fail (after a rollback) held tuples."""
+        verdict = super().ack if ok else super().fail  # once, not per tuple of a commit's burst
         for tup in tuples:
             tup._done = False
-            if ok:
-                super().ack(tup)
-            else:
-                super().fail(tup)
+            verdict(tup)
 
 
 class StatefulBoltTask(BoltTask):
@@ -157,6 +155,12 @@ class StatefulBoltTask(BoltTask):
                 self.state.close()
             except Exception as e:  # noqa: BLE001 - a store that is down cannot be closed cleanly
                 self.host.report_error(self, e)
+
+    def process(self, budget: int) -> int:
+        """Once ``init_state`` ran, the bolt task's compiled per-tuple loop; before, ``handle``."""
+        if self.initialized:
+            return self._process_rich(budget)  # checkpoints and sampled tuples still take handle
+        return super().process(budget)
 
     def handle(self, tup: Tuple) -> None:
         """Checkpoints as in every bolt; other tuples wait for ``init_state``."""

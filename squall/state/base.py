@@ -158,6 +158,16 @@ class _Outcome(Enum):
     DIRECT = "direct"  # nothing was prepared: the given pending changes were applied
 
 
+# Values of these exact types are kept as given until the next prepare, commit or iteration
+# and encoded then: an int, float, bool or bytes object cannot change after ``put`` and always
+# encodes, so deferring changes nothing a caller sees, and a counter's put costs no msgpack
+# call and its next get no decode (a str may hold a lone surrogate, which must fail at put).
+_DEFERRED = frozenset({int, float, bool, bytes})
+# encoded str keys remembered per state: a word count's words are encoded once, not per call
+KEY_CACHE_SIZE = 4096
+_MISSING = object()
+
+
 class BufferedKeyValueState(KeyValueState):
     """The key-value logic shared by the providers: pending changes in memory, encoded.
 
@@ -170,14 +180,29 @@ class BufferedKeyValueState(KeyValueState):
         self.namespace = namespace
         self._codec = codec
         self._pending: Changes = {}
+        self._deferred: dict[bytes, Any] = {}  # pending values not encoded yet (_DEFERRED)
+        self._keys: dict[str, bytes] = {}
         # An RLock so that iteration (a generator holding no lock) and calls from a
         # checkpoint thread serialize with the task thread.
         self._lock = threading.RLock()
 
+    def _ekey(self, key: Any) -> bytes:
+        if type(key) is str:
+            ekey = self._keys.get(key)
+            if ekey is None:
+                ekey = self._codec.encode_key(key)
+                if len(self._keys) < KEY_CACHE_SIZE:
+                    self._keys[key] = ekey
+            return ekey
+        return self._codec.encode_key(key)
+
     def get(self, key: Any, default: Any = None) -> Any:
         """See ``KeyValueState.get``."""
-        ekey = self._codec.encode_key(key)
+        ekey = self._ekey(key)
         with self._lock:
+            value = self._deferred.get(ekey, _MISSING)
+            if value is not _MISSING:
+                return value
             if ekey in self._pending:
                 data = self._pending[ekey]
             else:
@@ -186,21 +211,41 @@ class BufferedKeyValueState(KeyValueState):
 
     def put(self, key: Any, value: Any) -> None:
         """See ``KeyValueState.put``; raises ``StateSerializationError`` at once if unencodable."""
-        ekey, evalue = self._codec.encode_key(key), self._codec.encode_value(value)
+        ekey = self._ekey(key)
+        if type(value) in _DEFERRED:
+            with self._lock:
+                self._deferred[ekey] = value
+            return
+        evalue = self._codec.encode_value(value)
         with self._lock:
+            self._deferred.pop(ekey, None)
             self._pending[ekey] = evalue
 
     def delete(self, key: Any) -> Any:
         """See ``KeyValueState.delete``; reads the stored value when no change is pending."""
-        ekey = self._codec.encode_key(key)
+        ekey = self._ekey(key)
         with self._lock:
+            value = self._deferred.pop(ekey, _MISSING)
+            if value is not _MISSING:
+                self._pending[ekey] = None
+                return value
             data = self._pending[ekey] if ekey in self._pending else self._stored_get(ekey)
             self._pending[ekey] = None
         return None if data is None else self._codec.decode(data)
 
+    def _encode_deferred(self) -> None:
+        """Move the deferred values into the pending changes, encoded (the lock is held)."""
+        if self._deferred:
+            encode = self._codec.encode_value
+            pending = self._pending
+            for ekey, value in self._deferred.items():
+                pending[ekey] = encode(value)
+            self._deferred = {}
+
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         """See ``KeyValueState.__iter__``; pending changes are taken when iteration starts."""
         with self._lock:
+            self._encode_deferred()
             pending = dict(self._pending)
         for ekey, evalue in self._stored_items():
             if ekey not in pending:
@@ -213,6 +258,7 @@ class BufferedKeyValueState(KeyValueState):
         """See ``State.prepare_commit``."""
         _check_txid(txid)
         with self._lock:
+            self._encode_deferred()
             self._stage(txid, self._pending)
             self._pending = {}
 
@@ -220,6 +266,7 @@ class BufferedKeyValueState(KeyValueState):
         """See ``State.commit``."""
         _check_txid(txid)
         with self._lock:
+            self._encode_deferred()
             if self._commit(txid, self._pending) is _Outcome.DIRECT:
                 self._pending = {}
 
@@ -228,6 +275,7 @@ class BufferedKeyValueState(KeyValueState):
         with self._lock:
             self._discard_staged()
             self._pending = {}
+            self._deferred = {}
 
     def _already_committed(self, txid: int, committed: int) -> InvalidTxidError:
         return InvalidTxidError(f"state {self.namespace!r}: cannot prepare txid {txid}, txid "
