@@ -85,8 +85,21 @@ class ExactlyOnceSpoutTask(SpoutTask):
             self.host.report_error(self, e)
 
     def can_emit(self) -> bool:
-        """Not before the first recovery barrier: until then the position is not settled."""
-        return self.recovered and SpoutTask.can_emit(self)
+        """After the first recovery barrier (the position is settled), below max pending.
+
+        A record is pending here until the checkpoint covering it commits (its ``ack``), so
+        ``topology.max.spout.pending`` bounds the msg ids emitted and not yet committed: the
+        records a spout task may run ahead of its last commit.
+        """
+        if not (self.recovered and self.active):
+            return False
+        limit = self.max_pending
+        if limit is None:
+            return True
+        waiting = len(self.collector.since_barrier)  # type: ignore[attr-defined]
+        for ids in self.uncommitted.values():
+            waiting += len(ids)
+        return waiting < limit
 
     def handle(self, tup: Tuple) -> None:
         """Checkpoint tuples here; acker verdicts (only of system streams) as any spout."""

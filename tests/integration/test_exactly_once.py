@@ -57,7 +57,8 @@ def build(texts: list[str], spout=None, counts: int = 2) -> object:
 def conf(guarantee: str) -> Config:
     c = Config()
     c.set_num_workers(2)
-    c.set_max_spout_pending(4)  # at-least-once: acks wait for commits, so data is in flight
+    if guarantee == "at_least_once":
+        c.set_max_spout_pending(4)  # acks wait for commits, so data is in flight
     c.update({"topology.guarantee": guarantee,
               "topology.state.checkpoint.interval.ms": 200, "topology.message.timeout.secs": 3,
               "topology.state.provider": "squall.state.memory.InMemoryStateProvider",
@@ -247,6 +248,46 @@ def test_at_least_once_shows_duplicates_under_the_same_faults():
         assert report.lost == [], report
         dup += len(report.duplicated)
     assert dup > 0, "at-least-once showed no duplicate: the test cannot tell the modes apart"
+
+
+class AheadSpout(ListSpout):
+    """A list spout that records, at each emit, how many of its records wait for a commit."""
+
+    def open(self, conf, context, collector) -> None:
+        super().open(conf, context, collector)
+        self.emitted = self.acked = 0
+
+    def next_tuple(self) -> None:
+        before = self.at
+        super().next_tuple()
+        if self.at > before:
+            self.emitted += 1
+            RECORD["eo.ahead"].append(self.emitted - self.acked)
+
+    def ack(self, msg_id) -> None:
+        super().ack(msg_id)
+        self.acked += 1
+
+
+def test_max_spout_pending_bounds_the_records_not_yet_committed():
+    # exactly-once has no pending trees: a record is pending until its checkpoint commits
+    memory.clear()
+    RECORD.clear()
+    Faults.plan = {}
+    limit = 6
+    texts = sentences(7, 120)
+    c = conf("exactly_once")
+    c.set_max_spout_pending(limit)
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, c, build(texts, spout=AheadSpout(texts, NAME)))
+        for _ in range(600):
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.5)
+            if len(RECORD["eo.acked"]) == len(texts):
+                break
+        cluster.kill_topology(NAME)
+    assert sorted(RECORD["eo.acked"]) == list(range(len(texts)))  # the bound does not stall it
+    assert RECORD["eo.early_ack"] == [] and RECORD["eo.seek"]
+    assert max(RECORD["eo.ahead"]) == limit  # each task reaches the bound, never passes it
 
 
 def submit(topology, **extra) -> None:
