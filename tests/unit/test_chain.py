@@ -2,7 +2,17 @@
 
 import pytest
 
-from squall import AsyncBolt, BasicBolt, Bolt, Count, Fields, Spout, StatefulBolt, TopologyBuilder, WindowedBolt
+from squall import (
+    AsyncBolt,
+    BasicBolt,
+    Bolt,
+    Count,
+    Fields,
+    Spout,
+    StatefulBolt,
+    TopologyBuilder,
+    WindowedBolt,
+)
 from squall.runtime.chain import ChainLink, link_refusal, partners, plan_chains, plan_links
 from squall.runtime.plan import make_plan, spec_tasks
 
@@ -94,6 +104,12 @@ def pipeline(n=2, *, bolt=Map, grouping="shuffle_grouping", maps=3):
 
 def test_a_pipeline_of_basic_bolts_with_equal_parallelism_is_one_chain():
     assert chains(pipeline()) == [["sentence", "map1", "map2", "map3"]]
+
+
+def test_plan_chains_is_what_the_plan_holds():
+    topology = pipeline().create_topology()
+    counts = {c: spec_tasks(s, {}) for c, s in topology.components.items()}
+    assert plan_chains(topology, {}, counts) == make_plan(topology, {}).chains
 
 
 def test_local_or_shuffle_chains_too():
