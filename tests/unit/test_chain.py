@@ -247,3 +247,12 @@ def test_the_plan_places_a_chained_bolt_with_its_upstream():
     for k in range(3):
         ups = {where[plan.component_tasks[c][k]] for c in ("sentence", "map1", "map2", "map3")}
         assert len(ups) == 1
+
+
+def test_squall_chaining_must_be_a_boolean():
+    from squall import InvalidTopologyError
+    from squall.runtime.submission import prepare_conf
+
+    with pytest.raises(InvalidTopologyError, match="squall.chaining"):
+        prepare_conf({"squall.chaining": "false"}, pipeline().create_topology())
+    assert prepare_conf({}, pipeline().create_topology())["squall.chaining"] is True
