@@ -95,6 +95,7 @@ class MapStep(BasicBolt):
 
 
 WORKLOADS = ("wordcount", "pipeline")
+CHAINING = True  # squall.chaining of the measured topology (--no-chaining: False)
 
 
 def workers(n: int, sentences: int, acking: bool, workload: str = "wordcount") -> list[Worker]:
@@ -123,6 +124,7 @@ def workers(n: int, sentences: int, acking: bool, workload: str = "wordcount") -
     # instruction count would move with it
     conf["squall.spout.round.budget.ms"] = 1e9
     conf["squall.transfer.batch.time.ms"] = 1e9  # the same for the mid-round sends
+    conf["squall.chaining"] = CHAINING
     topology = builder.create_topology()
     merged = prepare_conf(conf, topology)
     topology = prepare_topology(topology)
@@ -300,7 +302,7 @@ def _instructions(n: int, sentences: int, acking: bool, profile: str = "/dev/nul
     out = subprocess.run(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile}", sys.executable,
          "-m", "benchmarks.opcodes", "--drive", str(n), str(sentences), "on" if acking else "off",
-         "--workload", workload],
+         "--workload", workload, *([] if CHAINING else ["--no-chaining"])],
         capture_output=True, text=True, check=True,
     )
     match = re.search(r"Collected : (\d+)", out.stderr)
@@ -351,9 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from", dest="source", metavar="DIR",
                         help="print the stages of profiles kept by --keep (no new run)")
     parser.add_argument("--workload", choices=WORKLOADS, default="wordcount")
+    parser.add_argument("--no-chaining", action="store_true",
+                        help="squall.chaining False: every bolt in a task of its own")
     parser.add_argument("--drive", nargs=3, metavar=("WORKERS", "SENTENCES", "ACKING"),
                         help=argparse.SUPPRESS)  # one run, for --instructions
     args = parser.parse_args(argv)
+    global CHAINING
+    CHAINING = not args.no_chaining
     if args.drive:
         _drive_once(int(args.drive[0]), int(args.drive[1]), args.drive[2] == "on", args.workload)
         return 0

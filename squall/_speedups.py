@@ -40,6 +40,7 @@ MODULES = (
     "squall.runtime.ids",
     "squall.runtime.metrics",
     "squall.runtime.serialization",
+    "squall.runtime.fused",
 )
 
 log = logging.getLogger("squall")

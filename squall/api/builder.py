@@ -8,6 +8,7 @@ from typing import Any
 
 import cloudpickle
 
+from squall.api.asyncbolt import AsyncBolt
 from squall.api.components import (
     BasicBolt,
     Bolt,
@@ -250,8 +251,28 @@ class TopologyBuilder:
                 memory_load_mb=d.memory_load_mb,
                 cpu_load_percent=d.cpu_load_percent,
                 stateful=isinstance(d.component, StatefulBolt),
+                chainable=_chainable(d.component),
+                asynchronous=_asynchronous(d.component),
             )
         return StormTopology(components)
+
+
+def _asynchronous(component: Any) -> bool:
+    """True for an ``AsyncBolt``: its tasks run on an event loop."""
+    return isinstance(component, AsyncBolt)
+
+
+def _chainable(component: Any) -> bool:
+    """May run fused with its upstream: a ``BasicBolt``, or a bolt whose class says ``chainable = True``.
+
+    ``chainable = False`` opts a ``BasicBolt`` out; stateful and async bolts never chain.
+    """
+    if isinstance(component, StatefulBolt) or _asynchronous(component):
+        return False
+    own = getattr(type(component), "chainable", None)
+    if own is not None:
+        return own is True
+    return isinstance(component, BasicBolt)
 
 
 def _declared_streams(d: ComponentDeclarer) -> dict:

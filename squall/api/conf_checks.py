@@ -69,6 +69,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "topology.tasks": POSITIVE_INT_OR_NONE,
     "topology.max.task.parallelism": POSITIVE_INT_OR_NONE,
     "topology.disable.loadaware.messaging": BOOLEAN,
+    "squall.chaining": BOOLEAN,
     "topology.localityaware.higher.bound": NUMBER_AT_LEAST_0,
     "topology.localityaware.lower.bound": NUMBER_AT_LEAST_0,
     "topology.state.checkpoint.interval.ms": POSITIVE_NUMBER,

@@ -93,6 +93,9 @@ SETTINGS: tuple[Setting, ...] = (
             "stack (0 turns the watchdog off)"),
     Setting("squall.backpressure.cycle.secs", 30,
             "a worker throttled this long while the graph has a cycle is reported"),
+    Setting("squall.chaining", True,
+            "bolts fused with their upstream into one task where allowed (docs/groupings.md, "
+            "Chaining); False in the topology's or a bolt's configuration turns it off"),
     Setting(SQUALL_SPOUT_MAX_RETRIES, None,
             "failures of one spout msg id before it is given up (error reported, spout's ack "
             "called); None: the spout's fail decides forever"),

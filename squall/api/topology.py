@@ -53,6 +53,9 @@ class ComponentSpec:
     memory_load_mb: float | None = None
     cpu_load_percent: float | None = None
     stateful: bool = False
+    # may run fused with its upstream (squall.runtime.chain): a BasicBolt, or ``chainable = True``
+    chainable: bool = False
+    asynchronous: bool = False  # an AsyncBolt: runs on an event loop, never in a chain
 
 
 @dataclass(frozen=True)

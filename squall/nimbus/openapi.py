@@ -121,6 +121,8 @@ def _schemas() -> dict:
         "TopologyInfo": {"allOf": [{"$ref": "#/components/schemas/TopologySummary"}, {
             "type": "object", "properties": {
                 "components": {"type": "object"}, "workers": {"type": "array", "items": {"type": "object"}},
+                "chains": {"type": "array", "items": {"type": "array", "items": s}, "description": "bolts "
+                           "fused with their upstream, heads first (squall.chaining)"},
                 "errors": {"type": "array", "items": {"type": "object"}}, "versions": {"type": "array"},
                 "upgrade": {"type": "object", "nullable": True, "description": "the open gray upgrade: "
                             "state, from, to, workers, old_workers, since, batches, expires_at"},

@@ -320,6 +320,7 @@ def topology_page(view: TopologyView, window: str) -> dict:
         "workers": [worker_row(view, w) for w in info.get("workers") or []],
         "spouts": [spout_row(view, c, window) for c in view.spouts()],
         "bolts": [bolt_row(view, c, window) for c in view.bolts()],
+        "chains": [list(c) for c in info.get("chains") or []],  # squall's: bolts fused with their upstream
         "configuration": view.conf,
         "visualizationTable": [],
     }

@@ -19,13 +19,15 @@ from squall.api.config import (
 from squall.api.context import TopologyContext, WorkerTopologyContext
 from squall.api.errors import TopologyStartError
 from squall.api.fields import Fields
+from squall.runtime.chain import links_of, partners
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Barrier
 from squall.runtime.collectors import StreamRoute
 from squall.runtime.exactly_once import is_exactly_once
 from squall.runtime.exactly_once_tasks import ExactlyOnceSpoutTask, aligned
+from squall.runtime.fused import ChainHost
 from squall.runtime.host import Task, TaskHost
 from squall.runtime.plan import ACKER, SYSTEM, SYSTEM_STREAM_FIELDS
-from squall.runtime.routing import DirectOnly, LoadAwareness, make_router
+from squall.runtime.routing import ConstantRouter, DirectOnly, LoadAwareness, make_router
 from squall.runtime.stateful import StatefulBoltTask
 from squall.runtime.tasks import AckerTask, BoltTask, SpoutTask
 
@@ -60,23 +62,35 @@ def make_tasks(worker: Worker, host: TaskHost, tasks: dict[int, Task]) -> dict[t
             fields[(comp, stream)] = sys_fields
     worker_tasks = plan.worker_tasks(worker.index)
     local = set(worker_tasks)
+    # a chain's upstream task -> (chained stream, partner task): its host runs the partner
+    fused = partners(links_of(plan.chains, worker.topology), plan.component_tasks, local)
+    chain_hosts = []
     for ex in plan.worker_executors[worker.index]:
         for task_id in ex.tasks:
-            task = make_task(worker, host, ex.component, task_id, worker_tasks, local)
+            task_host = host
+            forward = fused.get(task_id)
+            if forward is not None:
+                task_host = ChainHost(host, *forward)
+                chain_hosts.append(task_host)
+            task = make_task(worker, task_host, ex.component, task_id, worker_tasks, local, forward)
             if task is not None:
                 task.out_fields = {s: f for (c, s), f in fields.items() if c == ex.component}
                 tasks[task_id] = task
+    for chain_host in chain_hosts:
+        chain_host.bind(tasks[chain_host.target])
     for task in tasks.values():
         task.bind_ackers(tasks)
     return fields
 
 
 def make_task(worker: Worker, host: TaskHost, comp: str, task_id: int, worker_tasks: list[int],
-              local: set[int]) -> Task | None:
+              local: set[int], forward: tuple[str, int] | None = None) -> Task | None:
     """The runner of task ``task_id`` of ``comp`` in ``worker`` (None for ``__system``).
 
-    ``host`` is what the task will ask (deliver, clock, errors): the worker itself. Each task
-    unpickles its own instance of the component, so tasks never share one.
+    ``host`` is what the task will ask (deliver, clock, errors): the worker itself, or a
+    ``ChainHost`` for a chain's upstream task, whose ``forward`` (stream, partner task) then
+    routes that stream to the partner alone. Each task unpickles its own instance of the
+    component, so tasks never share one.
     """
     ctx = TopologyContext(worker.topology_name, worker.plan, worker_tasks, task_id, worker.index,
                           topology=worker.topology, call_soon=task_caller(worker, task_id))
@@ -93,7 +107,7 @@ def make_task(worker: Worker, host: TaskHost, comp: str, task_id: int, worker_ta
             f"component {comp!r} ({spec.class_name}) cannot be unpickled in worker "
             f"{worker.index}: {type(e).__name__}: {e}"
         ) from e
-    routes = make_routes(worker, comp, task_id, ctx, local)
+    routes = make_routes(worker, comp, task_id, ctx, local, forward)
     exactly_once = is_exactly_once(worker.conf) and comp != CHECKPOINT_SPOUT
     if isinstance(obj, Spout):
         spout_cls = ExactlyOnceSpoutTask if exactly_once else SpoutTask
@@ -139,8 +153,12 @@ def task_caller(worker: Worker, task_id: int) -> Callable[[Callable[[], None]], 
 
 
 def make_routes(worker: Worker, comp: str, task_id: int, ctx: WorkerTopologyContext,
-                local: set[int]) -> dict[str, StreamRoute]:
-    """Per declared stream of ``comp``: its arity and the routers of its subscribers."""
+                local: set[int], forward: tuple[str, int] | None = None) -> dict[str, StreamRoute]:
+    """Per declared stream of ``comp``: its arity and the routers of its subscribers.
+
+    ``forward`` (stream, task): that stream's one subscriber is fused with this task, so
+    every tuple on it goes to that task.
+    """
     topology, plan = worker.topology, worker.plan
     load = load_awareness(worker)
     routes = {}
@@ -161,6 +179,8 @@ def make_routes(worker: Worker, comp: str, task_id: int, ctx: WorkerTopologyCont
                 routers.append(router)
         if sdef.direct:
             direct = direct or DirectOnly([])
+        if forward is not None and forward[0] == stream:
+            routers = [ConstantRouter([forward[1]])]
         routes[stream] = StreamRoute(stream, len(sdef.fields), routers, direct)
     return routes
 

@@ -13,7 +13,7 @@ from squall.runtime.plan import SYSTEM, TaskPlan
 def topology_info(name: str, status: str, plan: TaskPlan, metrics: list[TaskMetrics],
                   errors: list[dict], uptime_secs: float,
                   workers: list[dict] | None = None, stuck: list[dict] | None = None) -> dict:
-    """The info dict of API.md: name, status, components, workers, errors.
+    """The info dict of API.md: name, status, components, chains, workers, errors.
 
     ``stuck``: the tasks inside one call for longer than ``squall.task.stuck.secs`` now
     (component, task, method, secs, waits_in, stack); a task leaves the list when it moves.
@@ -41,6 +41,7 @@ def topology_info(name: str, status: str, plan: TaskPlan, metrics: list[TaskMetr
         "uptime_secs": round(uptime_secs, 3),
         "num_workers": plan.num_workers,
         "components": components,
+        "chains": [list(chain) for chain in plan.chains],  # bolts fused with their upstream
         "workers": workers,
         "errors": errors,
         "stuck": sorted(stuck or [], key=lambda s: s["task"]),

@@ -14,6 +14,7 @@ from squall.api.config import component_tasks as resolve_tasks
 from squall.api.errors import InvalidTopologyError
 from squall.api.fields import Fields
 from squall.api.topology import ComponentSpec, StormTopology
+from squall.runtime.chain import chains_of, plan_links
 
 ACKER = "__acker"
 SYSTEM = "__system"
@@ -58,6 +59,8 @@ class TaskPlan:
     # slots it holds there; empty when the plan was not scheduled onto hosts
     worker_hosts: list[str | None] = field(default_factory=list)
     worker_resources: list[dict] = field(default_factory=list)
+    # the chains of bolts fused with their upstream (squall.runtime.chain), heads first
+    chains: list[list[str]] = field(default_factory=list)
 
     def worker_tasks(self, worker: int) -> list[int]:
         """Task ids hosted by ``worker``."""
@@ -115,21 +118,25 @@ def make_plan(topology: StormTopology, conf: dict) -> TaskPlan:
     """Plan tasks: user components sorted by id from task 1, system components last.
 
     Executors are dealt to workers round robin, user executors first, so that each
-    component is spread as evenly as the worker count allows.
+    component is spread as evenly as the worker count allows; a bolt chained to its upstream
+    (``chain.py``) is not dealt: its k-th executor joins the worker of its chain head's k-th.
     """
     workers = conf.get(TOPOLOGY_WORKERS, 1)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidTopologyError(f"{TOPOLOGY_WORKERS} must be a positive integer, got {workers!r}")
     component_tasks: dict[str, list[int]] = {}
     executors: list[Executor] = []
+    runs: dict[str, list[tuple[int, ...]]] = {}
+    counts: dict[str, tuple[int, int]] = {}
     next_id = 1
     # user components first, sorted by id; system ones ($checkpointspout) after them
     for spec in sorted(topology.components.values(), key=lambda c: (c.id[0] in "$_", c.id)):
-        num_tasks, parallelism = spec_tasks(spec, conf)
-        for run in split_tasks(next_id, num_tasks, parallelism):
-            executors.append(Executor(spec.id, run))
+        num_tasks, parallelism = counts[spec.id] = spec_tasks(spec, conf)
+        runs[spec.id] = split_tasks(next_id, num_tasks, parallelism)
+        executors.extend(Executor(spec.id, run) for run in runs[spec.id])
         component_tasks[spec.id] = list(range(next_id, next_id + num_tasks))
         next_id += num_tasks
+    links = plan_links(topology, conf, counts)
     ackers = num_ackers(conf)
     system: list[Executor] = []
     if ackers:
@@ -139,8 +146,20 @@ def make_plan(topology: StormTopology, conf: dict) -> TaskPlan:
         next_id += ackers
     component_tasks[SYSTEM] = list(range(next_id, next_id + workers))
     worker_executors: list[list[Executor]] = [[] for _ in range(workers)]
-    for i, ex in enumerate(executors + system):
+    # a chained bolt's k-th executor goes where its upstream's k-th does, so that each fused
+    # pair of tasks shares a worker; the others are dealt round robin as before
+    dealt = [ex for ex in executors + system if ex.component not in links]
+    where: dict[tuple[int, ...], int] = {}
+    for i, ex in enumerate(dealt):
         worker_executors[i % workers].append(ex)
+        where[ex.tasks] = i % workers
+    for ex in executors:
+        if ex.component in links:
+            w = where[_head_run(ex, links, runs)]
+            worker_executors[w].append(ex)
+    order = {ex.tasks: i for i, ex in enumerate(executors + system)}
+    for exs in worker_executors:
+        exs.sort(key=lambda ex: order[ex.tasks])
     for w in range(workers):
         ex = Executor(SYSTEM, (next_id + w,))
         worker_executors[w].append(ex)
@@ -149,5 +168,15 @@ def make_plan(topology: StormTopology, conf: dict) -> TaskPlan:
     task_component = {t: c for c, ts in component_tasks.items() for t in ts}
     sources = {cid: [(i.component, i.stream) for i in spec.inputs]
                for cid, spec in topology.components.items()}
+    chains = chains_of(links)
     return TaskPlan(workers, component_tasks, task_component, executors + system,
-                    worker_executors, streams, sources)
+                    worker_executors, streams, sources, chains=chains)
+
+
+def _head_run(ex: Executor, links: dict, runs: dict[str, list[tuple[int, ...]]]) -> tuple[int, ...]:
+    """The tasks of the executor at the head of ``ex``'s chain with ``ex``'s index."""
+    k = runs[ex.component].index(ex.tasks)
+    comp = ex.component
+    while comp in links:
+        comp = links[comp].upstream
+    return runs[comp][k]

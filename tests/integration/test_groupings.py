@@ -211,6 +211,7 @@ def word_count(disable_load_aware, parallelism=2, sentences=400):
     conf = Config()
     conf.set_num_workers(2)
     conf["topology.disable.loadaware.messaging"] = disable_load_aware
+    conf["squall.chaining"] = False  # the shuffle itself is measured: split must not be fused
     items = [[SENTENCES[i % 5]] for i in range(sentences)]
     result = complete_topology(b.create_topology(), MockedSources({"sentence": items}), conf)
     assert len(result.acked("sentence")) == sentences

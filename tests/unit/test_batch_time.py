@@ -95,6 +95,7 @@ def build(topology: Any, batch_ms: float | None, capacity: int = 64,
     conf = Config()
     conf.set_num_workers(workers)
     conf.set_num_ackers(0)
+    conf["squall.chaining"] = False  # queues and frames between tasks are what is tested
     conf["squall.spout.round.budget.ms"] = 1e6  # the fake clock must not end the spout phase
     if batch_ms is not None:
         conf["squall.transfer.batch.time.ms"] = batch_ms

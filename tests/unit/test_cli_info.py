@@ -76,3 +76,15 @@ def test_worker_columns_say_assigned_and_show_what_the_process_measured(monkeypa
     cells = {name: row[starts[name]:].split()[0] for name in columns[6:10]}
     assert cells == {"ASSIGNED CPU %": "260.0", "ASSIGNED MEM MB": "3328.0", "CPU %": "97.5",
                      "RSS MB": "81.3"}
+
+
+def test_info_prints_each_chain(monkeypatch, capsys):
+    body = {"name": "wc", "status": "ACTIVE", "version": 1, "uptime_secs": 1.0, "master": {},
+            "workers": [], "errors": [], "components": {"map1": component({}), "map2": component({})},
+            "chains": [["sentence", "map1", "map2"]]}
+    monkeypatch.setattr(info_cmd, "client", lambda args: FakeClient(body))
+    info_cmd.run(argparse.Namespace(name="wc", json=False, conf=False, tasks=False))
+    assert "chain: sentence -> map1 -> map2" in capsys.readouterr().out.splitlines()
+    body["chains"] = []
+    info_cmd.run(argparse.Namespace(name="wc", json=False, conf=False, tasks=False))
+    assert "chain:" not in capsys.readouterr().out

@@ -43,6 +43,7 @@ def two_workers() -> tuple[Worker, Any, int]:
     conf = Config()
     conf.set_num_workers(2)
     conf.set_num_ackers(0)
+    conf["squall.chaining"] = False  # the sink must stay in worker 1: frames are tested
     merged = prepare_conf(conf, b.create_topology())
     topology = prepare_topology(b.create_topology())
     plan = make_plan(topology, merged)

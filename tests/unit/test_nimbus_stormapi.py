@@ -182,3 +182,10 @@ def test_component_page_fills_each_stream_from_the_per_stream_figures():
     # the history is per component: other windows cannot split it by stream
     page = component_page(TopologyView(i, shape, {}, MetricHistory(), NOW), "MyBoltId", "600")
     assert [o["emitted"] for o in page["outputStats"]] == [None, None]
+
+
+def test_topology_page_shows_the_chains_of_the_info():
+    assert topology_page(view(), ":all-time")["chains"] == []  # an info without chains
+    i = {**info(), "chains": [["spout", "MyBoltId"]]}
+    page = topology_page(TopologyView(i, SHAPE, {}, None, NOW), ":all-time")
+    assert page["chains"] == [["spout", "MyBoltId"]]

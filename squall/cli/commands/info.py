@@ -49,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(table(["COMPONENT", "TASKS", "EMITTED", "EMITTED/S", "ACKED", "FAILED", "EXEC MS",
                      "COMPLETE MS", "CAPACITY", "ERRORS"], comps))
+    for chain in info.get("chains") or []:  # bolts fused with their upstream, one task per pair
+        print(f"chain: {' -> '.join(chain)}")
     streams = stream_rows(info["components"])
     if streams:
         print()

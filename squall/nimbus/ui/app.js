@@ -399,6 +399,10 @@ async function topologyView(name, params) {
       ["Transferred", "transferred"], ["Capacity", (r) => h("span", { class: capClass(r.capacity) }, r.capacity)],
       ["Execute latency (ms)", "executeLatency"], ["Executed", "executed"], ["Process latency (ms)", "processLatency"],
       ["Acked", "acked"], ["Failed", "failed"], ["Last error", (r) => r.lastError.split("\n")[0], "wrap"]], topo.bolts),
+    h("h2", {}, "Chains"),
+    (topo.chains || []).length
+      ? table("chains", [["Fused in one task (upstream first)", (r) => h("span", {}, ...r.map((c, i) => [i ? " \u2192 " : "", compLink(c)]).flat()), "text"]], topo.chains)
+      : h("p", { id: "chains" }, "No bolt runs fused with its upstream (squall.chaining)."),
     h("h2", {}, "Workers"),
     table("workers", [["Worker", "worker"], ["Host", "host", "text"], ["Port", "port"], ["Pid", "pid"], ["State", "state", "text"],
       ["Uptime", "uptime"], ["Tasks", (w) => w.tasks.join(", "), "text"], ["Restarts", "restarts"], ["Version", "version"],
