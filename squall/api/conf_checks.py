@@ -54,6 +54,7 @@ BOOLEAN = ("true or false", lambda v: isinstance(v, bool))
 IMPORT_PATH = ("an import path string ('package.module.Class')",
                lambda v: isinstance(v, str) and "." in v.strip("."))
 JSON_OBJECT = ("a mapping or a JSON object in a string", _json_object)
+GUARANTEE = ("'at_least_once' or 'exactly_once'", lambda v: v in ("at_least_once", "exactly_once"))
 HOOK_PATHS = ("a list of hook class import paths ('package.module.Class')", _hook_paths)
 
 # key -> (what a good value is, the test of one value)
@@ -71,6 +72,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "topology.localityaware.higher.bound": NUMBER_AT_LEAST_0,
     "topology.localityaware.lower.bound": NUMBER_AT_LEAST_0,
     "topology.state.checkpoint.interval.ms": POSITIVE_NUMBER,
+    "topology.guarantee": GUARANTEE,
     "topology.state.provider": IMPORT_PATH,
     "topology.state.provider.config": JSON_OBJECT,
     "topology.executor.receive.buffer.size": POSITIVE_INT,

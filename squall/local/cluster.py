@@ -76,7 +76,7 @@ class LocalCluster(ClusterBase[_Running]):
         if inactive:
             conf = {**(conf or {}), START_INACTIVE: True}
         merged = prepare_conf(conf, topology)
-        topology = prepare_topology(topology)
+        topology = prepare_topology(topology, merged)
         with self._lock:
             if name in self._topologies:
                 raise AlreadyAliveError(f"topology {name!r} is already running; kill it first")

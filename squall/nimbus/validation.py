@@ -77,7 +77,7 @@ def decode_upload(body: dict, max_parallelism: int | None = None) -> Upload:
             if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
                 raise InvalidTopologyError(f"{MAX_PARALLELISM_KEY} must be a positive integer, got {cap!r}")
             caps = {cid: cap for cid, c in topology.components.items() if c.parallelism > cap}
-        prepared = prepare_topology(with_parallelism(topology, caps))
+        prepared = prepare_topology(with_parallelism(topology, caps), merged)
         plan = make_plan(prepared, merged)
         build_request("upload", plan, prepared, merged, ())  # the placement keys, read as the scheduler will
     except InvalidTopologyError as e:

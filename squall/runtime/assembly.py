@@ -19,8 +19,10 @@ from squall.api.config import (
 from squall.api.context import TopologyContext, WorkerTopologyContext
 from squall.api.errors import TopologyStartError
 from squall.api.fields import Fields
-from squall.runtime.checkpoint import CHECKPOINT_STREAM, Barrier
+from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Barrier
 from squall.runtime.collectors import StreamRoute
+from squall.runtime.exactly_once import is_exactly_once
+from squall.runtime.exactly_once_tasks import ExactlyOnceSpoutTask, aligned
 from squall.runtime.host import Task, TaskHost
 from squall.runtime.plan import ACKER, SYSTEM, SYSTEM_STREAM_FIELDS
 from squall.runtime.routing import DirectOnly, LoadAwareness, make_router
@@ -92,8 +94,10 @@ def make_task(worker: Worker, host: TaskHost, comp: str, task_id: int, worker_ta
             f"{worker.index}: {type(e).__name__}: {e}"
         ) from e
     routes = make_routes(worker, comp, task_id, ctx, local)
+    exactly_once = is_exactly_once(worker.conf) and comp != CHECKPOINT_SPOUT
     if isinstance(obj, Spout):
-        return SpoutTask(host, task_id, comp, ctx, conf, obj, routes)
+        spout_cls = ExactlyOnceSpoutTask if exactly_once else SpoutTask
+        return spout_cls(host, task_id, comp, ctx, conf, obj, routes)
     if not isinstance(obj, (Bolt, BasicBolt)):
         raise TopologyStartError(f"component {comp!r} is neither a spout nor a bolt")
     if isinstance(obj, AsyncBolt):
@@ -107,6 +111,8 @@ def make_task(worker: Worker, host: TaskHost, comp: str, task_id: int, worker_ta
         stateful = isinstance(obj, StatefulBolt) or (
             checkpointed and getattr(type(obj), "follows_checkpoints", False) is True)
         cls = StatefulBoltTask if stateful else BoltTask
+        if exactly_once:
+            cls = aligned(cls)
     bolt = cls(host, task_id, comp, ctx, conf, obj, routes)
     senders = sum(len(worker.plan.component_tasks[inp.component])
                   for inp in spec.inputs if inp.stream == CHECKPOINT_STREAM)

@@ -124,33 +124,40 @@ def ever_committed(record: list | None, origin: int | None) -> bool:
     return last > origin
 
 
-def add_checkpointing(topology: StormTopology) -> StormTopology:
+def add_checkpointing(topology: StormTopology, exactly_once: bool = False) -> StormTopology:
     """Add ``$checkpointspout`` and the ``$checkpoint`` stream through every bolt.
 
     Bolts fed by a spout get the checkpoint from ``$checkpointspout``; every other bolt
     gets it from each bolt it reads from. All groupings: each task sees every checkpoint.
+    ``exactly_once``: the checkpoint spout feeds the spouts instead, which declare
+    ``$checkpoint`` and pass the barrier on behind their records; every bolt then gets it
+    from each component it reads from. (Added then even with no stateful bolt.)
     """
-    if not topology.stateful or CHECKPOINT_SPOUT in topology.components:
+    if not (topology.stateful or exactly_once) or CHECKPOINT_SPOUT in topology.components:
         return topology
     components: dict[str, ComponentSpec] = {}
     all_grouping = Grouping("all")
+    checkpoint_stream = {CHECKPOINT_STREAM: StreamDef(CHECKPOINT_FIELDS)}
     for cid, spec in topology.components.items():
         if spec.kind == "spout":
+            if exactly_once:
+                spec = replace(spec, inputs=(*spec.inputs, Input(CHECKPOINT_SPOUT, CHECKPOINT_STREAM, all_grouping)),
+                               streams={**spec.streams, **checkpoint_stream})
             components[cid] = spec
             continue
         sources = []
         for inp in spec.inputs:
-            source = CHECKPOINT_SPOUT if topology.components[inp.component].kind == "spout" else inp.component
+            from_spout = topology.components[inp.component].kind == "spout"
+            source = CHECKPOINT_SPOUT if from_spout and not exactly_once else inp.component
             if source not in sources:
                 sources.append(source)
         inputs = spec.inputs + tuple(Input(s, CHECKPOINT_STREAM, all_grouping) for s in sources)
-        streams = {**spec.streams, CHECKPOINT_STREAM: StreamDef(CHECKPOINT_FIELDS)}
-        components[cid] = replace(spec, inputs=inputs, streams=streams)
+        components[cid] = replace(spec, inputs=inputs, streams={**spec.streams, **checkpoint_stream})
     components[CHECKPOINT_SPOUT] = ComponentSpec(
         id=CHECKPOINT_SPOUT, kind="spout",
         class_name=f"{CheckpointSpout.__module__}.CheckpointSpout",
         payload=cloudpickle.dumps(CheckpointSpout(), protocol=pickle.HIGHEST_PROTOCOL),
         parallelism=1, num_tasks=1, inputs=(),
-        streams={CHECKPOINT_STREAM: StreamDef(CHECKPOINT_FIELDS)},
+        streams=dict(checkpoint_stream),
     )
     return StormTopology(components)

@@ -6,10 +6,12 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from squall.api.conf_checks import check_settings
+from squall.api.conf_checks import check_setting, check_settings
 from squall.api.config import check_component_conf, effective_conf
 from squall.api.errors import InvalidTopologyError
 from squall.api.topology import StormTopology
+from squall.runtime.exactly_once import AT_LEAST_ONCE, GUARANTEE_KEY, is_exactly_once
+from squall.runtime.exactly_once_checks import check_exactly_once
 from squall.runtime.window_checks import check_windows
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -37,11 +39,15 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
     if not isinstance(conf, dict):
         raise InvalidTopologyError(f"topology config must be a dict (or Config), got {type(conf).__name__}")
     merged = effective_conf(conf)
+    check_setting(GUARANTEE_KEY, merged.get(GUARANTEE_KEY, AT_LEAST_ONCE))
+    exactly_once = is_exactly_once(merged)
+    if exactly_once:  # first: its refusals name the components (checkpointing off included)
+        check_exactly_once(merged, topology)
     check_settings(merged)  # the type and range of every key squall knows
     for comp in topology.components.values():
         check_component_conf(comp.id, comp.conf)  # again: a topology may not come from the builder
     check_windows(merged, topology)
-    if topology.stateful:
+    if topology.stateful or exactly_once:
         interval = merged["topology.state.checkpoint.interval.ms"]
         timeout_ms = float(merged["topology.message.timeout.secs"]) * 1000.0
         if interval >= timeout_ms:
@@ -58,11 +64,15 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
     return merged
 
 
-def prepare_topology(topology: StormTopology) -> StormTopology:
-    """The topology as it runs: with the checkpoint spout when some bolt is stateful."""
+def prepare_topology(topology: StormTopology, conf: dict | None = None) -> StormTopology:
+    """The topology as it runs: with the checkpoint spout when some bolt is stateful.
+
+    ``conf`` (the effective configuration) says the guarantee: in exactly-once mode the
+    checkpoints always flow, and through the spouts.
+    """
     from squall.runtime.checkpoint_spout import add_checkpointing
 
-    return add_checkpointing(topology)
+    return add_checkpointing(topology, exactly_once=is_exactly_once(conf))
 
 
 def with_parallelism(topology: StormTopology, parallelism: dict[str, int]) -> StormTopology:

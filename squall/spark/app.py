@@ -109,7 +109,7 @@ class TopologyApp:
         if not conf.get(STATE_KEY):
             conf[STATE_KEY] = self.state_key()
         conf = prepare_conf(conf, topology)
-        code = WorkerCode(version, prepare_topology(topology), conf, blobs.code_path)
+        code = WorkerCode(version, prepare_topology(topology, conf), conf, blobs.code_path)
         self._codes[cache_key] = code
         return code
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,3 +138,18 @@ def _read(out_dir: str, kind: str) -> Any:
             parts = line.split()
             if len(parts) == 2:  # a line cut short by a SIGKILL is skipped
                 yield int(parts[0]), int(parts[1])
+
+
+@dataclass
+class Tally:
+    """What ``tally`` found: both lists empty is exactly-once."""
+
+    lost: list[Any] = field(default_factory=list)  # (item, times missing)
+    duplicated: list[Any] = field(default_factory=list)  # (item, times too many)
+
+
+def tally(expected: Mapping[Any, int], seen: Mapping[Any, int]) -> Tally:
+    """Compare how often each item should have been counted with how often it was."""
+    lost = sorted((k, n - seen.get(k, 0)) for k, n in expected.items() if seen.get(k, 0) < n)
+    dup = sorted((k, n - expected.get(k, 0)) for k, n in seen.items() if n > expected.get(k, 0))
+    return Tally(lost, dup)

@@ -1,0 +1,300 @@
+"""Spout and bolt tasks in exactly-once mode (``topology.guarantee: exactly_once``).
+
+A spout task takes the checkpoint tuples of ``$checkpointspout`` itself:
+
+- PREPARE(t): stages ``spout.position()`` in its own state namespace, sets the msg ids
+  emitted since the last barrier aside for t, and emits the barrier on ``$checkpoint``
+  (anchored to the checkpoint tuple) behind the records emitted before it;
+- COMMIT(t): commits that state and calls ``spout.ack`` for every msg id of the
+  transactions up to t (a record is acked once the checkpoint covering it commits);
+- ROLLBACK and INITSTATE: roll the state back and ``seek`` the spout to the committed
+  position (or to where it stood at open when nothing was ever committed); the msg ids
+  not committed are forgotten, never failed: the spout reads them again.
+
+Its emits are not tracked by the ackers (no ack-init, no timeout); a spout task emits
+nothing until a recovery barrier (INITSTATE or ROLLBACK) has passed through it.
+
+A bolt task aligns barriers (``exactly_once.Alignment``), and a failed data tuple (``fail``,
+``FailedException``, an exception raised in ``execute``) fails the next PREPARE, which the
+checkpoint spout answers with a ROLLBACK. A stateful bolt that has already initialised
+takes INITSTATE as a ROLLBACK: after a restart of any part of the topology every task
+returns to the last commit, survivors included.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from squall.api.tuple import DEFAULT_STREAM, Tuple
+from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action
+from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
+from squall.runtime.exactly_once import POSITION_KEY, Alignment
+from squall.runtime.stateful import StatefulBoltTask, StatefulOutputCollector, state_namespace
+from squall.runtime.tasks import BoltTask, SpoutTask
+
+_UNREAD = object()  # the spout's position at open could not be read
+
+
+class UntrackedSpoutCollector(SpoutOutputCollector):
+    """A spout's collector in exactly-once mode: no acker; msg ids wait for their commit."""
+
+    def __init__(self, task: Any, routes: dict, pending: Any) -> None:
+        super().__init__(task, routes, pending)
+        self.since_barrier: list[Any] = []  # msg ids emitted since the last PREPARE
+
+    def emit(self, values: list, stream: str = DEFAULT_STREAM, msg_id: Any = None) -> list[int]:
+        """Emit ``values`` untracked; ``msg_id`` is acked when its checkpoint commits."""
+        targets = SpoutOutputCollector.emit(self, values, stream, None)
+        if msg_id is not None:
+            self.since_barrier.append(msg_id)
+        return targets
+
+    def emit_direct(self, task: int, values: list, stream: str = DEFAULT_STREAM,
+                    msg_id: Any = None) -> None:
+        """Emit on a direct stream, untracked (as ``emit``)."""
+        SpoutOutputCollector.emit_direct(self, task, values, stream, None)
+        if msg_id is not None:
+            self.since_barrier.append(msg_id)
+
+
+class ExactlyOnceSpoutTask(SpoutTask):
+    """Runs a ``SeekableSpout`` whose position travels in the checkpoints (module docs)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        routes = self.collector._routes
+        self.collector = UntrackedSpoutCollector(self, routes, self.pending)
+        self._ack_soon = self.collector.acks_soon
+        self._fail_soon = self.collector.fails_soon
+        self.barriers = OutputCollector(self, routes)  # emits the barrier anchored, acks its input
+        self.recovered = False  # a recovery barrier passed since the task started
+        self.opened_at: Any = _UNREAD
+        self.state: Any = None
+        self.uncommitted: dict[int, list[Any]] = {}  # txid -> msg ids that PREPARE covered
+
+    def start(self) -> None:
+        """Open the spout and note where it stands: the position when nothing was committed."""
+        super().start()
+        try:
+            self.opened_at = self.spout.position()
+        except Exception as e:  # noqa: BLE001 - user code: reported; recovery fails until fixed
+            self.host.report_error(self, e)
+
+    def can_emit(self) -> bool:
+        """Not before the first recovery barrier: until then the position is not settled."""
+        return self.recovered and SpoutTask.can_emit(self)
+
+    def handle(self, tup: Tuple) -> None:
+        """Checkpoint tuples here; acker verdicts (only of system streams) as any spout."""
+        if tup.stream == CHECKPOINT_STREAM:
+            self.on_checkpoint(tup)
+        else:
+            SpoutTask.handle(self, tup)
+
+    def on_checkpoint(self, tup: Tuple) -> None:
+        """Act on one checkpoint tuple, then forward it (or fail it: the spout recovers)."""
+        txid, action = tup.values
+        try:
+            ok = self.act(txid, Action(action))
+        except Exception as e:  # noqa: BLE001 - user code and stores: report, fail the checkpoint
+            self.host.report_error(self, e)
+            ok = False
+        if ok:
+            self.barriers.emit([txid, action], anchors=tup, stream=CHECKPOINT_STREAM)
+            self.barriers.ack(tup)
+        else:
+            self.barriers.fail(tup)
+
+    def act(self, txid: int, action: Action) -> bool:
+        """PREPARE, COMMIT, or go back to the committed position; False fails the checkpoint."""
+        collector: UntrackedSpoutCollector = self.collector  # type: ignore[assignment]
+        state = self.open_state()
+        if action is Action.PREPARE:
+            if not self.recovered:
+                return False  # started since the last checkpoint: recover first
+            state.put(POSITION_KEY, self.spout.position())
+            state.prepare_commit(txid)
+            self.uncommitted[txid] = collector.since_barrier
+            collector.since_barrier = []
+        elif action is Action.COMMIT:
+            state.commit(txid)
+            for t in sorted(t for t in self.uncommitted if t <= txid):
+                for msg_id in self.uncommitted.pop(t):
+                    self.ack_committed(msg_id)
+        else:
+            state.rollback()
+            position = state.get(POSITION_KEY)
+            if position is None:
+                if self.opened_at is _UNREAD:
+                    raise RuntimeError(f"spout {self.component!r} task {self.task_id}: its "
+                                       f"position() failed at open, so it cannot seek back")
+                position = self.opened_at
+            self.spout.seek(position)
+            self.uncommitted.clear()  # read again after the seek: never failed
+            collector.since_barrier = []
+            self.recovered = True
+        return True
+
+    def open_state(self) -> Any:
+        """The task's own state (its committed position); checked on first open."""
+        if self.state is None:
+            from squall.runtime.stateful import check_recovered
+            from squall.state import load_provider
+
+            ctx = self.context
+            state = load_provider(self.conf).new_state(
+                state_namespace(ctx.topology_name, self.component, ctx.get_this_task_index(), 0),
+                self.conf, ctx)
+            check_recovered(state, self.conf, ctx)
+            self.state = state
+        return self.state
+
+    def ack_committed(self, msg_id: Any) -> None:
+        """The checkpoint covering ``msg_id`` committed: the spout's ``ack``."""
+        self.metrics.acked += 1
+        self._call(self.spout.ack, msg_id)
+        if self.hooks is not None:
+            self.hooks.spout_ack(msg_id, 0.0)
+
+    def stop(self) -> None:
+        """Close the spout, then release the state's connections."""
+        super().stop()
+        if self.state is not None:
+            try:
+                self.state.close()
+            except Exception as e:  # noqa: BLE001 - a store that is down cannot be closed cleanly
+                self.host.report_error(self, e)
+
+
+class _FailureWatch:
+    """A bolt collector's ``fail`` of a data tuple also marks the task as recovering."""
+
+    _task: Any
+
+    def fail_with_error(self, tup: Tuple, error: str | None) -> None:
+        """Fail ``tup``; a data tuple's failure fails the task's next PREPARE."""
+        if not tup._done and tup.stream != CHECKPOINT_STREAM and not tup.is_tick():
+            self._task.alignment.fail_data()
+        super().fail_with_error(tup, error)  # type: ignore[misc]
+
+
+class WatchedCollector(_FailureWatch, OutputCollector):
+    """A bolt's collector in exactly-once mode."""
+
+
+class WatchedStatefulCollector(_FailureWatch, StatefulOutputCollector):
+    """A stateful bolt's collector in exactly-once mode."""
+
+
+class _Aligned:
+    """What a bolt task does differently in exactly-once mode (mixed into its task class)."""
+
+    alignment: Alignment
+    barrier: Any
+    collector: Any
+    inbox: Any
+    _batched: Any
+
+    def process(self, budget: int) -> int:
+        """Handle up to ``budget`` queued tuples; data waits or goes as the alignment says."""
+        inbox = self.inbox
+        n = min(budget, len(inbox))
+        admit = self.alignment.admit
+        run: list[Tuple] = []
+        for _ in range(n):
+            tup = inbox.popleft()
+            if tup.stream == CHECKPOINT_STREAM:
+                if run:
+                    self.run(run)
+                    run = []
+                self._on_checkpoint_tuple(tup)
+            elif tup.is_tick() or admit(tup.task, tup):
+                run.append(tup)
+        if run:
+            self.run(run)
+        return n
+
+    def handle(self, tup: Tuple) -> None:
+        """One tuple, as ``process`` does it."""
+        if tup.stream == CHECKPOINT_STREAM:
+            self._on_checkpoint_tuple(tup)
+        elif tup.is_tick() or self.alignment.admit(tup.task, tup):
+            self.run([tup])
+
+    def run(self, tuples: list[Tuple]) -> None:
+        """Execute admitted data tuples, in order (in runs for an ``execute_batch`` bolt)."""
+        if self._batched is not None:
+            self.execute_batch(tuples)  # type: ignore[attr-defined]
+            return
+        execute = super().handle  # type: ignore[misc]
+        for tup in tuples:
+            execute(tup)
+
+    def _on_checkpoint_tuple(self, tup: Tuple) -> None:
+        barrier = self.barrier
+        collector = self.collector
+        txid, action = tup.values
+        key = (txid, action, barrier.emission(tup))
+        done, superseded = barrier.add(txid, action, tup.task, tup)
+        for old in superseded:  # an earlier checkpoint that never completed here
+            collector.fail(old)
+        if any(old is tup for old in superseded):
+            return  # a late copy of a checkpoint that is over here
+        alignment = self.alignment
+        alignment.arrive(key, action, tup.task)
+        if not done:
+            return
+        act = Action(action)
+        ok = not (act is Action.PREPARE and alignment.recovering) and self.checkpoint(txid, act)  # type: ignore[attr-defined]
+        held = alignment.complete(ok)
+        if ok:
+            collector.emit([txid, action], anchors=done, stream=CHECKPOINT_STREAM)
+            for t in done:
+                collector.ack(t)
+        else:
+            for t in done:
+                collector.fail(t)
+        if held:
+            self.run(held)
+
+
+class AlignedBoltTask(_Aligned, BoltTask):
+    """A bolt task in exactly-once mode."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.alignment = Alignment()
+        self.collector = WatchedCollector(self, self.collector._routes)
+        if self._basic is not None:
+            from squall.runtime.collectors import BasicOutputCollector
+
+            self._basic = BasicOutputCollector(self.collector)
+
+
+class AlignedStatefulBoltTask(_Aligned, StatefulBoltTask):
+    """A stateful bolt task (or aligned sink) in exactly-once mode."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.alignment = Alignment()
+        self.collector = WatchedStatefulCollector(self, self.collector._routes)
+
+    def checkpoint(self, txid: int, action: Action) -> bool:
+        """As a stateful bolt's, but INITSTATE also takes a running task back to its commit."""
+        if action is Action.INITSTATE:
+            if self.initialized:
+                action = Action.ROLLBACK
+            else:
+                # what came between a ROLLBACK and this INITSTATE is read again after it
+                self.alignment.dropped += len(self.buffered)
+                self.buffered = []
+        return StatefulBoltTask.checkpoint(self, txid, action)
+
+
+def aligned(cls: type[BoltTask]) -> type[BoltTask]:
+    """The exactly-once task class for bolt task class ``cls``."""
+    if cls is StatefulBoltTask:
+        return AlignedStatefulBoltTask
+    if cls is BoltTask:
+        return AlignedBoltTask
+    raise TypeError(f"{cls.__name__} cannot run in exactly-once mode")

@@ -1,0 +1,212 @@
+"""Components of the exactly-once tests: a seekable list spout, a word count, a sink, faults.
+
+They run in this process (``LocalCluster``) and write what they see into ``RECORD``
+(``tests.integration.components``). ``Faults`` holds the failures a run injects: the bolts
+draw from it, so each failure happens once, at a point the run's seed chose.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from typing import Any
+
+from squall import Fields, SeekableSpout, StatefulBolt
+from squall.api.components import BasicBolt, Bolt, Spout
+from squall.api.errors import FailedException
+from squall.runtime import clock
+from squall.state import memory
+from squall.state.codec import DEFAULT
+from tests.integration.components import record
+
+WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "grape", "melon", "peach"]
+
+
+def sentences(seed: int, count: int) -> list[str]:
+    """``count`` deterministic sentences of 3 to 7 words."""
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7))) for _ in range(count)]
+
+
+class Faults:
+    """Failures to inject, by the data tuple they hit: each fires once (process-wide)."""
+
+    lock = threading.Lock()
+    plan: dict[tuple[str, Any], str] = {}  # (bolt, what it executes) -> "raise" | "fail" | "failed-exc"
+
+    @classmethod
+    def take(cls, bolt: str, what: Any) -> str | None:
+        """The failure planned for ``bolt`` executing ``what``, once."""
+        with cls.lock:
+            return cls.plan.pop((bolt, what), None)
+
+
+def committed(namespace: str) -> dict:
+    """The committed layer of an in-memory state namespace, decoded."""
+    stored = memory._store.get(namespace)
+    if stored is None:
+        return {}
+    with stored.lock:
+        items = list(stored.committed.items())
+    return {DEFAULT.decode(k): DEFAULT.decode(v) for k, v in items}
+
+
+class ListSpout(SeekableSpout):
+    """Emits ``[index, sentence]`` for its share of ``sentences`` (msg id: the index).
+
+    Position: how many of its sentences it has emitted. A failed message is emitted again
+    (at-least-once); ``ack`` checks (exactly-once) that the checkpoint covering the message
+    committed first, from the task's committed state.
+    """
+
+    def __init__(self, sentences: list[str], topology: str, rate: float = 0.0) -> None:
+        self.sentences = sentences
+        self.topology = topology
+        self.rate = rate  # new sentences per (simulated) second per task; 0: no limit
+
+    def open(self, conf: dict, context: Any, collector: Any) -> None:
+        """Take every n-th sentence."""
+        self.collector = collector
+        index, tasks = context.get_this_task_index(), len(context.get_this_component_tasks())
+        self.mine = [i for i in range(len(self.sentences)) if i % tasks == index]
+        self.at = 0
+        self.replays: list[int] = []
+        self.namespace = f"{self.topology}/{context.component_id}/{index}"
+        self.exactly_once = conf.get("topology.guarantee") == "exactly_once"
+        self.started = clock.monotonic()
+
+    def next_tuple(self) -> None:
+        """The next sentence, replays first."""
+        if self.replays:
+            i = self.replays.pop()
+        elif self.at < len(self.mine):
+            if self.rate and self.at >= self.rate * (clock.monotonic() - self.started):
+                return  # on simulated time: the run spreads over many checkpoints
+            i = self.mine[self.at]
+            self.at += 1
+        else:
+            return
+        self.collector.emit([i, self.sentences[i]], msg_id=i)
+        record("eo.emitted", i)
+
+    def position(self) -> int:
+        """Sentences of this task emitted so far."""
+        return self.at
+
+    def seek(self, position: int) -> None:
+        """Emit again from ``position``."""
+        record("eo.seek", (self.namespace, self.at, position))
+        self.at = position
+
+    def ack(self, msg_id: Any) -> None:
+        """Record the ack; in exactly-once mode, check that its checkpoint committed."""
+        record("eo.acked", msg_id)
+        if self.exactly_once:
+            pos = committed(self.namespace).get("position")
+            if pos is None or self.mine.index(msg_id) >= pos:
+                record("eo.early_ack", (msg_id, pos))
+
+    def fail(self, msg_id: Any) -> None:
+        """Replay it."""
+        record("eo.failed", msg_id)
+        self.replays.append(msg_id)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """``index``, ``sentence``."""
+        declarer.declare(Fields("index", "sentence"))
+
+
+class PlainSpout(Spout):
+    """A spout that is not seekable."""
+
+    def next_tuple(self) -> None:
+        """Nothing."""
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """``index``, ``sentence``."""
+        declarer.declare(Fields("index", "sentence"))
+
+
+class Split(BasicBolt):
+    """Splits a sentence into ``[word, index, n]``; injected faults hit after some words."""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        """Emit each word; a planned fault strikes after the first word."""
+        index, sentence = tup[0], tup[1]
+        for n, word in enumerate(sentence.split()):
+            collector.emit([word, index, n])
+            if n == 0:
+                fault = Faults.take("split", index)
+                if fault == "raise":
+                    raise RuntimeError(f"injected failure at sentence {index}")
+                if fault == "failed-exc":
+                    raise FailedException(f"injected FailedException at sentence {index}")
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """``word``, ``index``, ``n``."""
+        declarer.declare(Fields("word", "index", "n"))
+
+
+class Count(StatefulBolt):
+    """Counts words in its state; emits ``[word, index, n, count]``."""
+
+    def prepare(self, conf: dict, context: Any, collector: Any) -> None:
+        """Keep the collector."""
+        self.collector = collector
+
+    def init_state(self, state: Any) -> None:
+        """The committed counts."""
+        self.state = state
+
+    def execute(self, tup: Any) -> None:
+        """Count, emit, ack; or a planned ``fail``."""
+        word, index, n = tup[0], tup[1], tup[2]
+        if Faults.take("count", (index, n)) == "fail":
+            self.collector.fail(tup)
+            return
+        count = self.state.get(word, 0) + 1
+        self.state.put(word, count)
+        self.collector.emit([word, index, n, count], anchors=tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """``word``, ``index``, ``n``, ``count``."""
+        declarer.declare(Fields("word", "index", "n", "count"))
+
+
+class Sink(StatefulBolt):
+    """An aligned sink: how often each ``(index, n)`` reached it, in its checkpointed state."""
+
+    def prepare(self, conf: dict, context: Any, collector: Any) -> None:
+        """Keep the collector."""
+        self.collector = collector
+
+    def init_state(self, state: Any) -> None:
+        """The committed arrivals."""
+        self.state = state
+
+    def execute(self, tup: Any) -> None:
+        """Count the arrival of ``(index, n)``."""
+        key = f"{tup[1]}:{tup[2]}"
+        self.state.put(key, self.state.get(key, 0) + 1)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """Nothing."""
+
+
+class Relay(Bolt):
+    """Passes ``[word, index, n]`` on, anchored: a stateless stage between split and count."""
+
+    def prepare(self, conf: dict, context: Any, collector: Any) -> None:
+        """Keep the collector."""
+        self.collector = collector
+
+    def execute(self, tup: Any) -> None:
+        """Pass it on."""
+        self.collector.emit(list(tup.values), anchors=tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """``word``, ``index``, ``n``."""
+        declarer.declare(Fields("word", "index", "n"))
