@@ -146,7 +146,7 @@ def wordcount(n: int, out_dir: str, redis_port: int, stream: str, *, guarantee: 
     b.set_bolt("sink", RedisStreamBolt(stream, port=redis_port), 2).shuffle_grouping("count")
     conf = Config()
     conf.set_num_workers(workers)
-    conf.set_message_timeout_secs(6)
+    conf.set_message_timeout_secs(3)
     conf.set_max_spout_pending(400)
     conf.update({"topology.guarantee": guarantee,
                  "topology.state.checkpoint.interval.ms": 300,

@@ -43,10 +43,37 @@ def redis(tmp_path_factory):
         server.stop()
 
 
+def alive_hosts(ui: str) -> list[str]:
+    """Hosts of the Workers the master lists alive ([] while its UI is not up, or answers
+    with something else than JSON: it once served an HTML page at /json while starting)."""
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{ui}/json", timeout=2) as resp:
+            return [w["host"] for w in json.load(resp).get("workers", []) if w.get("state") == "ALIVE"]
+    except (OSError, ValueError):
+        return []
+
+
+class TwoHosts(Hosts):
+    """``Hosts`` whose wait for a Worker tolerates a master UI still starting."""
+
+    def add_worker(self, host: str, cores: int) -> None:
+        self.workers[host] = self._start(
+            f"worker-{host}", ["org.apache.spark.deploy.worker.Worker", self.url, "--host", host,
+                               "--cores", str(cores), "--memory", "1g", "--webui-port", "0",
+                               "--work-dir", str(self.work / host)], host)
+        deadline = time.monotonic() + 120
+        while host not in alive_hosts(self.ui):
+            assert time.monotonic() < deadline, f"the Worker on {host} did not register; logs in {self.work}"
+            time.sleep(0.3)
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, spark_log_dir):
     """One SparkCluster on Workers at 127.0.0.2 and 127.0.0.3, shared by every run."""
-    hosts = Hosts(tmp_path_factory.mktemp("eo-hosts"))
+    hosts = TwoHosts(tmp_path_factory.mktemp("eo-hosts"))
     try:
         for host in ("127.0.0.2", "127.0.0.3"):
             hosts.add_worker(host, 2)
@@ -84,7 +111,9 @@ class Run:
         self.conf, topology = eo.wordcount(N, str(out), redis.port, self.name, guarantee=guarantee,
                                            rate=RATE)
         self.kills: list[str] = []
+        self.t0 = time.monotonic()
         cluster.submit_topology(self.name, self.conf, topology)
+        self.times = {"submit": time.monotonic() - self.t0}
 
     def words_acked(self) -> int:
         return len(set(eo.read_pairs(str(self.out), "acked")))
@@ -106,6 +135,7 @@ class Run:
             victim = self.rng.choice(sorted(workers, key=lambda w: w["worker"]))
             os.kill(victim["pid"], signal.SIGKILL)
             self.kills.append(f"worker {victim['worker']} at {self.words_acked()} words acked")
+        self.times["chaos"] = time.monotonic() - self.t0
 
     def finish(self, timeout: float = 150.0) -> tuple[Report, Counter]:
         """Wait until every sentence is acked and the sink and counts stop changing; then
@@ -125,6 +155,7 @@ class Run:
                 last = now
                 time.sleep(1.0)  # stable across a second: three checkpoint intervals
         finally:
+            self.times["done"] = time.monotonic() - self.t0
             self.cluster.kill_topology(self.name, wait_secs=0)
         seen = self.out / "seen-0-sink.txt"  # the sink's contents, as invariants.check reads them
         seen.write_text("".join(f"{p} {i}\n" for p, i in stream_pairs(self.redis, self.name)))
@@ -140,7 +171,7 @@ def test_exactly_once_under_worker_sigkills_loses_and_duplicates_nothing(cluster
     run = Run(cluster, redis, tmp_path, "exactly_once", seed)
     run.chaos(kills=1 + seed % 2)
     report, counts = run.finish()
-    print(f"seed {seed}, kills {run.kills}: {report}")
+    print(f"seed {seed}, kills {run.kills}, seconds {run.times}: {report}")
     assert report.lost == [] and report.unacked == [], str(report)
     assert report.duplicates == 0, str(report)
     assert report.failed == 0, f"spout fail called in exactly-once mode: {report}"
