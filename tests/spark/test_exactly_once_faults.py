@@ -25,7 +25,7 @@ from squall.testing.invariants import Report, check
 from tests.integration.test_stateful import committed_counts
 from tests.redis_server import RedisServer
 from tests.spark import eo_topology as eo
-from tests.spark.test_supervisor_faults import Hosts, start_cluster
+from tests.spark.test_supervisor_faults import Hosts
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 N = 900  # sentences: 3600 words
@@ -71,19 +71,45 @@ class TwoHosts(Hosts):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, spark_log_dir):
-    """One SparkCluster on Workers at 127.0.0.2 and 127.0.0.3, shared by every run."""
-    hosts = TwoHosts(tmp_path_factory.mktemp("eo-hosts"))
+def hosts(tmp_path_factory):
+    """A standalone master and Workers at 127.0.0.2 and 127.0.0.3 (2 cores each)."""
+    h = TwoHosts(tmp_path_factory.mktemp("eo-hosts"))
     try:
         for host in ("127.0.0.2", "127.0.0.3"):
-            hosts.add_worker(host, 2)
-        c = start_cluster(hosts, spark_log_dir, 4)
-        try:
-            yield c
-        finally:
-            c.shutdown()
+            h.add_worker(host, 2)
+        yield h
     finally:
-        hosts.close()
+        h.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(hosts, spark_log_dir):
+    """One SparkCluster shared by the runs, on one core of each host (the Spark application
+    Nimbus launches gets the others)."""
+    from squall.spark import SparkCluster
+    from squall.spark.placement import executors
+
+    with SparkCluster(master=hosts.url, log_dir=spark_log_dir,
+                      spark_conf={"spark.executor.memory": "512m", "spark.cores.max": "2"}) as c:
+        found = executors(c.start(), 2, 120.0)
+        assert sorted(h for h, _ in found) == ["127.0.0.2", "127.0.0.3"], found
+        yield c
+
+
+@pytest.fixture(scope="module")
+def nimbus(hosts, tmp_path_factory):
+    """A ``squall nimbus`` launching topology masters on the same standalone cluster."""
+    from tests.nimbus.harness import NimbusProcess, kill_leftover_launches
+
+    root = tmp_path_factory.mktemp("eo-nimbus")
+    # a dead master is relaunched after 4 s of silence (the harness's 8 s would slow the runs)
+    proc = NimbusProcess(root / "home", root, conf={"squall.spark.master": hosts.url,
+                                                     "nimbus.master.timeout.secs": "4"}).start(60)
+    try:
+        yield ViaNimbus(proc.url, root / "home")
+    finally:
+        proc.stop()
+        kill_leftover_launches(root / "home")
 
 
 def stream_pairs(redis: RedisServer, stream: str) -> list[tuple[int, int]]:
@@ -97,45 +123,110 @@ def stream_pairs(redis: RedisServer, stream: str) -> list[tuple[int, int]]:
         client.close()
 
 
-def running_workers(cluster, name: str) -> list[dict]:
-    return [w for w in cluster.get_topology_info(name)["workers"] if w["state"] == "RUNNING" and w["pid"]]
+class InProcess:
+    """A topology on the test's own SparkCluster (its topology master is this process)."""
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+
+    def submit(self, name: str, conf: dict, topology) -> None:
+        self.cluster.submit_topology(name, conf, topology)
+
+    def info(self, name: str) -> dict:
+        return self.cluster.get_topology_info(name)
+
+    def kill(self, name: str) -> None:
+        self.cluster.kill_topology(name, wait_secs=0)
+
+
+class ViaNimbus:
+    """A topology submitted to a ``squall nimbus`` process, whose topology master is a Spark
+    application of its own (``spark-submit``), relaunched by Nimbus when it dies."""
+
+    def __init__(self, url: str, home: Path) -> None:
+        from squall.client.nimbus import NimbusClient, read_token
+
+        self.url = url
+        self.token = read_token(str(home / "nimbus.token"))
+        self.client = NimbusClient([url], self.token)
+
+    def submit(self, name: str, conf: dict, topology) -> None:
+        from squall.client.remote import submit_topology
+
+        before = os.environ.get("SQUALL_TOKEN")
+        os.environ["SQUALL_TOKEN"] = self.token or ""  # submit_topology reads it there
+        try:
+            submit_topology(name, {**conf, "squall.nimbus.url": self.url}, topology, timeout=300)
+        finally:
+            if before is None:
+                del os.environ["SQUALL_TOKEN"]
+            else:
+                os.environ["SQUALL_TOKEN"] = before
+
+    def info(self, name: str) -> dict:
+        return self.client.get(f"/topologies/{name}")
+
+    def kill(self, name: str) -> None:
+        self.client.post(f"/topologies/{name}/kill", {"wait_secs": 0}, timeout=180)
 
 
 class Run:
     """One submitted word count: kills its workers as the seed says, then waits for the end."""
 
-    def __init__(self, cluster, redis: RedisServer, out: Path, guarantee: str, seed: int) -> None:
-        self.cluster, self.redis, self.out = cluster, redis, out
-        self.name = f"eo-{guarantee.split('_')[0]}-{seed}"
+    def __init__(self, backend, redis: RedisServer, out: Path, guarantee: str, seed: int,
+                 prefix: str = "eo") -> None:
+        self.backend, self.redis, self.out = backend, redis, out
+        self.name = f"{prefix}-{guarantee.split('_')[0]}-{seed}"
         self.rng = random.Random(seed)
         self.conf, topology = eo.wordcount(N, str(out), redis.port, self.name, guarantee=guarantee,
                                            rate=RATE)
         self.kills: list[str] = []
         self.t0 = time.monotonic()
-        cluster.submit_topology(self.name, self.conf, topology)
+        backend.submit(self.name, self.conf, topology)
         self.times = {"submit": time.monotonic() - self.t0}
+
+    def running_workers(self) -> list[dict]:
+        try:
+            workers = self.backend.info(self.name)["workers"]
+        except Exception:  # noqa: BLE001 - a relaunched master not answering yet
+            return []
+        return [w for w in workers if w["state"] == "RUNNING" and w.get("pid")]
 
     def words_acked(self) -> int:
         return len(set(eo.read_pairs(str(self.out), "acked")))
 
-    def chaos(self, kills: int, timeout: float = 60.0) -> None:
+    def chaos(self, kills: int, master: bool = False, timeout: float = 90.0) -> None:
         """SIGKILL a random running worker at each of ``kills`` random points of progress
-        (shares of the words acked, so the kills fall mid-stream however slow the machine)."""
-        at = sorted(self.rng.uniform(0.05, 0.7) for _ in range(kills))
+        (shares of the words acked, so that kills fall mid-stream however slow the machine),
+        and the topology master at one more point if ``master``."""
+        plan = sorted((self.rng.uniform(0.05, 0.7), "worker") for _ in range(kills))
+        if master:
+            plan = sorted([*plan, (self.rng.uniform(0.1, 0.6), "master")])
         deadline = time.monotonic() + timeout
-        for share in at:
+        for share, what in plan:
             while self.words_acked() < share * N * eo.WORDS_PER:
                 assert time.monotonic() < deadline, f"{self.name}: {self.words_acked()} words acked"
                 time.sleep(0.05)
-            workers = running_workers(self.cluster, self.name)
+            if what == "master":
+                self.kill_master()
+                continue
+            workers = self.running_workers()
             while not workers:
                 assert time.monotonic() < deadline, f"{self.name}: no worker came back"
                 time.sleep(0.1)
-                workers = running_workers(self.cluster, self.name)
+                workers = self.running_workers()
             victim = self.rng.choice(sorted(workers, key=lambda w: w["worker"]))
-            os.kill(victim["pid"], signal.SIGKILL)
+            try:
+                os.kill(victim["pid"], signal.SIGKILL)
+            except ProcessLookupError:  # it died since the master last heard from it
+                continue
             self.kills.append(f"worker {victim['worker']} at {self.words_acked()} words acked")
         self.times["chaos"] = time.monotonic() - self.t0
+
+    def kill_master(self) -> None:
+        info = self.backend.info(self.name)
+        os.kill(info["master"]["pid"], signal.SIGKILL)
+        self.kills.append(f"master (epoch {info['epoch']}) at {self.words_acked()} words acked")
 
     def finish(self, timeout: float = 150.0) -> tuple[Report, Counter]:
         """Wait until every sentence is acked and the sink and counts stop changing; then
@@ -156,19 +247,26 @@ class Run:
                 time.sleep(1.0)  # stable across a second: three checkpoint intervals
         finally:
             self.times["done"] = time.monotonic() - self.t0
-            self.cluster.kill_topology(self.name, wait_secs=0)
+            try:
+                self.last_info = self.backend.info(self.name)
+            except Exception:  # noqa: BLE001 - the kill below matters more
+                self.last_info = {}
+            self.backend.kill(self.name)
         seen = self.out / "seen-0-sink.txt"  # the sink's contents, as invariants.check reads them
         seen.write_text("".join(f"{p} {i}\n" for p, i in stream_pairs(self.redis, self.name)))
         return check(str(self.out), eo.WORDS_PER, N), Counter(committed_counts(self.conf, self.name))
 
     def errors(self) -> list[str]:
-        return [e["message"][:200] for e in self.cluster.get_topology_info(self.name)["errors"]][-5:]
+        try:
+            return [e["message"][:200] for e in self.backend.info(self.name)["errors"]][-5:]
+        except Exception as e:  # noqa: BLE001 - only for a failure's message
+            return [f"no info: {e}"]
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_exactly_once_under_worker_sigkills_loses_and_duplicates_nothing(cluster, redis, tmp_path, seed):
-    run = Run(cluster, redis, tmp_path, "exactly_once", seed)
+    run = Run(InProcess(cluster), redis, tmp_path, "exactly_once", seed)
     run.chaos(kills=1 + seed % 2)
     report, counts = run.finish()
     print(f"seed {seed}, kills {run.kills}, seconds {run.times}: {report}")
@@ -186,7 +284,7 @@ def test_at_least_once_under_the_same_faults_counts_some_words_twice(cluster, re
     for seed in range(3):
         out = tmp_path / str(seed)
         out.mkdir()
-        run = Run(cluster, redis, out, "at_least_once", seed)
+        run = Run(InProcess(cluster), redis, out, "at_least_once", seed)
         run.chaos(kills=2)
         report, counts = run.finish()
         assert report.lost == [] and report.unacked == [], str(report)
@@ -194,3 +292,22 @@ def test_at_least_once_under_the_same_faults_counts_some_words_twice(cluster, re
         print(f"at-least-once seed {seed}, kills {run.kills}: {report}; counted {over} words too many")
         extra.append((report.duplicates, over))
     assert any(dup > 0 or over > 0 for dup, over in extra), extra
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("seed", range(2))
+def test_exactly_once_survives_a_killed_topology_master(nimbus, redis, tmp_path, seed):
+    """The master SIGKILLed (its Spark application, and so every worker, with it) and a
+    worker: Nimbus relaunches the master, which restores state and positions."""
+    run = Run(nimbus, redis, tmp_path, "exactly_once", seed, prefix="eo-master")
+    run.chaos(kills=1, master=True, timeout=240)
+    report, counts = run.finish(timeout=300)
+    print(f"seed {seed}, kills {run.kills}, seconds {run.times}: {report}")
+    assert any(k.startswith("master") for k in run.kills), run.kills
+    assert run.last_info.get("epoch", 0) > 1, "Nimbus did not relaunch the topology master"
+    assert report.lost == [] and report.unacked == [], str(report)
+    assert report.duplicates == 0, str(report)
+    assert report.failed == 0, f"spout fail called in exactly-once mode: {report}"
+    assert dict(counts) == eo.expected_counts(N), (
+        f"committed counts minus the source's: {dict(counts - Counter(eo.expected_counts(N)))}, "
+        f"missing: {dict(Counter(eo.expected_counts(N)) - counts)}")
