@@ -160,7 +160,8 @@ class Barrier:
 
     Tuples on other streams are not held back meanwhile (as Storm): a bolt with several
     inputs may count tuples that arrived after the barrier on one input into the
-    transaction, which at-least-once allows (they may be counted again on replay).
+    transaction, which at-least-once allows (they may be counted again on replay). In
+    exactly-once mode ``exactly_once.Alignment`` holds them, beside this barrier.
     """
 
     FORGET_AFTER = 64  # emissions remembered as over, per barrier

@@ -141,7 +141,8 @@ def add_checkpointing(topology: StormTopology, exactly_once: bool = False) -> St
     for cid, spec in topology.components.items():
         if spec.kind == "spout":
             if exactly_once:
-                spec = replace(spec, inputs=(*spec.inputs, Input(CHECKPOINT_SPOUT, CHECKPOINT_STREAM, all_grouping)),
+                feed = Input(CHECKPOINT_SPOUT, CHECKPOINT_STREAM, all_grouping)
+                spec = replace(spec, inputs=(*spec.inputs, feed),
                                streams={**spec.streams, **checkpoint_stream})
             components[cid] = spec
             continue

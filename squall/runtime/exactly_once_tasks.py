@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from squall.api.components import SeekableSpout
 from squall.api.tuple import DEFAULT_STREAM, Tuple
 from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action
 from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
@@ -71,12 +72,14 @@ class ExactlyOnceSpoutTask(SpoutTask):
         self.opened_at: Any = _UNREAD
         self.state: Any = None
         self.uncommitted: dict[int, list[Any]] = {}  # txid -> msg ids that PREPARE covered
+        # submit refused any other (exactly_once_checks): the spout can say and set its place
+        self.seekable: SeekableSpout = self.spout  # type: ignore[assignment]
 
     def start(self) -> None:
         """Open the spout and note where it stands: the position when nothing was committed."""
         super().start()
         try:
-            self.opened_at = self.spout.position()
+            self.opened_at = self.seekable.position()
         except Exception as e:  # noqa: BLE001 - user code: reported; recovery fails until fixed
             self.host.report_error(self, e)
 
@@ -112,7 +115,7 @@ class ExactlyOnceSpoutTask(SpoutTask):
         if action is Action.PREPARE:
             if not self.recovered:
                 return False  # started since the last checkpoint: recover first
-            state.put(POSITION_KEY, self.spout.position())
+            state.put(POSITION_KEY, self.seekable.position())
             state.prepare_commit(txid)
             self.uncommitted[txid] = collector.since_barrier
             collector.since_barrier = []
@@ -129,7 +132,7 @@ class ExactlyOnceSpoutTask(SpoutTask):
                     raise RuntimeError(f"spout {self.component!r} task {self.task_id}: its "
                                        f"position() failed at open, so it cannot seek back")
                 position = self.opened_at
-            self.spout.seek(position)
+            self.seekable.seek(position)
             self.uncommitted.clear()  # read again after the seek: never failed
             collector.since_barrier = []
             self.recovered = True

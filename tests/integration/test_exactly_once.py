@@ -38,9 +38,9 @@ from tests.integration.eo_components import (
 )
 
 NAME = "eo"
-SENTENCES = 120
+SENTENCES = 300
 STEP = 0.1  # simulated seconds per step
-RATE = 10.0  # sentences per simulated second per spout task: 6 s of input, 30 checkpoints
+RATE = 50.0  # sentences per simulated second per spout task: 3 s of input, 15 checkpoints
 
 
 def build(texts: list[str], spout=None) -> object:
@@ -70,7 +70,7 @@ def plan_faults(seed: int, texts: list[str]) -> int:
     picks = rng.sample(range(SENTENCES), 3)
     Faults.plan = {("split", picks[0]): "raise", ("split", picks[1]): "failed-exc",
                    ("count", (picks[2], 1)): "fail"}
-    return rng.randint(5, 50)
+    return rng.randint(3, 30)
 
 
 def restart_worker(cluster: LocalCluster, index: int) -> None:
@@ -215,5 +215,23 @@ def test_submit_refuses_an_unaligned_sink():
 
 
 def test_a_bad_guarantee_is_a_one_line_error():
-    with pytest.raises(InvalidTopologyError, match="topology.guarantee must be 'at_least_once' or 'exactly_once', got 'once'"):
+    with pytest.raises(InvalidTopologyError,
+                       match="topology.guarantee must be 'at_least_once' or 'exactly_once', got 'once'"):
         submit(build(["a"]), **{"topology.guarantee": "once"})
+
+
+def test_submit_refuses_bolts_whose_executes_end_later():
+    from squall.api.asyncbolt import AsyncBolt
+    from squall.multilang.bolt import ShellBolt
+
+    class Later(AsyncBolt):
+        async def execute(self, tup):
+            return None
+
+    b = TopologyBuilder()
+    b.set_spout("source", ListSpout(["a"], NAME))
+    b.set_bolt("shell", ShellBolt(["python3", "x.py"], outputs={"default": ["w"]})).shuffle_grouping("source")
+    b.set_bolt("async", Later()).shuffle_grouping("source")
+    with pytest.raises(InvalidTopologyError) as e:
+        submit(b.create_topology())
+    assert "'async', 'shell'" in str(e.value) and "\n" not in str(e.value)

@@ -20,3 +20,15 @@ def test_a_provider_config_is_a_mapping_or_a_json_object_in_a_string(value: obje
 def test_a_provider_config_that_is_no_object_is_refused_naming_the_key(value: object) -> None:
     with pytest.raises(InvalidTopologyError, match=KEY):
         check_setting(KEY, value)
+
+
+@pytest.mark.parametrize("value", ["at_least_once", "exactly_once"])
+def test_the_two_guarantees_pass(value: str) -> None:
+    check_setting("topology.guarantee", value)
+
+
+@pytest.mark.parametrize("value", ["exactly-once", "EXACTLY_ONCE", None, 1, ["exactly_once"]])
+def test_any_other_guarantee_is_one_line_naming_the_key(value: object) -> None:
+    with pytest.raises(InvalidTopologyError,
+                       match="topology.guarantee must be 'at_least_once' or 'exactly_once'"):
+        check_setting("topology.guarantee", value)
