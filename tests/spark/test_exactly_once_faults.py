@@ -57,12 +57,13 @@ def alive_hosts(ui: str) -> list[str]:
 
 
 class TwoHosts(Hosts):
-    """``Hosts`` whose wait for a Worker tolerates a master UI still starting."""
+    """``Hosts`` whose wait for a Worker tolerates a master UI still starting; 2 GB per
+    Worker, room for the executors of both applications (the test's and Nimbus's)."""
 
     def add_worker(self, host: str, cores: int) -> None:
         self.workers[host] = self._start(
             f"worker-{host}", ["org.apache.spark.deploy.worker.Worker", self.url, "--host", host,
-                               "--cores", str(cores), "--memory", "1g", "--webui-port", "0",
+                               "--cores", str(cores), "--memory", "2g", "--webui-port", "0",
                                "--work-dir", str(self.work / host)], host)
         deadline = time.monotonic() + 120
         while host not in alive_hosts(self.ui):
