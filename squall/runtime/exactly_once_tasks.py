@@ -23,6 +23,7 @@ returns to the last commit, survivors included.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from squall.api.components import SeekableSpout
@@ -192,6 +193,7 @@ class WatchedStatefulCollector(_FailureWatch, StatefulOutputCollector):
 class _Aligned:
     """What a bolt task does differently in exactly-once mode (mixed into its task class)."""
 
+    _fast_process: Any = None  # the base class's loop over data only, where it has one
     alignment: Alignment
     barrier: Any
     collector: Any
@@ -202,7 +204,19 @@ class _Aligned:
         """Handle up to ``budget`` queued tuples; data waits or goes as the alignment says."""
         inbox = self.inbox
         n = min(budget, len(inbox))
-        admit = self.alignment.admit
+        fast = self._fast_process
+        alignment = self.alignment
+        if fast is not None and alignment.key is None and not alignment.recovering:
+            # no barrier aligning: the data before the next checkpoint tuple all runs, so
+            # the task's own (compiled) loop takes it
+            k = 0
+            for tup in itertools.islice(inbox, n):
+                if tup.stream == CHECKPOINT_STREAM:
+                    break
+                k += 1
+            if k:
+                return fast(self, k) + (self.process(n - k) if k < n else 0)
+        admit = alignment.admit
         run: list[Tuple] = []
         for _ in range(n):
             tup = inbox.popleft()
@@ -272,6 +286,14 @@ class AlignedBoltTask(_Aligned, BoltTask):
             from squall.runtime.collectors import BasicOutputCollector
 
             self._basic = BasicOutputCollector(self.collector)
+        # BoltTask's loops take checkpoint tuples to ``handle`` (here: the alignment); they
+        # are given only the data queued before the next one
+        if self._batched is not None:
+            self._fast_process = BoltTask._process_batches
+        elif self._basic is not None:
+            self._fast_process = BoltTask._process_basic
+        else:
+            self._fast_process = BoltTask._process_rich
 
 
 class AlignedStatefulBoltTask(_Aligned, StatefulBoltTask):

@@ -51,6 +51,16 @@ def committed(namespace: str) -> dict:
     return {DEFAULT.decode(k): DEFAULT.decode(v) for k, v in items}
 
 
+def committed_value(namespace: str, key: Any) -> Any:
+    """One key's committed value in an in-memory state namespace (None if none)."""
+    stored = memory._store.get(namespace)
+    if stored is None:
+        return None
+    with stored.lock:
+        data = stored.committed.get(DEFAULT.encode_key(key))
+    return None if data is None else DEFAULT.decode(data)
+
+
 class ListSpout(SeekableSpout):
     """Emits ``[index, sentence]`` for its share of ``sentences`` (msg id: the index).
 
@@ -69,6 +79,7 @@ class ListSpout(SeekableSpout):
         self.collector = collector
         index, tasks = context.get_this_task_index(), len(context.get_this_component_tasks())
         self.mine = [i for i in range(len(self.sentences)) if i % tasks == index]
+        self.local = {i: n for n, i in enumerate(self.mine)}  # sentence -> its place here
         self.at = 0
         self.replays: list[int] = []
         self.namespace = f"{self.topology}/{context.component_id}/{index}"
@@ -102,8 +113,8 @@ class ListSpout(SeekableSpout):
         """Record the ack; in exactly-once mode, check that its checkpoint committed."""
         record("eo.acked", msg_id)
         if self.exactly_once:
-            pos = committed(self.namespace).get("position")
-            if pos is None or self.mine.index(msg_id) >= pos:
+            pos = committed_value(self.namespace, "position")
+            if pos is None or self.local[msg_id] >= pos:
                 record("eo.early_ack", (msg_id, pos))
 
     def fail(self, msg_id: Any) -> None:
