@@ -229,10 +229,24 @@ class Run:
             self.kills.append(f"worker {victim['worker']} at {self.words_acked()} words acked")
         self.times["chaos"] = time.monotonic() - self.t0
 
-    def kill_master(self) -> None:
+    def kill_master(self, timeout: float = 240.0) -> None:
+        """SIGKILL the topology master; return once Nimbus has relaunched it and its workers
+        run (a relaunch is a new Spark application: tens of seconds with nothing acked)."""
         info = self.backend.info(self.name)
         os.kill(info["master"]["pid"], signal.SIGKILL)
         self.kills.append(f"master (epoch {info['epoch']}) at {self.words_acked()} words acked")
+
+        def relaunched() -> bool:
+            try:
+                now = self.backend.info(self.name)
+            except Exception:  # noqa: BLE001 - Nimbus busy relaunching
+                return False
+            return (now["epoch"] > info["epoch"] and now["master"]["state"] == "RUNNING"
+                    and bool(now["workers"]) and all(w["state"] == "RUNNING" for w in now["workers"]))
+        deadline = time.monotonic() + timeout
+        while not relaunched():
+            assert time.monotonic() < deadline, f"{self.name}: master not relaunched within {timeout}s"
+            time.sleep(0.5)
 
     def finish(self, timeout: float = 150.0, quiet: float = 25.0) -> tuple[Report, Counter]:
         """Wait until every sentence is acked and the sink and counts stop changing (or
