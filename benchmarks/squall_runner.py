@@ -172,6 +172,8 @@ def measure(clusters: Clusters, case: dict, probe_dir: str) -> dict[str, Any]:
     row["failed"] = spout.get("failed", 0)
     row["errors"] = [e.get("message") for e in info.get("errors", [])][:3]
     row["delivery"] = "at-least-once (XOR acking)" if case["acking"] else "none (no ackers)"
+    if conf.get("topology.guarantee") == "exactly_once":
+        row["delivery"] = "exactly-once (barriers from the spouts; acked at checkpoint commit)"
     if clusters.system in SPARK_SYSTEMS:
         row["master"] = clusters.master if clusters.system == "squall-spark" else "standalone (2 Workers)"
         row["memory_note"] = "driver + JVM + Python workers" if clusters.system == "squall-spark" else \

@@ -13,6 +13,10 @@ latency rather than by the CPU); the
 difference in throughput between the variants is the cost of the state and its
 checkpoints. Latencies are long by construction: an ack waits for a commit, and the plain
 variant's queues hold what the large pending lets in.
+
+A fifth, ``redis-exactly-once``, is the ``redis`` variant with ``topology.guarantee:
+exactly_once`` and a seekable spout (``exactly_once.py``); ``--quick`` runs it on squall-local
+and, with ``redis`` beside it, on squall-spark.
 """
 
 from __future__ import annotations
@@ -28,12 +32,14 @@ from typing import Any
 from squall import Config
 
 NAME = "stateful_wordcount"
+EXACTLY_ONCE = "redis-exactly-once"  # the redis variant in exactly-once mode (exactly_once.py)
 SYSTEMS = ("squall-local", "squall-spark")
-VARIANTS = ("plain", "memory", "local", "redis")
+VARIANTS = ("plain", "memory", "local", "redis", EXACTLY_ONCE)
 PROVIDERS = {
     "memory": "squall.state.memory.InMemoryStateProvider",
     "local": "squall.state.local.LocalStateProvider",
     "redis": "squall.state.redis.RedisStateProvider",
+    EXACTLY_ONCE: "squall.state.redis.RedisStateProvider",
 }
 # per spout task: acks wait for the checkpoint's commit, so a spout needs what it emits in an
 # interval plus a PREPARE's and a COMMIT's crossing in flight (docs/state.md). With 1 s
@@ -48,9 +54,10 @@ MIN_WARMUP_S, MIN_DURATION_S = 3.0, 8.0
 def cases(profile: Any, system: str) -> list[dict]:
     from benchmarks.workloads import make_case
 
+    variants = VARIANTS  # every variant on both systems, --quick included (issue 28 target 2)
     cases = [make_case(NAME, v, system, profile, acking=True, max_spout_pending=MAX_SPOUT_PENDING,
                        checkpoint_interval_ms=CHECKPOINT_INTERVAL_MS)
-             for v in VARIANTS]
+             for v in variants]
     for case in cases:
         case["warmup_s"] = max(case["warmup_s"], MIN_WARMUP_S)
         case["duration_s"] = max(case["duration_s"], MIN_DURATION_S)
@@ -69,8 +76,12 @@ def build(case: dict, probe_dir: str) -> tuple[Any, Config]:
     conf["topology.state.provider"] = PROVIDERS[variant]
     if variant == "local":
         conf["topology.state.provider.config"] = {"path": os.path.join(probe_dir, "state")}
-    if variant == "redis":
+    if variant in ("redis", EXACTLY_ONCE):
         conf["topology.state.provider.config"] = {"host": "127.0.0.1", "port": start_redis(probe_dir)}
+    if variant == EXACTLY_ONCE:
+        from benchmarks.workloads.exactly_once import exactly_once
+
+        return exactly_once(conf, probe_dir, case["workers"], StatefulWordCount(probe_dir)), conf
     return topology(probe_dir, case["workers"], count_bolt=StatefulWordCount(probe_dir)), conf
 
 
