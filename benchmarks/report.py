@@ -84,7 +84,7 @@ def _variant(row: Row) -> str:
 
 COLUMNS = [  # title, width, cell
     ("workload", 18, lambda r: r["workload"]),
-    ("variant", 13, _variant),
+    ("variant", 18, _variant),  # fits redis-exactly-once
     ("system", 17, lambda r: r["system"]),
     ("ack", 3, _ack),
     ("sentences/s", 11, lambda r: _num(r["throughput_tps"], ",.0f")),
@@ -222,7 +222,7 @@ def _div(a: float | None, b: float | None) -> float | None:
 
 def comparison_table(entries: list[dict[str, Any]], threshold: float = THRESHOLD) -> str:
     """The comparison as text: one line per row, then a line counting the regressions."""
-    head = (f"{'workload':<18} {'variant':<13} {'system':<17} {'ack':<3} {'old/s':>10} {'new/s':>10} "
+    head = (f"{'workload':<18} {'variant':<18} {'system':<17} {'ack':<3} {'old/s':>10} {'new/s':>10} "
             f"{'new÷old':>7} {'old p99':>8} {'new p99':>8} {'p99 n÷o':>7}  flag")
     lines = [head, "-" * len(head)]
     for e in entries:
@@ -230,7 +230,7 @@ def comparison_table(entries: list[dict[str, Any]], threshold: float = THRESHOLD
         before, after = e["old"] or {}, e["new"] or {}
         ack = "on" if acking else ("off" if system in ("squall-local", "squall-spark", "raw") else "-")
         flag = ("REGRESSION " if e["regressed"] else "") + e["why"]
-        lines.append(f"{workload:<18} {variant:<13} {system:<17} {ack:<3} "
+        lines.append(f"{workload:<18} {variant:<18} {system:<17} {ack:<3} "
                      f"{_num(before.get('throughput_tps'), ',.0f'):>10} "
                      f"{_num(after.get('throughput_tps'), ',.0f'):>10} {_ratio(e['tps_ratio']):>7} "
                      f"{_num(before.get('latency_p99_ms'), ',.1f'):>8} "
