@@ -249,6 +249,30 @@ def word_tuples(*words):
     return MockedSources({"1": [[w] for w in words]})
 
 
+def fused(bolt: Bolt, chained: bool) -> Bolt:
+    """``bolt``, or with ``chained`` the same bolt of a subclass that sets ``chainable = True``.
+
+    The acking tests below run twice: as Storm's, and with the bolts fused into chains
+    (issue 28), which must not change what a spout is told, nor when.
+    """
+    if not chained:
+        return bolt
+    cls = type(bolt)
+    sub = CHAINABLE.get(cls)
+    if sub is None:
+        sub = CHAINABLE[cls] = type(f"Chained{cls.__name__}", (cls,), {"chainable": True})
+    bolt.__class__ = sub
+    return bolt
+
+
+CHAINABLE: dict[type, type] = {}
+
+
+def assert_chains(info: dict, chained: bool, chains: list) -> None:
+    """The chains the chained run must form; none unchained (rich bolts do not chain)."""
+    assert info["chains"] == (chains if chained else [])
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_basic_topology(workers):
     b = TopologyBuilder()
@@ -276,13 +300,17 @@ def test_multi_tasks_per_cluster():
     assert sorted(result.emitted("2")) == [[0], [1], [2], [3], [4], [5]]
 
 
-def test_timeout():
+@pytest.mark.parametrize("chained", [False, True])
+def test_timeout(chained):
     feeder = FeederSpout(Fields("field1"))
     b = TopologyBuilder()
     b.set_spout("1", feeder)
-    b.set_bolt("2", AckEveryOtherBolt()).global_grouping("1")
+    bolt = b.set_bolt("2", fused(AckEveryOtherBolt(), chained))
+    # Storm's global grouping; chains form on shuffle only (one task: the same delivery)
+    (bolt.shuffle_grouping if chained else bolt.global_grouping)("1")
     with simulated_time(), LocalCluster() as cluster:
         cluster.submit_topology("timeout-tester", {"topology.message.timeout.secs": 10}, b.create_topology())
+        assert_chains(cluster.get_topology_info("timeout-tester"), chained, [["1", "2"]])
         cluster.advance_time(11)
         feeder.feed(["a"], 1)
         feeder.feed(["b"], 2)
@@ -294,14 +322,17 @@ def test_timeout():
         assert feeder.failed == [2]
 
 
-def test_reset_timeout():
+@pytest.mark.parametrize("chained", [False, True])
+def test_reset_timeout(chained):
     feeder = FeederSpout(Fields("field1"))
     b = TopologyBuilder()
     b.set_spout("1", feeder)
-    b.set_bolt("2", ResetTimeoutBolt()).global_grouping("1")
+    bolt = b.set_bolt("2", fused(ResetTimeoutBolt(), chained))
+    (bolt.shuffle_grouping if chained else bolt.global_grouping)("1")
     with simulated_time(), LocalCluster() as cluster:
         cluster.submit_topology("reset-timeout-tester", {"topology.message.timeout.secs": 10},
                                 b.create_topology())
+        assert_chains(cluster.get_topology_info("reset-timeout-tester"), chained, [["1", "2"]])
         feeder.feed(["a"], 1)  # its timeout is reset by the tuples after it
         feeder.feed(["b"], 2)  # never acked: times out
         cluster.advance_time(9)
@@ -364,20 +395,23 @@ def test_system_stream():
     assert sorted(result.emitted("2")) == [["a"], ["b"], ["c"]]
 
 
-def test_acking():
+@pytest.mark.parametrize("chained", [False, True])
+def test_acking(chained):
     feeder1, feeder2, feeder3 = AckCounter("num"), AckCounter("num"), AckCounter("num")
     b = TopologyBuilder()
     b.set_spout("1", feeder1.spout)
     b.set_spout("2", feeder2.spout)
     b.set_spout("3", feeder3.spout)
-    b.set_bolt("4", BranchingBolt(2)).shuffle_grouping("1")
-    b.set_bolt("5", BranchingBolt(4)).shuffle_grouping("2")
-    b.set_bolt("6", BranchingBolt(1)).shuffle_grouping("3")
-    b.set_bolt("7", AggBolt(3)).shuffle_grouping("4").shuffle_grouping("5").shuffle_grouping("6")
-    b.set_bolt("8", BranchingBolt(2)).shuffle_grouping("7")
-    b.set_bolt("9", AckBolt()).shuffle_grouping("8")
+    b.set_bolt("4", fused(BranchingBolt(2), chained)).shuffle_grouping("1")
+    b.set_bolt("5", fused(BranchingBolt(4), chained)).shuffle_grouping("2")
+    b.set_bolt("6", fused(BranchingBolt(1), chained)).shuffle_grouping("3")
+    agg = b.set_bolt("7", fused(AggBolt(3), chained))
+    agg.shuffle_grouping("4").shuffle_grouping("5").shuffle_grouping("6")
+    b.set_bolt("8", fused(BranchingBolt(2), chained)).shuffle_grouping("7")
+    b.set_bolt("9", fused(AckBolt(), chained)).shuffle_grouping("8")
     with simulated_time(), LocalCluster() as cluster:
         tracked = tracked_topology(cluster, "acking-test1", {}, b.create_topology())
+        assert_chains(tracked.info(), chained, [["1", "4"], ["2", "5"], ["3", "6"], ["7", "8", "9"]])
         cluster.advance_time(11)
         feeder1.feed([1])
         tracked.wait_idle()
@@ -403,15 +437,20 @@ def test_acking():
         feeder3.assert_num_acks(1)
 
 
-def test_ack_branching():
+@pytest.mark.parametrize("chained", [False, True])
+def test_ack_branching(chained):
     feeder = AckCounter("num")
     b = TopologyBuilder()
     b.set_spout("1", feeder.spout)
-    b.set_bolt("2", IdentityBolt()).shuffle_grouping("1")
-    b.set_bolt("3", IdentityBolt()).shuffle_grouping("1")
+    b.set_bolt("2", fused(IdentityBolt(), chained)).shuffle_grouping("1")
+    b.set_bolt("3", fused(IdentityBolt(), chained)).shuffle_grouping("1")
     b.set_bolt("4", AggBolt(4)).shuffle_grouping("2").shuffle_grouping("3")
+    if chained:
+        # the spout feeds two bolts, so neither is fused with it; the join's downstream is
+        b.set_bolt("5", fused(AckBolt(), chained)).shuffle_grouping("4")
     with simulated_time(), LocalCluster() as cluster:
         tracked = tracked_topology(cluster, "test-acking2", {}, b.create_topology())
+        assert_chains(tracked.info(), chained, [["4", "5"]])
         cluster.advance_time(11)
         feeder.feed([1])
         tracked.wait_idle()
@@ -468,14 +507,16 @@ def test_submit_inactive_topology():
         assert CalledSpout.called
 
 
-def test_acking_self_anchor():
+@pytest.mark.parametrize("chained", [False, True])
+def test_acking_self_anchor(chained):
     feeder = AckCounter("num")
     b = TopologyBuilder()
     b.set_spout("1", feeder.spout)
-    b.set_bolt("2", DupAnchorBolt()).shuffle_grouping("1")
-    b.set_bolt("3", AckBolt()).shuffle_grouping("2")
+    b.set_bolt("2", fused(DupAnchorBolt(), chained)).shuffle_grouping("1")
+    b.set_bolt("3", fused(AckBolt(), chained)).shuffle_grouping("2")
     with simulated_time(), LocalCluster() as cluster:
         tracked = tracked_topology(cluster, "test", {}, b.create_topology())
+        assert_chains(tracked.info(), chained, [["1", "2", "3"]])
         cluster.advance_time(11)
         feeder.feed([1])
         tracked.wait_idle()
