@@ -31,7 +31,12 @@ from squall.api.tuple import DEFAULT_STREAM, Tuple
 from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action
 from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
 from squall.runtime.exactly_once import POSITION_KEY, Alignment
-from squall.runtime.stateful import StatefulBoltTask, StatefulOutputCollector, state_namespace
+from squall.runtime.stateful import (
+    StatefulBoltTask,
+    StatefulOutputCollector,
+    close_state,
+    state_namespace,
+)
 from squall.runtime.tasks import BoltTask, SpoutTask
 
 _UNREAD = object()  # the spout's position at open could not be read
@@ -176,11 +181,7 @@ class ExactlyOnceSpoutTask(SpoutTask):
     def stop(self) -> None:
         """Close the spout, then release the state's connections."""
         super().stop()
-        if self.state is not None:
-            try:
-                self.state.close()
-            except Exception as e:  # noqa: BLE001 - a store that is down cannot be closed cleanly
-                self.host.report_error(self, e)
+        close_state(self)
 
 
 class _FailureWatch:

@@ -67,6 +67,15 @@ def open_task_state(provider: Any, conf: dict, context: TopologyContext) -> Any:
     return state
 
 
+def close_state(task: Any) -> None:
+    """Release ``task.state``'s connections, if it opened one; a failure is reported, not raised."""
+    if task.state is not None:
+        try:
+            task.state.close()
+        except Exception as e:  # noqa: BLE001 - a store that is down cannot be closed cleanly
+            task.host.report_error(task, e)
+
+
 class MissingStateError(RuntimeError):
     """A task's state is gone although the topology committed checkpoints (RELIABILITY D11)."""
 
@@ -150,11 +159,7 @@ class StatefulBoltTask(BoltTask):
     def stop(self) -> None:
         """Clean up the bolt, then release the state's connections."""
         super().stop()
-        if self.state is not None:
-            try:
-                self.state.close()
-            except Exception as e:  # noqa: BLE001 - a store that is down cannot be closed cleanly
-                self.host.report_error(self, e)
+        close_state(self)
 
     def process(self, budget: int) -> int:
         """Once ``init_state`` ran, the bolt task's compiled per-tuple loop; before, ``handle``."""
