@@ -100,12 +100,12 @@ def stop_worker(cluster: LocalCluster, index: int) -> None:
     cluster._get(NAME).workers[index].stop(graceful=False)
 
 
-def replace_worker(cluster: LocalCluster, index: int) -> None:
-    """Once worker ``index`` halted, start a new one in its place; frames sent to it are lost."""
-    running = cluster._get(NAME)
+def replace_worker(cluster: LocalCluster, index: int, name: str = NAME) -> None:
+    """Once worker ``index`` of ``name`` halted, start a new one in its place; frames sent to it are lost."""
+    running = cluster._get(name)
     assert running.workers[index].join(30), "the old worker did not stop"
     running.hub.queues[index].clear()  # what was sent to the dead process is gone
-    new = Worker(topology_name=NAME, topology=running.topology, conf=running.conf, plan=running.plan,
+    new = Worker(topology_name=name, topology=running.topology, conf=running.conf, plan=running.plan,
                  index=index, transport=running.hub.endpoint(index), errors=running.errors,
                  active=True, clock=cluster._clock)
     new.start()

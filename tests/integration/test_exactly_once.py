@@ -21,10 +21,10 @@ import pytest
 from squall import Config, Fields, LocalCluster, TopologyBuilder
 from squall.api.errors import InvalidTopologyError
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT, Phase
-from squall.runtime.worker import Worker
 from squall.state import memory
 from squall.testing import simulated_time
 from squall.testing.invariants import tally
+from tests.integration import test_checkpoint_restarts as checkpoint_restarts
 from tests.integration.components import RECORD
 from tests.integration.eo_components import (
     Count,
@@ -83,16 +83,7 @@ def restart_worker(cluster: LocalCluster, index: int) -> None:
 
 def replace_worker(cluster: LocalCluster, index: int) -> None:
     """Once worker ``index`` halted, start a new one in its place; frames sent to it are lost."""
-    running = cluster._get(NAME)
-    assert running.workers[index].join(30), "the old worker did not stop"
-    running.hub.queues[index].clear()
-    new = Worker(topology_name=NAME, topology=running.topology, conf=running.conf, plan=running.plan,
-                 index=index, transport=running.hub.endpoint(index), errors=running.errors,
-                 active=True, clock=cluster._clock)
-    new.start()
-    new.started.wait(30)
-    assert new.start_error is None, new.start_error
-    running.workers[index] = new
+    checkpoint_restarts.replace_worker(cluster, index, NAME)
 
 
 def stop_between_checkpoints(cluster: LocalCluster, index: int) -> threading.Event:
