@@ -285,6 +285,16 @@ class Run:
             return [f"no info: {e}"]
 
 
+def assert_exact(report, counts: Counter) -> None:
+    """Exactly-once held: nothing lost, unacked, duplicated or failed, and the counts are the source's."""
+    assert report.lost == [] and report.unacked == [], str(report)
+    assert report.duplicates == 0, str(report)
+    assert report.failed == 0, f"spout fail called in exactly-once mode: {report}"
+    assert dict(counts) == eo.expected_counts(N), (
+        f"committed counts minus the source's: {dict(counts - Counter(eo.expected_counts(N)))}, "
+        f"missing: {dict(Counter(eo.expected_counts(N)) - counts)}")
+
+
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_exactly_once_under_worker_sigkills_loses_and_duplicates_nothing(cluster, redis, tmp_path, seed):
@@ -292,12 +302,7 @@ def test_exactly_once_under_worker_sigkills_loses_and_duplicates_nothing(cluster
     run.chaos(kills=1 + seed % 2)
     report, counts = run.finish()
     print(f"seed {seed}, kills {run.kills}, seconds {run.times}: {report}")
-    assert report.lost == [] and report.unacked == [], str(report)
-    assert report.duplicates == 0, str(report)
-    assert report.failed == 0, f"spout fail called in exactly-once mode: {report}"
-    assert dict(counts) == eo.expected_counts(N), (
-        f"committed counts minus the source's: {dict(counts - Counter(eo.expected_counts(N)))}, "
-        f"missing: {dict(Counter(eo.expected_counts(N)) - counts)}")
+    assert_exact(report, counts)
 
 
 @pytest.mark.timeout(400)
@@ -332,9 +337,4 @@ def test_exactly_once_survives_a_killed_topology_master(nimbus, redis, tmp_path,
     print(f"seed {seed}, kills {run.kills}, seconds {run.times}: {report}")
     assert any(k.startswith("master") for k in run.kills), run.kills
     assert run.last_info.get("epoch", 0) > 1, "Nimbus did not relaunch the topology master"
-    assert report.lost == [] and report.unacked == [], str(report)
-    assert report.duplicates == 0, str(report)
-    assert report.failed == 0, f"spout fail called in exactly-once mode: {report}"
-    assert dict(counts) == eo.expected_counts(N), (
-        f"committed counts minus the source's: {dict(counts - Counter(eo.expected_counts(N)))}, "
-        f"missing: {dict(Counter(eo.expected_counts(N)) - counts)}")
+    assert_exact(report, counts)
