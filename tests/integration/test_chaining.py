@@ -155,7 +155,7 @@ def test_trees_that_complete_in_the_chained_call_are_acked_once_without_the_acke
     spout = comps["spout"]
     assert spout["acked"] == 100
     # each tree's emit -> completion latency recorded, whichever path decided it
-    assert sum(spout["histograms"]["complete_hist"]["counts"]) == 100
+    assert sum(spout["histograms"]["complete"]["counts"]) == 100
     assert spout["complete_latency_ms"] > 0.0
     # chained, no tree reached the acker's ledger; unchained, four messages per tree
     assert comps["__acker"]["executed"] == (0 if chaining else 400)

@@ -74,7 +74,10 @@ class Hold(Bolt):
         self.collector = collector
 
     def execute(self, tup):
-        self.collector.emit([tup[0]], anchors=tup)
+        if tup[0] == "free":
+            self.collector.emit([tup[0]])  # unanchored: the tree is done with the ack
+        else:
+            self.collector.emit([tup[0]], anchors=tup)
         if tup[0] == "hold":
             HELD.append((self.collector, tup))
         else:
@@ -209,6 +212,19 @@ def test_a_tuple_leaving_the_chain_leaves_the_decision_to_the_acker():
     drain(w)
     assert spout.spout.acked == [0] and len(spout.pending) == 0
     assert acker.metrics.executed == 2  # the init and the sink's ack
+
+
+def test_an_unanchored_tuple_leaving_the_chain_still_leaks_the_scope():
+    # the XOR would say done; anything that leaves the chain goes to the acker regardless
+    w = worker(pipeline(Map(), Hold(), Sink(), items=("free",)))
+    spout, acker = parts(w)
+    assert w.plan.chains == [["s", "b0", "b1"]]
+    spout.activate()
+    spout.next_tuple()
+    assert spout.spout.acked == [] and len(spout.pending) == 1
+    assert acker.metrics.executed == 1  # one init, of an empty tree
+    drain(w)
+    assert spout.spout.acked == [0] and len(spout.pending) == 0
 
 
 def test_max_spout_pending_counts_only_trees_left_pending():
