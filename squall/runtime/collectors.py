@@ -233,8 +233,11 @@ class SpoutOutputCollector(_Emitter):
                 self.completed_soon.append(msg_id)
                 self.completed_soon.append((host.clock() - emitted_at) * 1000.0)
                 return
-        # remembered until its tree is acked, failed or timed out
-        self._pending.put_new(root, msg_id, host.clock())
+            # remembered until its tree is acked, failed or timed out (from its emit time:
+            # no second clock read)
+            self._pending.put_new(root, msg_id, emitted_at)
+        else:
+            self._pending.put_new(root, msg_id, host.clock())
         if hooks is not None:  # Storm's hooks see the messages to the ackers as emits too
             hooks.emit([root, ack_val, task.task_id], ACK_INIT, [task.acker_for(root)])
         task.send_init(root, ack_val)
