@@ -47,7 +47,7 @@ class ChainHost(TaskHost):
                                                  or target != self.target
                                                  or stream != self.stream):
             scope.leaked = True  # conservative: any root may ride on it
-        if target == self.target and stream == self.stream and task is not None:
+        if task is not None and target == self.target and stream == self.stream:
             task.handle(new_tuple(values, src.out_fields[stream], src.component, stream,
                                   src.task_id, ids))
             return
@@ -56,8 +56,8 @@ class ChainHost(TaskHost):
     def deliver1(self, target: int, src: Task, stream: str, values: list, root: int,
                  edge: int) -> None:
         """``deliver`` for a tuple of one tree."""
-        task = self.task
-        if target == self.target and stream == self.stream and task is not None:
+        task = self.task  # None at a chain's tail: a pointer test before the compares
+        if task is not None and target == self.target and stream == self.stream:
             task.handle(new_tuple1(values, src.out_fields[stream], src.component, stream,
                                    src.task_id, root, edge))
             return
