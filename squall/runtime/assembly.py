@@ -25,7 +25,7 @@ from squall.runtime.collectors import StreamRoute
 from squall.runtime.exactly_once import is_exactly_once
 from squall.runtime.exactly_once_tasks import ExactlyOnceSpoutTask, aligned
 from squall.runtime.fused import ChainHost
-from squall.runtime.host import Task, TaskHost
+from squall.runtime.host import AckScope, Task, TaskHost
 from squall.runtime.plan import ACKER, SYSTEM, SYSTEM_STREAM_FIELDS
 from squall.runtime.routing import ConstantRouter, DirectOnly, LoadAwareness, make_router
 from squall.runtime.stateful import StatefulBoltTask
@@ -64,23 +64,53 @@ def make_tasks(worker: Worker, host: TaskHost, tasks: dict[int, Task]) -> dict[t
     local = set(worker_tasks)
     # a chain's upstream task -> (chained stream, partner task): its host runs the partner
     fused = partners(links_of(plan.chains, worker.topology), plan.component_tasks, local)
+    scopes = ack_scopes(worker, fused)
     chain_hosts = []
     for ex in plan.worker_executors[worker.index]:
         for task_id in ex.tasks:
             task_host = host
             forward = fused.get(task_id)
+            scope = scopes.get(task_id)
             if forward is not None:
-                task_host = ChainHost(host, *forward)
+                task_host = ChainHost(host, *forward, scope=scope)
                 chain_hosts.append(task_host)
+            elif scope is not None:  # the chain's tail: what it sends leaves the chain
+                task_host = ChainHost(host, None, -1, scope=scope)
             task = make_task(worker, task_host, ex.component, task_id, worker_tasks, local, forward)
             if task is not None:
                 task.out_fields = {s: f for (c, s), f in fields.items() if c == ex.component}
+                task.scope = scope
                 tasks[task_id] = task
     for chain_host in chain_hosts:
         chain_host.bind(tasks[chain_host.target])
     for task in tasks.values():
         task.bind_ackers(tasks)
     return fields
+
+
+def ack_scopes(worker: Worker, fused: dict[int, tuple[str, int]]) -> dict[int, AckScope]:
+    """Task id -> its chain's ``AckScope``, for each task of a chain headed by a spout task.
+
+    Only with acking on: a spout's tracked emit runs its whole chain in one call, so a tree
+    that completes there need not reach the acker (``host.AckScope``).
+    """
+    plan = worker.plan
+    if not plan.acker_tasks:
+        return {}
+    component_of = {t: c for c, ts in plan.component_tasks.items() for t in ts}
+    downs = {down for _, down in fused.values()}
+    scopes: dict[int, AckScope] = {}
+    for head in fused:
+        comp = worker.topology.components.get(component_of[head])
+        if head in downs or comp is None or comp.kind != "spout":
+            continue
+        scope = AckScope()
+        task_id: int | None = head
+        while task_id is not None:
+            scopes[task_id] = scope
+            forward = fused.get(task_id)
+            task_id = forward[1] if forward is not None else None
+    return scopes
 
 
 def make_task(worker: Worker, host: TaskHost, comp: str, task_id: int, worker_tasks: list[int],

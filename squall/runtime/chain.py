@@ -23,8 +23,10 @@ A bolt *D* runs fused with its upstream *U* (one chain link) when all of these h
 At run time (``fused.ChainHost``) the k-th task of U hands each tuple it emits on the chained
 stream straight to ``handle`` of the k-th task of D when both are in one worker: no queue,
 no transfer, no round in between. The tuple is made exactly as a queued one (anchored, with
-its root and edge), and D acks or fails it through its own collector, so the ackers see
-the same tree as without chaining. Each task keeps its own metrics, hooks and errors.
+its root and edge), and D acks or fails it through its own collector, so every tree has
+the outcome it has without chaining. A tree emitted by a spout at a chain's head that
+completes inside that one call is decided there and never reaches the ackers
+(``host.AckScope``). Each task keeps its own metrics, hooks and errors.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ cimport cython
 from squall.api.tuple cimport Tuple
 from squall.runtime.ids cimport SplitMix64, u64
 from squall.runtime.metrics cimport TaskMetrics
-from squall.runtime.host cimport Task, TaskHost
+from squall.runtime.host cimport AckScope, Task, TaskHost
 from squall.runtime.rotating cimport PendingTable
 from squall.runtime.routing cimport RouterBase
 
@@ -33,8 +33,8 @@ cdef class _Emitter:
 
 cdef class SpoutOutputCollector(_Emitter):
     cdef public PendingTable _pending
-    cdef public list acks_soon, fails_soon
-    @cython.locals(task=Task, host=TaskHost, edges=SplitMix64, ack_val=u64, edge=u64, root=u64, n=Py_ssize_t)
+    cdef public list acks_soon, fails_soon, completed_soon
+    @cython.locals(task=Task, host=TaskHost, edges=SplitMix64, ack_val=u64, edge=u64, root=u64, n=Py_ssize_t, scope=AckScope, emitted_at=double)
     cpdef _send(self, StreamRoute route, list values, list targets, object msg_id)
 
 cdef class OutputCollector(_Emitter):

@@ -148,7 +148,9 @@ class SpoutOutputCollector(_Emitter):
 
     A tracked emit goes into ``pending`` (the spout task's map of roots in flight); what must
     wait until ``next_tuple`` returns collects in ``acks_soon`` (acking off, or nobody
-    subscribes) and ``fails_soon`` (the emit could not be sent): the spout task runs them.
+    subscribes), ``completed_soon`` (msg id, complete latency in ms: a tree that completed
+    inside its chain's call, ``host.AckScope``) and ``fails_soon`` (the emit could not be
+    sent): the spout task runs them.
     """
 
     def __init__(self, task: Task, routes: dict[str, StreamRoute], pending: Any) -> None:
@@ -156,6 +158,7 @@ class SpoutOutputCollector(_Emitter):
         self._pending = pending
         self.acks_soon: list[Any] = []
         self.fails_soon: list[Any] = []
+        self.completed_soon: list[Any] = []
 
     def emit(self, values: list, stream: str = DEFAULT_STREAM, msg_id: Any = None) -> list[int]:
         """Emit ``values`` on ``stream``; returns the target task ids."""
@@ -197,19 +200,44 @@ class SpoutOutputCollector(_Emitter):
         root = task.new_root()
         edges = self._edges
         ack_val = 0
+        scope = task.scope
+        emitted_at = 0.0
+        if scope is not None and (hooks is not None or scope.hooked or scope.open):
+            scope = None  # Storm's hooks see every ledger message: the acker's path
+        if scope is not None:
+            # the chain runs inside deliver1: acks of this root by its members XOR into
+            # the scope, and a tree that never left the chain is done when the call is
+            emitted_at = host.clock()
+            scope.root = root
+            scope.acc = 0
+            scope.leaked = False
+            scope.open = True
         try:
             for t in targets:
                 edge = edges.next()
                 ack_val ^= edge
                 host.deliver1(t, task, stream, values, root, edge)
         except Exception:
+            if scope is not None:
+                scope.open = False
             # never tracked, so no ack or timeout would ever come: fail it (after
             # next_tuple returns; never inside it: a spout's ``fail`` must not run
             # re-entrantly), so the spout's message is not silently lost
             self.fails_soon.append(msg_id)
             raise
-        # remembered until its tree is acked, failed or timed out
-        self._pending.put_new(root, msg_id, host.clock())
+        if scope is not None:
+            scope.open = False
+            ack_val ^= scope.acc
+            if not scope.leaked and ack_val == 0:
+                # completed in the call; the spout's ``ack`` runs after next_tuple returns
+                self.completed_soon.append(msg_id)
+                self.completed_soon.append((host.clock() - emitted_at) * 1000.0)
+                return
+            # remembered until its tree is acked, failed or timed out (from its emit time:
+            # no second clock read)
+            self._pending.put_new(root, msg_id, emitted_at)
+        else:
+            self._pending.put_new(root, msg_id, host.clock())
         if hooks is not None:  # Storm's hooks see the messages to the ackers as emits too
             hooks.emit([root, ack_val, task.task_id], ACK_INIT, [task.acker_for(root)])
         task.send_init(root, ack_val)

@@ -2,7 +2,7 @@
 cimport cython
 
 from squall.api.tuple cimport Tuple, new_tuple, new_tuple1
-from squall.runtime.host cimport Task, TaskHost
+from squall.runtime.host cimport AckScope, Task, TaskHost
 from squall.runtime.ids cimport u64
 
 cdef class ChainHost(TaskHost):
@@ -10,9 +10,10 @@ cdef class ChainHost(TaskHost):
     cdef public object stream
     cdef public object target
     cdef public Task task
-    @cython.locals(task=Task)
+    cdef public AckScope scope
+    @cython.locals(task=Task, scope=AckScope)
     cpdef deliver(self, object target, Task src, object stream, object values, object ids)
-    @cython.locals(task=Task)
+    @cython.locals(task=Task, scope=AckScope)
     cpdef deliver1(self, object target, Task src, object stream, object values, u64 root, u64 edge)
     cpdef verdict(self, object target, Task src, object root)
     cpdef buffer_ack(self, object acker, Task src, u64 root, u64 value)

@@ -9,7 +9,7 @@ planner, which ``plan`` uses below ``host``.
 from __future__ import annotations
 
 from squall.api.tuple import new_tuple, new_tuple1
-from squall.runtime.host import Task, TaskHost
+from squall.runtime.host import AckScope, Task, TaskHost
 
 
 class ChainHost(TaskHost):
@@ -17,15 +17,22 @@ class ChainHost(TaskHost):
 
     A tuple to ``target`` on ``stream`` is made as a queued one and handed to ``handle`` of
     the downstream task at once, on the emitting thread; everything else goes to ``host``
-    (the worker), as it would without chaining.
+    (the worker), as it would without chaining. A chain's tail gets one with no target
+    (``stream`` None): all it sends goes to ``host``, seen by the chain's ``scope``.
+
+    ``scope`` (a spout-headed chain's ``AckScope``, else None): while it is open, anything
+    passed on to ``host`` and any multi-root delivery leaves the chain, so it marks the
+    scope leaked (the acker must see the tree then).
     """
 
-    def __init__(self, host: TaskHost, stream: str, target: int) -> None:
+    def __init__(self, host: TaskHost, stream: str | None, target: int,
+                 scope: AckScope | None = None) -> None:
         super().__init__(host.plan, host.clock, host.errors, host.tap)
         self.host = host
         self.stream = stream
         self.target = target
         self.task: Task | None = None  # bound once every task of the worker is made
+        self.scope = scope
 
     def bind(self, task: Task) -> None:
         """The downstream task that takes the chained tuples."""
@@ -35,7 +42,12 @@ class ChainHost(TaskHost):
                 ids: dict[int, int] | None) -> None:
         """Run ``target``'s ``handle`` in place for a chained tuple, else pass it on."""
         task = self.task
-        if target == self.target and stream == self.stream and task is not None:
+        scope = self.scope
+        if scope is not None and scope.open and (ids is not None or task is None
+                                                 or target != self.target
+                                                 or stream != self.stream):
+            scope.leaked = True  # conservative: any root may ride on it
+        if task is not None and target == self.target and stream == self.stream:
             task.handle(new_tuple(values, src.out_fields[stream], src.component, stream,
                                   src.task_id, ids))
             return
@@ -44,11 +56,14 @@ class ChainHost(TaskHost):
     def deliver1(self, target: int, src: Task, stream: str, values: list, root: int,
                  edge: int) -> None:
         """``deliver`` for a tuple of one tree."""
-        task = self.task
-        if target == self.target and stream == self.stream and task is not None:
+        task = self.task  # None at a chain's tail: a pointer test before the compares
+        if task is not None and target == self.target and stream == self.stream:
             task.handle(new_tuple1(values, src.out_fields[stream], src.component, stream,
                                    src.task_id, root, edge))
             return
+        scope = self.scope
+        if scope is not None and scope.open:
+            scope.leaked = True
         self.host.deliver1(target, src, stream, values, root, edge)
 
     def verdict(self, target: int, src: Task, root: int) -> None:
@@ -56,7 +71,7 @@ class ChainHost(TaskHost):
         self.host.verdict(target, src, root)
 
     def buffer_ack(self, acker: int, src: Task, root: int, value: int) -> None:
-        """Passed on to the worker."""
+        """Passed on to the worker (an ack of the open scope's root never comes here)."""
         self.host.buffer_ack(acker, src, root, value)
 
     def report_error(self, task: Task, error: BaseException) -> None:

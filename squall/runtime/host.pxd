@@ -7,6 +7,10 @@ from squall.runtime.metrics cimport TaskMetrics
 
 cdef class Task
 
+cdef class AckScope:
+    cdef public u64 root, acc
+    cdef public bint open, leaked, hooked
+
 cdef class TaskHost:
     cdef public object plan, clock, errors, tap
     cpdef deliver(self, object target, Task src, object stream, object values, object ids)
@@ -33,11 +37,12 @@ cdef class Task:
     cdef public bint inline
     cdef public list _open
     cdef public unsigned long owner
+    cdef public AckScope scope
     cdef dict __dict__
     cdef object __weakref__
     cpdef object new_root(self)
     cpdef object acker_for(self, u64 root)
-    @cython.locals(acker=Task, i=Py_ssize_t)
+    @cython.locals(acker=Task, i=Py_ssize_t, scope=AckScope)
     cpdef send_ack(self, u64 root, u64 value)
     @cython.locals(acker=Task, i=Py_ssize_t)
     cpdef send_init(self, u64 root, u64 value)

@@ -73,6 +73,25 @@ class TaskHost:
         self.errors.report(task.component, task.task_id, error)
 
 
+class AckScope:
+    """One chain's open tracked emit: acks of its root by chain members XOR in here.
+
+    A spout task whose chain runs inside its ``emit`` (``fused.ChainHost``) opens the scope
+    for the root it emits; while ``open``, a chain member's ``send_ack`` of that root goes
+    into ``acc`` instead of the acker's ledger. Anything that lets the tree leave the chain
+    (a delivery outside it, a fail, a timeout reset) sets ``leaked``; a hook on any member
+    sets ``hooked`` (hooks see the ledger messages as emits, so the scope is not used).
+    A tree neither leaked nor incomplete (``ack_val ^ acc == 0``) never reaches the acker.
+    """
+
+    def __init__(self) -> None:
+        self.root = 0
+        self.acc = 0
+        self.open = False
+        self.leaked = False
+        self.hooked = False
+
+
 class Task:
     """What every task has: its ids, inbox, metrics, host and acker routing.
 
@@ -112,6 +131,8 @@ class Task:
         self.inline = False
         # target task id -> this task's open batch for it in another worker (the worker's)
         self._open: list[Any] | None = None
+        # the scope of the spout-headed chain this task is a member of (assembly), or None
+        self.scope: AckScope | None = None
 
     def bind_ackers(self, tasks: dict[int, Task]) -> None:
         """Note which acker tasks live in this worker (their ledger is updated in place)."""
@@ -145,6 +166,10 @@ class Task:
 
     def send_ack(self, root: int, value: int) -> None:
         """Tell ``root``'s acker that edges XOR-ing to ``value`` are done."""
+        scope = self.scope
+        if scope is not None and scope.open and scope.root == root:
+            scope.acc ^= value  # the tree is still inside its chain's call: no ledger yet
+            return
         i = root % self._num_ackers
         acker = self._local_ackers[i]  # an acker task of this worker, or None
         if acker is not None:
@@ -184,6 +209,8 @@ class Task:
         hooks = self.hooks
         if hooks is None:
             hooks = self.hooks = TaskHooks(self.task_id, self.report)
+            if self.scope is not None:  # hooks see Storm's ledger messages: no scope
+                self.scope.hooked = True
         hooks.add(hook)
 
     def _cleanup_hooks(self) -> None:

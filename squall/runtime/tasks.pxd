@@ -15,7 +15,7 @@ cdef class SpoutTask(Task):
     cdef public SpoutOutputCollector collector
     cdef public PendingTable pending
     cdef public object max_pending
-    cdef public list _ack_soon, _fail_soon
+    cdef public list _ack_soon, _fail_soon, _completed_soon
     cdef public bint active
     cdef public object max_retries
     cdef public dict _failures
@@ -27,6 +27,8 @@ cdef class SpoutTask(Task):
     cpdef Py_ssize_t next_tuple(self)
     @cython.locals(m=TaskMetrics, pending=list)
     cpdef _run_acks_soon(self)
+    @cython.locals(m=TaskMetrics, done=list, i=Py_ssize_t, latency=double)
+    cpdef _run_completed_soon(self)
     @cython.locals(n=Py_ssize_t)
     cpdef Py_ssize_t process(self, Py_ssize_t budget)
     @cython.locals(pending=PendingTable)

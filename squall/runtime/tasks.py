@@ -56,6 +56,8 @@ class SpoutTask(Task):
         # the collector's: msg ids to ack (untracked) or fail (unsendable) after next_tuple
         self._ack_soon: list[Any] = self.collector.acks_soon
         self._fail_soon: list[Any] = self.collector.fails_soon
+        # msg id, complete latency (ms), ...: trees that completed inside a chain's call
+        self._completed_soon: list[Any] = self.collector.completed_soon
         self.active = False
         retries = conf.get("squall.spout.max.retries")
         # the system's own spouts (checkpoints) decide their replays themselves
@@ -107,6 +109,8 @@ class SpoutTask(Task):
             self.spout.next_tuple()
         except (Exception, SystemExit) as e:  # noqa: BLE001 - user code (sys.exit too): report, carry on
             self.host.report_error(self, e)
+        if self._completed_soon:
+            self._run_completed_soon()
         if self._ack_soon:
             self._run_acks_soon()
         if self._fail_soon:
@@ -124,6 +128,26 @@ class SpoutTask(Task):
         if streak <= self._level1:
             return  # asked again next round
         self.idle_until = now + (0.0001 if streak <= self._level2 else self._level3)
+
+    def _run_completed_soon(self) -> None:
+        """The spout's ``ack`` for trees that completed inside their chain's call.
+
+        The same as ``_acked`` for a tree the acker saw complete, minus the pending entry
+        (there never was one); after ``next_tuple`` returns, never inside it.
+        """
+        done = self._completed_soon[:]
+        del self._completed_soon[:]
+        m = self.metrics
+        for i in range(0, len(done), 2):
+            msg_id = done[i]
+            latency = done[i + 1]
+            m.acked += 1
+            m.record_complete(latency)
+            if self._failures:
+                self._forget(msg_id)
+            self._call(self.spout.ack, msg_id)
+            if self.hooks is not None:
+                self.hooks.spout_ack(msg_id, latency)
 
     def _run_acks_soon(self) -> None:
         pending = self._ack_soon[:]

@@ -145,3 +145,17 @@ def test_chaining_off_for_one_bolt_splits_the_chain():
     assert info["chains"] == [["map2", "map3"], ["spout", "map1"]]
     assert set(seen["map1.inside_next_tuple"]) == {True}
     assert set(seen["map2.inside_next_tuple"]) == {False}
+
+
+@pytest.mark.parametrize("chaining", [True, False])
+def test_trees_that_complete_in_the_chained_call_are_acked_once_without_the_acker(chaining):
+    acked, failed, info, _ = run(pipeline(), chaining)
+    assert acked == list(range(100)) and failed == []  # each message acked once
+    comps = info["components"]
+    spout = comps["spout"]
+    assert spout["acked"] == 100
+    # each tree's emit -> completion latency recorded, whichever path decided it
+    assert sum(spout["histograms"]["complete"]["counts"]) == 100
+    assert spout["complete_latency_ms"] > 0.0
+    # chained, no tree reached the acker's ledger; unchained, four messages per tree
+    assert comps["__acker"]["executed"] == (0 if chaining else 400)

@@ -79,6 +79,7 @@ class _FakeTask:
         self.hooks = None
         self.acking = acking
         self.owner = 0  # driven by hand from the test's thread
+        self.scope = None  # in no spout-headed chain
 
     def acker_for(self, root):
         return ACKERS[root % len(ACKERS)]
