@@ -91,6 +91,8 @@ def test_the_owner_thread_takes_no_lock_for_a_counter(backend, namespace):
 def test_another_thread_takes_the_lock_and_its_puts_reach_the_store(backend, namespace):
     s = backend.state(namespace)
     s.put("w", 0)
+    for i in range(100):
+        s.put(f"t{i}", -1)  # cached: the owner thread would put them without the lock
     s._lock = lock = CountingLock()
 
     def other() -> None:
