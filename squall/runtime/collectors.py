@@ -12,8 +12,8 @@ from typing import Any
 
 from squall.api.errors import FailedException
 from squall.api.tuple import DEFAULT_STREAM, TICK_STREAM, Tuple
-from squall.runtime.host import Task
 from squall.runtime.checkpoint import CHECKPOINT_STREAM
+from squall.runtime.host import Task
 from squall.runtime.ids import id_source
 from squall.runtime.metrics import ACKED_SAMPLES, FAILED_SAMPLES
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET

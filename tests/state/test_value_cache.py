@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from squall.state import base
 
 
