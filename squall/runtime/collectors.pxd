@@ -39,6 +39,7 @@ cdef class SpoutOutputCollector(_Emitter):
 
 cdef class OutputCollector(_Emitter):
     cdef public bint _acking
+    cdef public list _held
     @cython.locals(route=StreamRoute, single=RouterBase, vals=list, targets=list)
     cpdef list emit(self, object values, object anchors=*, object stream=*)
     @cython.locals(task=Task, host=TaskHost, anchor=Tuple, edges=SplitMix64, acc=u64, edge=u64, root=u64, nroots=int, n=Py_ssize_t)
@@ -46,6 +47,8 @@ cdef class OutputCollector(_Emitter):
     @cython.locals(task=Task, m=TaskMetrics, nroots=int, extra=u64, value=u64, ms=double)
     cpdef ack(self, Tuple tup)
     cpdef fail(self, Tuple tup)
+    @cython.locals(tup=Tuple)
+    cpdef release(self, list tuples, bint ok)
 
 cdef class BasicOutputCollector:
     cdef public OutputCollector _collector

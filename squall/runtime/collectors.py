@@ -12,6 +12,7 @@ from typing import Any
 
 from squall.api.errors import FailedException
 from squall.api.tuple import DEFAULT_STREAM, TICK_STREAM, Tuple
+from squall.runtime.checkpoint import CHECKPOINT_STREAM
 from squall.runtime.host import Task
 from squall.runtime.ids import id_source
 from squall.runtime.metrics import ACKED_SAMPLES, FAILED_SAMPLES
@@ -249,6 +250,9 @@ class OutputCollector(_Emitter):
     def __init__(self, task: Task, routes: dict[str, StreamRoute]) -> None:
         super().__init__(task, routes)
         self._acking = task.acking
+        # a stateful bolt's acks of tracked data tuples wait here for the commit
+        # (squall.runtime.stateful); None: acks go at once
+        self._held: list[Tuple] | None = None
 
     def emit(self, values: list, anchors: Tuple | list[Tuple] | None = None,
              stream: str = DEFAULT_STREAM) -> list[int]:
@@ -355,9 +359,13 @@ class OutputCollector(_Emitter):
         if tup._done:
             return
         tup._done = True
+        nroots = tup._nroots
+        held = self._held
+        if held is not None and nroots and tup.stream != CHECKPOINT_STREAM:
+            held.append(tup)
+            return
         task = self._task
         hooks = task.hooks
-        nroots = tup._nroots
         if nroots and self._acking:
             extra = tup._ack_val
             if nroots == 1:
@@ -379,6 +387,20 @@ class OutputCollector(_Emitter):
                 m.sample_input(tup.component, tup.stream, ACKED_SAMPLES, ms)
         if hooks is not None:
             hooks.bolt_ack(tup, self._latency(tup))
+
+    def release(self, tuples: list[Tuple], ok: bool) -> None:
+        """Ack (``ok``) or fail ``tuples`` whose acks ``_held`` kept, at once (a commit's burst)."""
+        held = self._held
+        self._held = None  # the verdicts go out now, not back into the hold
+        try:
+            for tup in tuples:
+                tup._done = False
+                if ok:
+                    self.ack(tup)
+                else:
+                    self.fail(tup)
+        finally:
+            self._held = held
 
     def _latency(self, tup: Tuple) -> float | None:
         """Milliseconds since ``tup``'s execute began; None if it was not timed."""

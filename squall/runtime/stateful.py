@@ -117,28 +117,16 @@ def check_recovered(state: Any, conf: dict, context: TopologyContext) -> None:
 
 
 class StatefulOutputCollector(OutputCollector):
-    """Holds the acks of a stateful bolt's inputs until their checkpoint commits."""
+    """Holds the acks of a stateful bolt's inputs until their checkpoint commits.
+
+    The hold is the compiled ``OutputCollector.ack``'s: with ``_held`` a list, the ack of a
+    tracked tuple not on ``$checkpoint`` is appended to it (checkpoint, tick and untracked
+    tuples are acked at once); ``OutputCollector.release`` acks or fails what was taken.
+    """
 
     def __init__(self, task: StatefulBoltTask, routes: dict) -> None:
         super().__init__(task, routes)
-        self._stateful = task
-
-    def ack(self, tup: Tuple) -> None:
-        """Hold the ack until the next commit (checkpoint and tick tuples pass at once)."""
-        if tup._done:
-            return
-        if not tup._ids or tup.stream == CHECKPOINT_STREAM:
-            super().ack(tup)
-            return
-        tup._done = True
-        self._stateful.pending.append(tup)
-
-    def release(self, tuples: list[Tuple], ok: bool) -> None:
-        """Ack (after a commit) or fail (after a rollback) held tuples."""
-        verdict = super().ack if ok else super().fail  # once, not per tuple of a commit's burst
-        for tup in tuples:
-            tup._done = False
-            verdict(tup)
+        self._held = task.pending  # the task's list, emptied in place at each PREPARE
 
 
 class StatefulBoltTask(BoltTask):
@@ -148,9 +136,9 @@ class StatefulBoltTask(BoltTask):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.pending: list[Tuple] = []  # acked by the bolt since the last prepare
         self.collector = StatefulOutputCollector(self, self.collector._routes)
         self._batched = None  # input waits for init_state one tuple at a time (handle)
-        self.pending: list[Tuple] = []   # acked by the bolt since the last prepare
         self.prepared: list[Tuple] = []  # covered by the prepared transaction
         self.buffered: list[Tuple] = []  # arrived before init_state
         self.initialized = False
@@ -198,7 +186,7 @@ class StatefulBoltTask(BoltTask):
                 bolt.pre_prepare(txid)
                 self.state.prepare_commit(txid)
                 self.prepared += self.pending
-                self.pending = []
+                self.pending.clear()  # in place: the collector's hold is this list
             elif action is Action.COMMIT:
                 if self.initialized:
                     bolt.pre_commit(txid)
@@ -209,7 +197,8 @@ class StatefulBoltTask(BoltTask):
                 if self.initialized:
                     bolt.pre_rollback()
                 self.state.rollback()
-                held, self.prepared, self.pending = self.prepared + self.pending, [], []
+                held, self.prepared = self.prepared + self.pending, []
+                self.pending.clear()
                 collector.release(held, ok=False)
         except Exception as e:  # noqa: BLE001 - user hooks and stores: report, fail the checkpoint
             self.host.report_error(self, e)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import abc
 import json
 import threading
+from _thread import get_ident
 from collections.abc import Iterator, Mapping
 from enum import Enum
 from typing import Any
@@ -161,11 +162,28 @@ class _Outcome(Enum):
 # Values of these exact types are kept as given until the next prepare, commit or iteration
 # and encoded then: an int, float, bool or bytes object cannot change after ``put`` and always
 # encodes, so deferring changes nothing a caller sees, and a counter's put costs no msgpack
-# call and its next get no decode (a str may hold a lone surrogate, which must fail at put).
+# call (a str may hold a lone surrogate, which must fail at put).
 _DEFERRED = frozenset({int, float, bool, bytes})
+# Values kept decoded in the state's cache of str keys: they cannot change after ``get``
+# returns them, so every get may return the same object (a list or a dict is decoded anew
+# for each get: the caller may change it).
+_IMMUTABLE = _DEFERRED | {str, type(None)}
 # encoded str keys remembered per state: a word count's words are encoded once, not per call
 KEY_CACHE_SIZE = 4096
+# str keys whose current value a state keeps (decoded where immutable, see ``_cache``); above
+# this many the clean ones are dropped at the next prepare or commit
+VALUE_CACHE_SIZE = 65536
 _MISSING = object()
+_ABSENT = object()  # cached: the key has no value in this task's view
+
+
+class _Encoded:
+    """A value kept encoded in the cache: each ``get`` decodes it anew (a copy)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
 
 
 class BufferedKeyValueState(KeyValueState):
@@ -174,16 +192,42 @@ class BufferedKeyValueState(KeyValueState):
     Subclasses store the staged and committed layers and do each of ``_stage``, ``_commit``
     and ``_discard_staged`` atomically; this class keeps the pending changes and clears them
     only after the storage confirms, so a failed call can simply be retried.
+
+    **The cache of str keys.** The current value of a str key, once read or put, is kept in
+    ``_cache`` (immutable values as they are, others encoded): a task is the only writer of
+    its namespace, so its view changes only by its own puts and deletes, which update the
+    cache, and by ``rollback``, which drops it. Prepares and commits do not change the view
+    and keep it (unless ``keep_cache`` is False; above ``VALUE_CACHE_SIZE`` keys it is dropped
+    then). Keys put
+    since the last prepare, commit or iteration are in ``_dirty`` and encoded into the
+    pending changes then.
+
+    **The lock.** Two calls take no lock: ``get`` of a str key whose value is cached as an
+    int, float, bool, bytes, str or None (or as absent), and
+    ``put`` of a str key already cached with an int, float, bool or bytes value from the
+    thread that created the state (a stateful bolt's task thread): each is a few dict and
+    set operations, atomic under the GIL, that a prepare, commit, rollback or iteration on
+    another thread (under the lock) cannot lose or see half done. Every other call takes the
+    state's lock: calls from a bolt's own threads, reads that go to the store, other keys
+    and values, prepare, commit, rollback and the start of an iteration. Only the creating
+    thread drops cache entries at a prepare or commit, since its own unlocked puts cannot
+    run at the same time.
     """
+
+    # False: drop the cache at every prepare and commit, so gets read the store again
+    keep_cache = True
 
     def __init__(self, namespace: str, codec: Codec = DEFAULT) -> None:
         self.namespace = namespace
         self._codec = codec
         self._pending: Changes = {}
-        self._deferred: dict[bytes, Any] = {}  # pending values not encoded yet (_DEFERRED)
+        self._deferred: dict[bytes, Any] = {}  # pending values of other keys, not encoded yet
+        self._cache: dict[str, Any] = {}  # str key -> value, _Encoded or _ABSENT (see class docs)
+        self._dirty: set[str] = set()  # str keys put or deleted since the last flush
         self._keys: dict[str, bytes] = {}
+        self._owner = get_ident()
         # An RLock so that iteration (a generator holding no lock) and calls from a
-        # checkpoint thread serialize with the task thread.
+        # bolt's own threads serialize with the task thread.
         self._lock = threading.RLock()
 
     def _ekey(self, key: Any) -> bytes:
@@ -198,8 +242,16 @@ class BufferedKeyValueState(KeyValueState):
 
     def get(self, key: Any, default: Any = None) -> Any:
         """See ``KeyValueState.get``."""
-        ekey = self._ekey(key)
+        if type(key) is str:
+            value = self._cache.get(key, _MISSING)
+            if type(value) in _IMMUTABLE:  # a counter's value: no lock, no decode
+                return value
+            if value is _ABSENT:
+                return default
         with self._lock:
+            if type(key) is str:
+                return self._cached(key, default)
+            ekey = self._ekey(key)
             value = self._deferred.get(ekey, _MISSING)
             if value is not _MISSING:
                 return value
@@ -209,8 +261,47 @@ class BufferedKeyValueState(KeyValueState):
                 data = self._stored_get(ekey)
         return default if data is None else self._codec.decode(data)
 
+    def _cached(self, key: str, default: Any) -> Any:
+        """The view's value of str ``key``, read into the cache if missing (the lock is held)."""
+        cache = self._cache
+        value = cache.get(key, _MISSING)
+        if value is _MISSING:
+            ekey = self._ekey(key)
+            data = self._pending[ekey] if ekey in self._pending else self._stored_get(ekey)
+            if data is None:
+                value = _ABSENT
+            else:
+                value = self._codec.decode(data)
+                if type(value) not in _IMMUTABLE:
+                    value = _Encoded(data)
+            if len(cache) < VALUE_CACHE_SIZE:
+                # an unlocked put of the owner thread since the read is newer: keep it
+                value = cache.setdefault(key, value)
+        if value is _ABSENT:
+            return default
+        if type(value) is _Encoded:
+            return self._codec.decode(value.data)
+        return value
+
     def put(self, key: Any, value: Any) -> None:
         """See ``KeyValueState.put``; raises ``StateSerializationError`` at once if unencodable."""
+        if type(key) is str and type(value) in _DEFERRED and get_ident() == self._owner:
+            cache = self._cache
+            if key in cache:  # its key encoded once already, so it is known to encode
+                cache[key] = value
+                self._dirty.add(key)
+                return
+        if type(key) is str:
+            ekey = self._ekey(key)  # a key that cannot be encoded fails here, changing nothing
+            kind = type(value)
+            if kind is str:
+                self._codec.encode_value(value)  # a lone surrogate fails now, not at the prepare
+            elif kind not in _IMMUTABLE:
+                value = _Encoded(self._codec.encode_value(value))
+            with self._lock:
+                self._cache[key] = value
+                self._dirty.add(key)
+            return
         ekey = self._ekey(key)
         if type(value) in _DEFERRED:
             with self._lock:
@@ -223,8 +314,13 @@ class BufferedKeyValueState(KeyValueState):
 
     def delete(self, key: Any) -> Any:
         """See ``KeyValueState.delete``; reads the stored value when no change is pending."""
-        ekey = self._ekey(key)
         with self._lock:
+            if type(key) is str:
+                old = self._cached(key, None)
+                self._cache[key] = _ABSENT
+                self._dirty.add(key)
+                return old
+            ekey = self._ekey(key)
             value = self._deferred.pop(ekey, _MISSING)
             if value is not _MISSING:
                 self._pending[ekey] = None
@@ -233,19 +329,44 @@ class BufferedKeyValueState(KeyValueState):
             self._pending[ekey] = None
         return None if data is None else self._codec.decode(data)
 
-    def _encode_deferred(self) -> None:
-        """Move the deferred values into the pending changes, encoded (the lock is held)."""
+    def _flush(self) -> None:
+        """Encode the cached changes and the deferred values into the pending changes.
+
+        The lock is held. Unlocked puts of the owner thread may run meanwhile (from another
+        thread's prepare or iteration): a key is taken off ``_dirty`` before its value is
+        read, so a put that lands after the read marks the key again for the next flush.
+        """
+        pending = self._pending
+        encode = self._codec.encode_value
+        dirty = self._dirty
+        if dirty:
+            cache = self._cache
+            ekey_of = self._ekey
+            while dirty:
+                key = dirty.pop()
+                value = cache.get(key, _MISSING)
+                if value is _MISSING:  # a rollback on another thread dropped it
+                    continue
+                if value is _ABSENT:
+                    pending[ekey_of(key)] = None
+                elif type(value) is _Encoded:
+                    pending[ekey_of(key)] = value.data
+                else:
+                    pending[ekey_of(key)] = encode(value)
         if self._deferred:
-            encode = self._codec.encode_value
-            pending = self._pending
             for ekey, value in self._deferred.items():
                 pending[ekey] = encode(value)
             self._deferred = {}
 
+    def _trim(self) -> None:
+        """Drop the cache if the store reads through or it outgrew its bound (lock held, flushed)."""
+        if (not self.keep_cache or len(self._cache) > VALUE_CACHE_SIZE) and get_ident() == self._owner:
+            self._cache.clear()
+
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         """See ``KeyValueState.__iter__``; pending changes are taken when iteration starts."""
         with self._lock:
-            self._encode_deferred()
+            self._flush()
             pending = dict(self._pending)
         for ekey, evalue in self._stored_items():
             if ekey not in pending:
@@ -258,22 +379,28 @@ class BufferedKeyValueState(KeyValueState):
         """See ``State.prepare_commit``."""
         _check_txid(txid)
         with self._lock:
-            self._encode_deferred()
+            self._flush()
             self._stage(txid, self._pending)
             self._pending = {}
+            self._trim()
 
     def commit(self, txid: int) -> None:
         """See ``State.commit``."""
         _check_txid(txid)
         with self._lock:
-            self._encode_deferred()
+            self._flush()
             if self._commit(txid, self._pending) is _Outcome.DIRECT:
                 self._pending = {}
+            self._trim()
 
     def rollback(self) -> None:
         """See ``State.rollback``."""
         with self._lock:
             self._discard_staged()
+            # _dirty before _cache: an unlocked put between the two leaves a dirty key with
+            # no cached value, which the flush skips (the put came before the rollback)
+            self._dirty.clear()
+            self._cache.clear()
             self._pending = {}
             self._deferred = {}
 

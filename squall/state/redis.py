@@ -112,6 +112,10 @@ return {outcome, ''}
 class RedisKeyValueState(BufferedKeyValueState):
     """A key-value state in Redis (see the module docs); reconnects by itself after an outage."""
 
+    # Redis is a shared server others may write to or restart: after each prepare and commit
+    # a get reads it again, and an outage shows at the first read (RELIABILITY D12)
+    keep_cache = False
+
     def __init__(self, namespace: str, client: redis_py.Redis, where: str, codec: Codec = DEFAULT) -> None:
         super().__init__(namespace, codec)
         self._client = client
