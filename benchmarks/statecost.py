@@ -19,8 +19,8 @@ import time
 import timeit
 from typing import Any
 
-from benchmarks.opcodes import SENTENCES, CountedSpout, Split
-from squall import Bolt, Config, Fields, StatefulBolt, TopologyBuilder
+from benchmarks.opcodes import SENTENCES, Count, CountedSpout, Split
+from squall import Config, Fields, StatefulBolt, TopologyBuilder
 from squall.runtime import clock as runtime_clock
 from squall.runtime.plan import make_plan
 from squall.runtime.submission import prepare_conf, prepare_topology
@@ -33,16 +33,8 @@ PENDING = 10000
 WORDS = [w for s in SENTENCES for w in s.split()]
 
 
-class DictCount(Bolt):
-    """Counts words in a dict and acks."""
-
-    def prepare(self, conf: dict, context: Any, collector: Any) -> None:
-        self.collector, self.counts = collector, {}
-
-    def execute(self, tup: Any) -> None:
-        word = tup[0]
-        self.counts[word] = self.counts.get(word, 0) + 1
-        self.collector.ack(tup)
+class DictCount(Count):
+    """``benchmarks.opcodes``' dict count, declaring the stateful count's fields."""
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(Fields("word", "count"))
