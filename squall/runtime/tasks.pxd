@@ -35,6 +35,7 @@ cdef class SpoutTask(Task):
     cpdef handle(self, Tuple tup)
     @cython.locals(pending=PendingTable)
     cpdef _acked(self, u64 root)
+    cpdef _tree_done(self, object msg_id, double latency)
 
 cdef class BoltTask(Task):
     cdef public object bolt

@@ -137,17 +137,8 @@ class SpoutTask(Task):
         """
         done = self._completed_soon[:]
         del self._completed_soon[:]
-        m = self.metrics
         for i in range(0, len(done), 2):
-            msg_id = done[i]
-            latency = done[i + 1]
-            m.acked += 1
-            m.record_complete(latency)
-            if self._failures:
-                self._forget(msg_id)
-            self._call(self.spout.ack, msg_id)
-            if self.hooks is not None:
-                self.hooks.spout_ack(msg_id, latency)
+            self._tree_done(done[i], done[i + 1])
 
     def _run_acks_soon(self) -> None:
         pending = self._ack_soon[:]
@@ -197,8 +188,10 @@ class SpoutTask(Task):
         if not pending.take(root):
             log.debug("task %d: ack for unknown or timed-out root %x", self.task_id, root)
             return
-        msg_id = pending.msg_id
-        latency = (self.host.clock() - pending.emitted_at) * 1000.0
+        self._tree_done(pending.msg_id, (self.host.clock() - pending.emitted_at) * 1000.0)
+
+    def _tree_done(self, msg_id: Any, latency: float) -> None:
+        """The spout's ``ack`` of a completed tree, with its complete latency in ms."""
         self.metrics.acked += 1
         self.metrics.record_complete(latency)
         if self._failures:
