@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from squall.api.tuple import new_tuple, new_tuple1
 from squall.runtime.host import AckScope, Task, TaskHost
+from squall.runtime.tasks import BoltTask
 
 
 class ChainHost(TaskHost):
@@ -32,11 +33,16 @@ class ChainHost(TaskHost):
         self.stream = stream
         self.target = target
         self.task: Task | None = None  # bound once every task of the worker is made
+        # the same task when it is a plain BoltTask, whose ``handle`` is then called
+        # directly: Cython's per-call lookup for a Python override of ``handle`` (a task
+        # has a ``__dict__``) made a bound method per fused tuple
+        self.bolt_task: BoltTask | None = None
         self.scope = scope
 
     def bind(self, task: Task) -> None:
         """The downstream task that takes the chained tuples."""
         self.task = task
+        self.bolt_task = task if type(task) is BoltTask else None
 
     def deliver(self, target: int, src: Task, stream: str, values: list,
                 ids: dict[int, int] | None) -> None:
@@ -48,8 +54,11 @@ class ChainHost(TaskHost):
                                                  or stream != self.stream):
             scope.leaked = True  # conservative: any root may ride on it
         if task is not None and target == self.target and stream == self.stream:
-            task.handle(new_tuple(values, src.out_fields[stream], src.component, stream,
-                                  src.task_id, ids))
+            tup = new_tuple(values, src.out_fields[stream], src.component, stream, src.task_id, ids)
+            if self.bolt_task is not None:
+                BoltTask.handle(self.bolt_task, tup)
+            else:
+                task.handle(tup)
             return
         self.host.deliver(target, src, stream, values, ids)
 
@@ -58,8 +67,12 @@ class ChainHost(TaskHost):
         """``deliver`` for a tuple of one tree."""
         task = self.task  # None at a chain's tail: a pointer test before the compares
         if task is not None and target == self.target and stream == self.stream:
-            task.handle(new_tuple1(values, src.out_fields[stream], src.component, stream,
-                                   src.task_id, root, edge))
+            tup = new_tuple1(values, src.out_fields[stream], src.component, stream, src.task_id,
+                             root, edge)
+            if self.bolt_task is not None:
+                BoltTask.handle(self.bolt_task, tup)
+            else:
+                task.handle(tup)
             return
         scope = self.scope
         if scope is not None and scope.open:

@@ -45,6 +45,7 @@ cdef class BoltTask(Task):
     cdef public Py_ssize_t _sample_every
     cdef public Py_ssize_t _count
     cdef public object _batched
+    cdef public object _execute
     @cython.locals(n=Py_ssize_t)
     cpdef Py_ssize_t process(self, Py_ssize_t budget)
     @cython.locals(n=Py_ssize_t, basic=BasicOutputCollector, collector=OutputCollector, m=TaskMetrics, every=Py_ssize_t, tup=Tuple, checkpoints=bint)
@@ -57,7 +58,7 @@ cdef class BoltTask(Task):
     cpdef execute_batch(self, list batch)
     @cython.locals(m=TaskMetrics, ms=double)
     cpdef handle(self, Tuple tup)
-    cpdef _execute_basic(self, Tuple tup)
+    cdef _execute_basic(self, Tuple tup)
 
 cdef class AckerTask(Task):
     cdef public LedgerTable ledger

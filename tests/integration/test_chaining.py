@@ -72,6 +72,16 @@ def test_a_chained_hop_runs_inside_the_upstream_call_and_an_unchained_one_does_n
         assert set(off[f"{step}.inside_next_tuple"]) == {False}
 
 
+def test_untracked_tuples_pass_the_chain_in_place_with_ackers_off():
+    """No ackers: the tuples carry no tree and take the chain's other delivery (``deliver``)."""
+    _, _, info, seen = run(pipeline(), True, **{"topology.acker.executors": 0})
+    assert info["chains"] == [CHAIN]
+    assert sorted(seen["map3.out"]) == list(range(100))
+    for step in ("map1", "map2", "map3"):
+        assert set(seen[f"{step}.inside_next_tuple"]) == {True}
+        assert info["components"][step]["executed"] == 100
+
+
 def test_each_chained_bolt_keeps_its_own_metrics():
     _, _, info, _ = run(pipeline(), True)
     comps = info["components"]
