@@ -45,7 +45,7 @@ cdef class BoltTask(Task):
     cdef public Py_ssize_t _sample_every
     cdef public Py_ssize_t _count
     cdef public object _batched
-    cdef public object _execute
+    cdef public object _bound_execute
     @cython.locals(n=Py_ssize_t)
     cpdef Py_ssize_t process(self, Py_ssize_t budget)
     @cython.locals(n=Py_ssize_t, basic=BasicOutputCollector, collector=OutputCollector, m=TaskMetrics, every=Py_ssize_t, tup=Tuple, checkpoints=bint)

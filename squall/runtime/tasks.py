@@ -283,7 +283,7 @@ class BoltTask(Task):
         self._batched: Any = batch if callable(batch) else None
         # the bound ``execute``, made once: looking it up per tuple made a method object
         # per call, about 300 instructions of each fused hop (ChainHost calls ``handle``)
-        self._execute: Any = getattr(bolt, "execute", None)
+        self._bound_execute: Any = getattr(bolt, "execute", None)
 
     def start(self) -> None:
         """Add the ``topology.auto.task.hooks``, then prepare the bolt."""
@@ -292,7 +292,7 @@ class BoltTask(Task):
             self.bolt.prepare(self.conf, self.context)  # type: ignore[call-arg]
         else:
             self.bolt.prepare(self.conf, self.context, self.collector)  # type: ignore[call-arg]
-        self._execute = getattr(self.bolt, "execute", None)  # prepare may have set its own
+        self._bound_execute = getattr(self.bolt, "execute", None)  # prepare may have set its own
 
     def stop(self) -> None:
         """Clean up the bolt."""
@@ -331,7 +331,7 @@ class BoltTask(Task):
             return 0
         basic = self._basic
         assert basic is not None
-        execute: Any = self._execute
+        execute: Any = self._bound_execute
         collector = self.collector
         m = self.metrics
         every = self._sample_every
@@ -366,7 +366,7 @@ class BoltTask(Task):
         n = min(budget, len(inbox))
         if not n:
             return 0
-        execute: Any = self._execute
+        execute: Any = self._bound_execute
         m = self.metrics
         every = self._sample_every
         # checkpoint tuples come only on an input of the checkpoint stream, which gives the
@@ -468,7 +468,7 @@ class BoltTask(Task):
             self._execute_basic(tup)
         else:
             try:
-                self._execute(tup)
+                self._bound_execute(tup)
             except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, fail the input
                 self.host.report_error(self, e)
                 self.collector.fail_with_error(tup, describe(e))
@@ -509,7 +509,7 @@ class BoltTask(Task):
         assert basic is not None
         basic.input = tup
         try:
-            self._execute(tup, basic)
+            self._bound_execute(tup, basic)
         except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: fail the input
             self._basic_failed(tup, e)
         else:
