@@ -30,6 +30,7 @@ from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
 from squall.runtime.errors import ErrorLog
 from squall.runtime.plan import TaskPlan
+from squall.runtime.private_dirs import private_directory
 from squall.runtime.process_usage import ProcessUsage
 from squall.runtime.sampling import TupleSampler
 from squall.runtime.worker import Worker
@@ -102,12 +103,8 @@ def local_code(path: str, code: bytes) -> str:
     except OSError:
         pass
     digest = hashlib.sha256(code).hexdigest()[:32]
-    directory = Path(tempfile.gettempdir()) / f"squall-code-{os.getuid()}"
-    directory.mkdir(mode=0o700, exist_ok=True)
-    st = directory.lstat()
-    if st.st_uid != os.getuid() or st.st_mode & 0o077 or not directory.is_dir() or directory.is_symlink():
-        raise PermissionError(f"{directory} is not a private directory of this user: refusing to "
-                              f"put the topology's code there")
+    directory = private_directory(Path(tempfile.gettempdir()) / f"squall-code-{os.getuid()}",
+                                  "the topology's code")
     target = directory / f"{digest}.zip"
     try:
         if target.read_bytes() == code:
