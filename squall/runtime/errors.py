@@ -57,6 +57,11 @@ def cut_traceback(tb: str, line_chars: int = MESSAGE_CHARS, limit: int = TRACEBA
     return head + text[len(text) - limit + len(head):]  # at most limit: cutting again changes nothing
 
 
+def without_texts(errors: list[dict]) -> list[dict]:
+    """``errors`` without their message and traceback: enough to count them, by component."""
+    return [{k: v for k, v in e.items() if k not in ("message", "traceback")} for e in errors]
+
+
 def cut_entry(entry: Mapping[str, Any]) -> dict:
     """An error entry with ``message`` and ``traceback`` cut (entries of any origin)."""
     return {**entry, "message": cut(str(entry.get("message") or ""), MESSAGE_CHARS + 200),

@@ -200,3 +200,22 @@ def test_sec_error_flood_local_cluster_applies_the_topologys_throttle():
     errors = [e for e in info["errors"] if e["component"] == "picky"]
     assert len(errors) == 3
     assert all(len(e["message"]) <= MESSAGE_CHARS + 40 for e in errors)
+
+
+def test_sec_error_flood_counts_for_metrics_and_summaries_carry_no_error_texts():
+    """Nimbus's ``/metrics`` and summaries read ``/info/brief`` from the master: the errors
+    without message and traceback, enough to count them per component."""
+    from squall.spark.app import TopologyApp
+
+    errors = flooded(tasks=200, per_task=5)
+
+    class _App:  # the part of TopologyApp that brief_info calls
+        def info(self, body):
+            return {"name": "flood", "errors": errors.list(), "components": {}}
+
+    full = _App().info({})
+    brief = TopologyApp.brief_info(_App(), {})
+    assert [(e["component"], e["task"]) for e in brief["errors"]] == [
+        (e["component"], e["task"]) for e in full["errors"]]
+    assert not any("message" in e or "traceback" in e for e in brief["errors"])
+    assert len(json.dumps(brief)) < len(json.dumps(full)) / 20
