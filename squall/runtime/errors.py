@@ -68,6 +68,20 @@ def cut_entry(entry: Mapping[str, Any]) -> dict:
             "traceback": cut_traceback(str(entry.get("traceback") or ""))}
 
 
+def _positive(conf: Mapping[str, Any], key: str, default: float) -> float:
+    value = conf.get(key)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = 0.0
+    if not number > 0:  # also NaN
+        log.warning("%s must be a positive number, got %r: using %g", key, value, default)
+        return default
+    return number
+
+
 class ErrorLog:
     """The last ``limit`` reported errors of a topology (or worker); safe to use from any thread.
 
@@ -88,9 +102,13 @@ class ErrorLog:
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any], limit: int = 1000) -> ErrorLog:
-        """An ``ErrorLog`` with the topology's throttle settings (Storm's defaults if unset)."""
-        return cls(limit, max_per_interval=int(conf.get(MAX_PER_INTERVAL) or 5),
-                   interval_secs=float(conf.get(THROTTLE_INTERVAL_SECS) or 10))
+        """An ``ErrorLog`` with the topology's throttle settings (Storm's defaults if unset).
+
+        A value that is not a positive number is logged and replaced by the default: a
+        worker does not fail over how many of its errors it shows.
+        """
+        return cls(limit, max_per_interval=max(1, int(_positive(conf, MAX_PER_INTERVAL, 5))),
+                   interval_secs=_positive(conf, THROTTLE_INTERVAL_SECS, 10))
 
     def report(self, component: str, task: int, error: BaseException, stack: str | None = None) -> dict:
         """Record ``error`` raised by ``task`` of ``component`` (unless throttled), and log it.

@@ -219,3 +219,12 @@ def test_sec_error_flood_counts_for_metrics_and_summaries_carry_no_error_texts()
         (e["component"], e["task"]) for e in full["errors"]]
     assert not any("message" in e or "traceback" in e for e in brief["errors"])
     assert len(json.dumps(brief)) < len(json.dumps(full)) / 20
+
+
+def test_sec_error_flood_a_bad_throttle_setting_falls_back_to_storms_default():
+    with simulated_time():
+        errors = ErrorLog.from_conf({"topology.max.error.report.per.interval": "many",
+                                     "topology.error.throttle.interval.secs": -1})
+        for _ in range(7):
+            errors.report("c", 1, RuntimeException("x"))
+    assert (errors.total, errors.suppressed) == (5, 2)
