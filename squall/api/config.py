@@ -99,6 +99,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(SQUALL_SPOUT_MAX_RETRIES, None,
             "failures of one spout msg id before it is given up (error reported, spout's ack "
             "called); None: the spout's fail decides forever"),
+    Setting("topology.max.error.report.per.interval", 5,
+            "errors each task reports per topology.error.throttle.interval.secs; the others are "
+            "logged and counted, not shown (Storm's throttle, docs/metrics.md)"),
+    Setting("topology.error.throttle.interval.secs", 10,
+            "the interval of topology.max.error.report.per.interval (seconds)"),
 )
 
 DEFAULTS: dict[str, Any] = {s.key: s.default for s in SETTINGS}

@@ -83,7 +83,7 @@ class LocalCluster(ClusterBase[_Running]):
             plan = make_plan(topology, merged)
             # one process on one host: nothing to place, but the placement keys are checked as on Spark
             build_request(name, plan, topology, merged, ())
-            running = _Running(name, topology, merged, plan, [], ErrorLog())
+            running = _Running(name, topology, merged, plan, [], ErrorLog.from_conf(merged))
             self._start_workers(running, active=not merged.get(START_INACTIVE))
             self._topologies[name] = running
 

@@ -19,6 +19,7 @@ from squall.nimbus.core import NimbusCore, history_key, log
 from squall.nimbus.errors import Conflict, InvalidRequest, NimbusError
 from squall.nimbus.replication import forget, holders
 from squall.nimbus.validation import check_topology_name, decode_upload, json_conf
+from squall.runtime.errors import without_texts
 from squall.store import keys as K
 from squall.store import taskrecords
 
@@ -110,8 +111,12 @@ class Lifecycle(NimbusCore):
         recs = self.store.children(K.TOPOLOGIES)
         return [self.summary(recs[n]) for n in sorted(recs)]
 
-    def info(self, name: str) -> dict:
-        """Record, master and live figures of ``name`` (components, workers, errors)."""
+    def info(self, name: str, texts: bool = True) -> dict:
+        """Record, master and live figures of ``name`` (components, workers, errors).
+
+        ``texts=False``: errors without message and traceback (``runtime.errors.without_texts``),
+        for readers that only count them.
+        """
         rec = self.record(name)
         out: dict[str, Any] = self.summary(rec)
         out.update(versions=rec["versions"], submitted=rec["submitted"], restarts=rec.get("restarts", 0),
@@ -125,7 +130,7 @@ class Lifecycle(NimbusCore):
         live = None
         if self.live_master(rec) is not None:
             try:
-                live = self.control(rec, "GET", "/info", timeout=10.0)
+                live = self.control(rec, "GET", "/info" if texts else "/info/brief", timeout=10.0)
             except NimbusError as e:
                 out["master"]["error"] = str(e)
             else:
@@ -133,7 +138,8 @@ class Lifecycle(NimbusCore):
                            errors=live["errors"], master_uptime_secs=live["uptime_secs"],
                            tasks=live.get("tasks", []))  # per task: last heartbeat and progress
         if live is None:  # no master answers (relaunching, or down): what the last one stored
-            out.update(errors=taskrecords.errors_from(self.store.get(K.task_errors_key(name))),
+            stored = taskrecords.errors_from(self.store.get(K.task_errors_key(name)))
+            out.update(errors=stored if texts else without_texts(stored),
                        tasks=taskrecords.tasks_from(self.store.get(K.taskbeats_key(name)), time.time()))
         out["assignment"] = self.store.get(K.assignment_key(name))
         now = self.now()

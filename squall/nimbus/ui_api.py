@@ -110,10 +110,10 @@ class UiApi:
 
     # ---- helpers -----------------------------------------------------------------------
 
-    def info(self, key: str) -> dict:
+    def info(self, key: str, texts: bool = True) -> dict:
         """Nimbus's ``info`` of the topology whose id or name is ``key``, with workers' memory."""
         rec = self.observer.find(unquote(key))
-        info = self.nimbus.info(rec["name"])
+        info = self.nimbus.info(rec["name"], texts=texts)
         for w in info.get("workers") or []:  # only the workers on this host can be measured here
             if w.get("pid") and self._here(w.get("host")) and w.get("memory_mb") is None:
                 w["memory_mb"] = rss_mb(w["pid"])
@@ -143,7 +143,7 @@ class UiApi:
         out = []
         for summary in self.nimbus.list_topologies():
             try:
-                info = self.info(summary["name"])
+                info = self.info(summary["name"], texts=False)  # counts only: no error texts
             except NotFound:
                 continue  # killed meanwhile
             rec = self.observer.find(summary["name"])

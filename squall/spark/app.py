@@ -33,6 +33,7 @@ import cloudpickle
 
 from squall.api.config import SQUALL_SPARK_MASTER
 from squall.api.topology import StormTopology
+from squall.runtime.errors import without_texts
 from squall.runtime.layout import layout_difference, upgrade_refusal
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import prepare_conf, prepare_topology, with_parallelism
@@ -336,6 +337,7 @@ class TopologyApp:
     def _routes(self) -> dict:
         return {
             ("GET", "/info"): self.info,
+            ("GET", "/info/brief"): self.brief_info,
             ("POST", "/activate"): lambda body: self._set_active(True),
             ("POST", "/deactivate"): lambda body: self._set_active(False),
             ("POST", "/rebalance"): self.rebalance,
@@ -356,6 +358,14 @@ class TopologyApp:
         info.update(epoch=self.epoch, pid=os.getpid(), spark_master=self.record.get("spark_master"),
                     app_id=self.sc.applicationId if self.sc is not None else None)
         return info
+
+    def brief_info(self, body: dict) -> dict:
+        """``info`` with its errors' texts left out, for Nimbus's counts.
+
+        ``/metrics`` and the summaries need none, and the texts are most of an info's bytes.
+        """
+        info = self.info(body)
+        return {**info, "errors": without_texts(info["errors"])}
 
     def debug(self, body: dict) -> dict:
         """Sample emitted tuples at ``rate`` (0: off), of ``components`` only when given."""

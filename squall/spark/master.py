@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
+from squall.runtime.errors import cut_entry
 from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 from squall.spark import settings as S
@@ -77,6 +78,7 @@ class TopologyMaster:
         # workers prove they have it when they register, and tag every frame with it
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.status = "ACTIVE" if active else "INACTIVE"
+        # cut again here, whatever a worker sends (runtime/errors.py): at most about 5 MB
         self.errors: deque[dict] = deque(maxlen=1000)
         self.liveness = TaskLiveness()  # each task's last heartbeat and progress
         self.debug: dict = {"rate": 0.0, "components": None}  # tuple sampling, sent to every worker
@@ -332,13 +334,13 @@ class TopologyMaster:
             inc.rejected_frames = int(msg.get("rejected_frames") or 0)
             inc.transfer = dict(msg.get("transfer") or {})
             inc.usage = dict(msg.get("usage") or {})
-            self.errors.extend(msg["errors"])
+            self.errors.extend(cut_entry(e) for e in msg["errors"] or ())
             for sample in msg.get("samples") or ():
                 self._sample_seq += 1
                 self.samples.append({**sample, "seq": self._sample_seq})
             self.links.send(ident, co.ACK)
         elif t == co.STARTED:
-            self.errors.extend(msg.get("errors", []))
+            self.errors.extend(cut_entry(e) for e in msg.get("errors") or ())
             if msg["error"] is not None:
                 inc.start_error = msg["error"]
                 if self._starting:

@@ -30,6 +30,7 @@ from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
 from squall.runtime.errors import ErrorLog
 from squall.runtime.plan import TaskPlan
+from squall.runtime.private_dirs import private_directory
 from squall.runtime.process_usage import ProcessUsage
 from squall.runtime.sampling import TupleSampler
 from squall.runtime.worker import Worker
@@ -39,6 +40,8 @@ from squall.spark.transport import ZmqTransport
 
 log = logging.getLogger("squall.spark.worker")
 STOP_TIMEOUT = 30.0
+# errors per heartbeat; more wait for the next one (each is cut to about 5 KB: runtime/errors.py)
+ERRORS_PER_HEARTBEAT = 100
 
 
 @dataclass(frozen=True)
@@ -102,12 +105,8 @@ def local_code(path: str, code: bytes) -> str:
     except OSError:
         pass
     digest = hashlib.sha256(code).hexdigest()[:32]
-    directory = Path(tempfile.gettempdir()) / f"squall-code-{os.getuid()}"
-    directory.mkdir(mode=0o700, exist_ok=True)
-    st = directory.lstat()
-    if st.st_uid != os.getuid() or st.st_mode & 0o077 or not directory.is_dir() or directory.is_symlink():
-        raise PermissionError(f"{directory} is not a private directory of this user: refusing to "
-                              f"put the topology's code there")
+    directory = private_directory(Path(tempfile.gettempdir()) / f"squall-code-{os.getuid()}",
+                                  "the topology's code")
     target = directory / f"{digest}.zip"
     try:
         if target.read_bytes() == code:
@@ -177,7 +176,7 @@ def run_worker(spec: WorkerSpec) -> dict:
         if welcome is None:
             return {"worker": spec.index, "status": "rejected"}
         transport.set_peers(welcome["addresses"], welcome.get("nonces"))
-        errors = ErrorLog()
+        errors = ErrorLog.from_conf(spec.conf)
         worker = Worker(topology_name=spec.topology_name, topology=spec.topology, conf=spec.conf,
                         plan=spec.plan, index=spec.index, transport=transport, errors=errors,
                         active=bool(welcome["active"]))
@@ -186,7 +185,7 @@ def run_worker(spec: WorkerSpec) -> dict:
         if worker.start_error is not None:
             e = worker.start_error
             reason = str(e) if isinstance(e, TopologyStartError) else f"{type(e).__name__}: {e}"
-            link.send(co.STARTED, error=reason, errors=errors.list())
+            link.send(co.STARTED, error=reason, errors=errors.list()[-ERRORS_PER_HEARTBEAT:])
             return {"worker": spec.index, "status": "start_failed"}
         link.send(co.STARTED, error=None, errors=[])
         _tune_gc()
@@ -263,18 +262,17 @@ class _MasterLink:
     def serve(self, worker: Worker, transport: ZmqTransport, errors: ErrorLog) -> dict:
         """Heartbeat and obey the master until told to stop."""
         spec = self.spec
-        sent_errors = 0
+        sent_errors = 0  # ErrorLog's cursor: the errors sent so far
         next_beat = 0.0
         usage = ProcessUsage()  # this process's RSS and CPU, in every heartbeat
         while True:
             now = time.monotonic()
             if now >= next_beat:
-                new = errors.total - sent_errors
-                sent_errors = errors.total
+                new, sent_errors = errors.since(sent_errors, ERRORS_PER_HEARTBEAT)
                 metrics = [co.metrics_to_dict(t.metrics) for t in list(worker.tasks.values())]
                 tap = worker.tap
                 samples = tap.drain() if isinstance(tap, TupleSampler) else []
-                self.send(co.HEARTBEAT, metrics=metrics, errors=errors.list()[-new:] if new else [],
+                self.send(co.HEARTBEAT, metrics=metrics, errors=new,
                           rejected_frames=transport.rejected_frames,
                           stuck=[dict(s) for s in list(worker.stuck.values())],
                           corrupt_frames=worker.corrupt_frames, samples=samples,

@@ -9,8 +9,11 @@ namespace, task and process that uses the directory. Its tables:
 - ``txids(ns, committed_txid, prepared_txid)``: each namespace's transaction ids.
 
 Keys and values are ``squall.state.codec`` bytes. A directory made here is 0700 and the
-file is made 0600; if the file can be written by others all the same, it takes pickles
-only with ``topology.state.key`` (tagged), never bare ones (``codec.Codec``).
+file is made 0600. If another user (not root) could change the database all the same (the
+file, its ``-wal`` or ``-shm``, the folder are theirs or writable by group or others, or a
+folder above it is writable by others without the sticky bit: ``others_can_write``), it
+takes pickles only with ``topology.state.key`` (tagged), never bare ones (``codec.Codec``),
+and says why once in the log.
 ``prepare_commit``, ``commit`` and ``rollback`` are each one SQLite transaction
 (``BEGIN IMMEDIATE``), so a crash leaves either all or none of one; ``synchronous=FULL``
 makes a returned call durable. Each state object has its own connection; writers of
@@ -20,8 +23,10 @@ to the busy timeout. WAL needs a local file system (not NFS).
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -44,6 +49,8 @@ DB_FILE = "squall-state.sqlite3"
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_SECS = 30.0
 _PAGE = 1000  # committed rows fetched per query while iterating
+log = logging.getLogger("squall.state")
+_warned: set[str] = set()  # reasons already logged, once per process
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS committed (ns TEXT NOT NULL, key BLOB NOT NULL, "
@@ -257,9 +264,42 @@ class LocalStateProvider(StateProvider):
         try:
             os.makedirs(path, exist_ok=True, mode=0o700)
             os.close(os.open(db, os.O_RDWR | os.O_CREAT, 0o600))  # SQLite's -wal/-shm take its mode
-            shared = os.stat(db).st_mode & 0o022  # others can write it: they could plant pickles
+            shared = others_can_write(db)  # they could plant pickles
         except OSError as e:
             raise StateConfigError(f"LocalStateProvider: cannot create the state directory "
                                    f"{path} (topology.state.provider.config path): {e}") from e
-        codec = Codec(state_key(conf), trusted=not shared, where=f"the state file {db}")
+        if shared is not None and shared not in _warned:
+            _warned.add(shared)
+            log.warning("LocalStateProvider: %s: the state there takes no untagged pickles "
+                        "(set topology.state.key for tagged ones)", shared)
+        codec = Codec(state_key(conf), trusted=shared is None, where=f"the state file {db}")
         return LocalKeyValueState(namespace, db, codec=codec)
+
+
+def others_can_write(db: str) -> str | None:
+    """Why users other than this one (and root) could change ``db``; None if none can.
+
+    Another user who can write the database, its ``-wal`` or ``-shm``, or the folder that
+    holds them (sticky or not: in a sticky folder they could still create the ``-wal``
+    before SQLite does), or who can rename a folder on the way to it, could plant untagged
+    pickles. Folders above the state folder may be shared if they are sticky (as /tmp).
+    """
+    me = os.getuid()
+    for name in (db, db + "-wal", db + "-shm"):
+        try:
+            st = os.lstat(name)
+        except FileNotFoundError:
+            continue
+        if st.st_uid not in (me, 0) or st.st_mode & 0o022 or stat.S_ISLNK(st.st_mode):
+            return f"{name} is not this user's own file"
+    folder = os.path.dirname(os.path.realpath(db))
+    st = os.stat(folder)
+    if st.st_uid not in (me, 0) or st.st_mode & 0o022:
+        return f"others can write the state folder {folder}"
+    while folder != os.path.dirname(folder):
+        parent = os.path.dirname(folder)
+        st = os.stat(parent)
+        if st.st_uid not in (me, 0) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+            return f"others can rename folders in {parent}"
+        folder = parent
+    return None

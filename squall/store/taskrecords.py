@@ -6,8 +6,10 @@ the same records with its own heartbeat (once a second), each tagged with its ep
 
 - ``taskbeats/<name>``: per task, its component, worker, process id, start time (when its
   current process started it), latest heartbeat, latest progress and counters;
-- ``taskerrors/<name>``: the newest ``ERRORS_KEPT`` errors, tracebacks cut to their last
-  ``TRACEBACK_CHARS`` characters (a ZooKeeper node holds at most 1 MB);
+- ``taskerrors/<name>``: the newest ``ERRORS_KEPT`` errors, messages cut to their first
+  ``MESSAGE_CHARS`` characters and tracebacks to their last ``TRACEBACK_CHARS``, and only
+  as many as fit in ``RECORD_BYTES`` of JSON (a ZooKeeper node holds at most 1 MiB, and a
+  message may echo a large input);
 - ``assignments/<name>``: per worker, the host it runs on (or was assigned) and its tasks.
 
 A relaunched master reads them back: its errors and task heartbeats carry on from them, and
@@ -22,11 +24,14 @@ stored tasks and errors while no master of the topology answers. Times are epoch
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
 ERRORS_KEPT = 100
+MESSAGE_CHARS = 1200  # the reporting worker cuts at 1000, plus its note of errors not reported
 TRACEBACK_CHARS = 4000
+RECORD_BYTES = 512 * 1024  # half of ZooKeeper's default node limit (jute.maxbuffer, 1 MiB)
 AGES = ("heartbeat_age_secs", "idle_secs")  # counted afresh by whoever reads the record
 
 
@@ -53,10 +58,23 @@ def tasks_from(record: Any, now: float) -> list[dict]:
 
 
 def errors_record(epoch: int, errors: Iterable[dict]) -> dict:
-    """``taskerrors/<name>``'s value: the newest ``ERRORS_KEPT`` of ``errors`` (oldest first)."""
-    kept = list(errors)[-ERRORS_KEPT:]
-    return {"epoch": epoch,
-            "errors": [{**e, "traceback": str(e.get("traceback") or "")[-TRACEBACK_CHARS:]} for e in kept]}
+    """``taskerrors/<name>``'s value: the newest ``ERRORS_KEPT`` of ``errors`` (oldest first), cut.
+
+    Newest first until ``RECORD_BYTES`` of JSON (as the stores write it, non-ASCII escaped):
+    the record stays well inside a ZooKeeper node whatever the errors hold.
+    """
+    kept: list[dict] = []
+    size = 0
+    for e in reversed(list(errors)[-ERRORS_KEPT:]):
+        message = str(e.get("message") or "")
+        if len(message) > MESSAGE_CHARS:
+            message = f"{message[:MESSAGE_CHARS]}... ({len(message) - MESSAGE_CHARS} more characters)"
+        entry = {**e, "message": message, "traceback": str(e.get("traceback") or "")[-TRACEBACK_CHARS:]}
+        size += len(json.dumps(entry)) + 2
+        if size > RECORD_BYTES:
+            break
+        kept.append(entry)
+    return {"epoch": epoch, "errors": kept[::-1]}
 
 
 def errors_from(record: Any) -> list[dict]:

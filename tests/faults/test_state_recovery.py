@@ -63,6 +63,7 @@ def nothing_counted(acked: int) -> None:
 
 def test_d11_a_deleted_task_state_is_an_error_not_an_empty_start(tmp_path):
     c = conf(local(tmp_path))
+    c["topology.max.error.report.per.interval"] = 1000  # every refusal shown, not Storm's 5 per 10 s
     first_run(c)
     with sqlite3.connect(tmp_path / "state" / DB_FILE) as db:  # one partition vanishes
         gone = db.execute("DELETE FROM committed WHERE ns = 'd11/count/0'").rowcount
