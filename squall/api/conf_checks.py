@@ -3,16 +3,36 @@
 One table, used by every door a configuration comes in by: ``prepare_conf`` (every submit,
 ``LocalCluster`` and Nimbus alike) checks the merged configuration with it, and a Flux file's
 ``config:`` is checked with it key by key at load, so that the error names the line of the
-value (``squall.flux``). Keys not in the table (the user's own) are not checked.
+value (``squall.flux``).
+
+Keys are checked too (``check_key``), against every key squall declares
+(``squall.api.config``: ``SETTINGS``, ``MORE_SETTINGS``, ``OTHER_TABLES``, and Storm's keys
+squall does not use, ``STORM_UNUSED``):
+
+- an unknown ``squall.*`` key is refused: the namespace is squall's, so it is a typo;
+- an unknown ``topology.*`` key close to a known one (``topology.guarantees``) is refused with
+  the key it likely meant: it would otherwise be ignored without a word;
+- any other unknown ``topology.*`` key is kept, with a warning: Storm lets a topology carry
+  its own keys, and its components may read them;
+- Storm's keys squall does not use pass with a warning; keys outside both namespaces are the
+  user's and pass silently.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import logging
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
+from squall.api.config import MORE_SETTINGS, OTHER_TABLES, SETTINGS, STORM_UNUSED
 from squall.api.errors import InvalidTopologyError
+
+log = logging.getLogger("squall.conf")
+# an unknown topology.* key at least this similar (difflib's ratio) to a known one is a typo
+CLOSE = 0.9
 
 
 def _number(v: Any) -> bool:
@@ -96,6 +116,41 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
 }
 
 
+@cache
+def known_keys() -> frozenset[str]:
+    """Every ``topology.*`` and ``squall.*`` key squall reads (not Storm's unused ones)."""
+    return frozenset(s.key for s in SETTINGS + MORE_SETTINGS) | OTHER_TABLES | frozenset(CHECKS)
+
+
+def _spelling(key: str) -> str | None:
+    close = difflib.get_close_matches(key, sorted(known_keys() | STORM_UNUSED), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def check_key(key: str, where: str = "config") -> None:
+    """Refuse an unknown ``squall.*`` key or a near miss of a known ``topology.*`` key; warn
+    about other unknown ``topology.*`` keys (see the module docstring).
+
+    >>> check_key("topology.guarantees")
+    Traceback (most recent call last):
+    ...
+    squall.api.errors.InvalidTopologyError: config: unknown key 'topology.guarantees': did you mean 'topology.guarantee'? (docs/configuration.md lists every key)
+    """
+    if not key.startswith(("topology.", "squall.")) or key in known_keys():
+        return
+    if key in STORM_UNUSED:
+        log.warning("%s: %s is a Storm key squall does not use; ignored", where, key)
+        return
+    guess = _spelling(key)
+    similar = guess is not None and difflib.SequenceMatcher(None, key, guess).ratio() >= CLOSE
+    if key.startswith("squall.") or similar:
+        hint = f"did you mean {guess!r}?" if guess else "squall reads no such key"
+        raise InvalidTopologyError(f"{where}: unknown key {key!r}: {hint} "
+                                   f"(docs/configuration.md lists every key)")
+    log.warning("%s: %s is not a key squall reads; kept for your components (a typo? "
+                "docs/configuration.md lists every key)", where, key)
+
+
 def check_setting(key: str, value: Any, where: str = "config") -> None:
     """Raise ``InvalidTopologyError`` if ``value`` is not a good value of ``key``.
 
@@ -105,6 +160,7 @@ def check_setting(key: str, value: Any, where: str = "config") -> None:
     squall.api.errors.InvalidTopologyError: config topology.workers must be a positive integer, got '3'
     >>> check_setting("my.own.key", object())  # keys squall does not know are the user's
     """
+    check_key(key, where)
     check = CHECKS.get(key)
     if check is not None and not check[1](value):
         raise InvalidTopologyError(f"{where} {key} must be {check[0]}, got {value!r}")
