@@ -47,9 +47,10 @@ load, the cluster file) checks each key:
 | key | what happens |
 |---|---|
 | a key below | its value is checked ("allowed" column); a bad value is one error naming the key |
-| an unknown `squall.*` key | refused, with the closest key: `unknown key 'squall.transfer.bach.size': did you mean 'squall.transfer.batch.size'?` |
-| an unknown `topology.*` key close to a known one | refused the same way (`topology.guarantees` would otherwise run at-least-once without a word) |
-| any other unknown `topology.*` key | kept, with a warning: Storm lets a topology carry its own keys for its components |
+| an unknown `squall.*` key | refused, naming the closest key (`did you mean ...?`) |
+| an unknown `topology.*` key close to a known one | refused the same way: `topology.guarantees` \
+would otherwise run at-least-once without a word |
+| any other unknown `topology.*` key | kept, with a warning: Storm lets a topology carry its own keys |
 | a Storm key squall does not use (last table) | kept, with a warning |
 | any other key (`kafka.brokers`, `my.app.limit`) | the user's: kept, not checked |
 

@@ -43,7 +43,8 @@ def topology():
 
 
 def test_a_misspelled_guarantee_is_refused_with_the_key_it_meant():
-    with pytest.raises(InvalidTopologyError, match=r"topology\.guarantees.*did you mean 'topology\.guarantee'"):
+    with pytest.raises(InvalidTopologyError,
+                       match=r"topology\.guarantees.*did you mean 'topology\.guarantee'"):
         prepare_conf({"topology.guarantees": "exactly_once"}, topology())
 
 
@@ -82,7 +83,8 @@ def test_a_component_key_typo_is_refused_naming_the_component():
     b = TopologyBuilder()
     b.set_spout("s", OneSpout())
     b.set_bolt("b", PassBolt()).shuffle_grouping("s").add_configuration("topology.max.spout.pendin", 5)
-    with pytest.raises(InvalidTopologyError, match=r"component 'b'.*did you mean 'topology\.max\.spout\.pending'"):
+    with pytest.raises(InvalidTopologyError,
+                       match=r"component 'b'.*did you mean 'topology\.max\.spout\.pending'"):
         prepare_conf({}, b.create_topology())
 
 
@@ -115,7 +117,8 @@ def test_flux_refuses_a_typo_at_the_line_of_the_key(tmp_path):
 
 
 def test_the_cluster_file_refuses_a_typo_at_its_line():
-    with pytest.raises(ClusterConfError, match=r"squall\.yaml:3: .*did you mean 'topology\.message\.timeout\.secs'"):
+    with pytest.raises(ClusterConfError,
+                       match=r"squall\.yaml:3: unknown key.*did you mean 'topology\.message\.timeout\.secs'"):
         classify({"topology.workers": 2, "topology.mesage.timeout.secs": 30}, "squall.yaml",
                  {"topology.workers": 2, "topology.mesage.timeout.secs": 3}, set())
 
@@ -129,7 +132,8 @@ def keys_read_in_the_code() -> dict[str, list[str]]:
             continue
         tree = ast.parse(path.read_text())
         skip = {id(a) for n in ast.walk(tree) if isinstance(n, ast.Call)
-                and getattr(n.func, "attr", getattr(n.func, "id", "")) in ("getLogger", "import_module", "files")
+                and getattr(n.func, "attr", getattr(n.func, "id", ""))
+                in ("getLogger", "import_module", "files")
                 for a in n.args}
         for n in ast.walk(tree):
             if (isinstance(n, ast.Constant) and isinstance(n.value, str) and KEY.fullmatch(n.value)
@@ -140,7 +144,6 @@ def keys_read_in_the_code() -> dict[str, list[str]]:
 
 def test_every_key_read_in_the_code_is_in_the_table():
     from squall.api.conf_checks import known_keys
-
     from squall.api.config import STORM_UNUSED
 
     known = known_keys()
@@ -172,7 +175,8 @@ def test_the_tables_of_other_layers_are_named_in_the_api_table():
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("gen_configuration", ROOT / "scripts" / "gen_configuration.py")
+    spec = importlib.util.spec_from_file_location("gen_configuration",
+                                                  ROOT / "scripts" / "gen_configuration.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
