@@ -45,7 +45,8 @@ def test_the_checkpoint_spout_reports_commits_durations_and_rollbacks():
 
 def test_the_checkpoint_figures_are_on_the_metrics_page():
     info = run_eo({})["info"]
-    info["kinds"] = {c: ("spout" if c in ("source", CHECKPOINT_SPOUT) else "bolt") for c in info["components"]}
+    spouts = ("source", CHECKPOINT_SPOUT)
+    info["kinds"] = {c: ("spout" if c in spouts else "bolt") for c in info["components"]}
     page = render([info], {"leader": True})
     line = next(ln for ln in page.splitlines() if 'metric="checkpoint/lastCommittedTxid"' in ln)
     assert 'component="$checkpointspout"' in line and float(line.rsplit(" ", 1)[1]) > 0
