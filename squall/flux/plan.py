@@ -54,14 +54,24 @@ def _wiring(conf: dict, stateful: bool, exactly_once: bool) -> list[str]:
     elif stateful:
         lines.append(f"checkpoints: every {interval} ms, from $checkpointspout to the stateful bolts")
     if exactly_once or stateful:
-        provider = conf.get("topology.state.provider") or IN_MEMORY
-        lines.append(f"state: {provider}")
-        if provider == IN_MEMORY:
-            lines.append("warning: state in memory (the default) is lost with the process that holds "
-                         "it; on Spark or Nimbus set topology.state.provider (docs/state.md)")
+        lines.append(f"state: {conf.get('topology.state.provider') or IN_MEMORY}")
+        warning = memory_state_warning(conf, stateful)
+        if warning:
+            lines.append(f"warning: {warning}")
     master = conf.get('squall.spark.master') or "not set: Nimbus's squall.spark.master (default local[*])"
     lines.append(f"spark master: {master}")
     return lines
+
+
+def memory_state_warning(conf: dict, stateful: bool) -> str | None:
+    """Why a topology with state (stateful bolts or exactly-once) on in-memory state is at risk."""
+    from squall.runtime.exactly_once import is_exactly_once
+
+    provider = conf.get("topology.state.provider") or IN_MEMORY
+    if not (stateful or is_exactly_once(conf)) or provider != IN_MEMORY:
+        return None
+    return ("state in memory (the default) is lost with the process that holds it; on Spark or "
+            "Nimbus set topology.state.provider (docs/state.md)")
 
 
 def _ids(tasks: list[int]) -> str:

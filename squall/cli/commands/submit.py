@@ -138,6 +138,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise CliError(ExitCode.CONFLICT, f"topology {name!r} is already running; kill it first "
                                           f"or pick another name with --name")
+    from squall.flux.plan import memory_state_warning
+
+    warning = memory_state_warning(conf, topology.stateful)  # type: ignore[attr-defined]
+    if warning and not args.json:
+        print(f"warning: {warning}", file=sys.stderr)
     body = {"name": name, **upload_body(conf, topology)}
     with progress(f"submitting {name!r} and waiting for its workers"):
         summary = nimbus.post("/topologies", body, timeout=LONG_TIMEOUT)
