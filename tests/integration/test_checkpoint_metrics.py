@@ -51,3 +51,13 @@ def test_the_checkpoint_figures_are_on_the_metrics_page():
     line = next(ln for ln in page.splitlines() if 'metric="checkpoint/lastCommittedTxid"' in ln)
     assert 'component="$checkpointspout"' in line and float(line.rsplit(" ", 1)[1]) > 0
     assert any('metric="checkpoint/rollbacks"' in ln and ln.endswith(" 0") for ln in page.splitlines())
+
+
+def test_squall_info_prints_the_checkpoint_figures():
+    from squall.cli.commands.info import metric_summary
+
+    out = run_eo({})
+    metrics = out["info"]["components"][CHECKPOINT_SPOUT]["metrics"]
+    assert metric_summary(metrics["checkpoint/lastCommittedTxid"]) == str(out["record"].txid)
+    assert metric_summary(metrics["checkpoint/rollbacks"]) == "0"
+    assert metric_summary(metrics["checkpoint/commitMs"]).startswith("count=")
