@@ -20,19 +20,14 @@ squall does not use, ``STORM_UNUSED``):
 
 from __future__ import annotations
 
-import difflib
 import json
-import logging
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
-from squall.api.config import MORE_SETTINGS, OTHER_TABLES, SETTINGS, STORM_UNUSED
+from squall.api.config import check_key, known_keys
 from squall.api.errors import InvalidTopologyError
 
-log = logging.getLogger("squall.conf")
-# an unknown topology.* key at least this similar (difflib's ratio) to a known one is a typo
-CLOSE = 0.9
+__all__ = ["CHECKS", "check_key", "check_setting", "check_settings", "known_keys"]
 
 
 def _number(v: Any) -> bool:
@@ -114,43 +109,6 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "squall.backpressure.cycle.secs": POSITIVE_NUMBER,
     "squall.spout.max.retries": INT_AT_LEAST_0_OR_NONE,
 }
-
-
-@cache
-def known_keys() -> frozenset[str]:
-    """Every ``topology.*`` and ``squall.*`` key squall reads (not Storm's unused ones)."""
-    return frozenset(s.key for s in SETTINGS + MORE_SETTINGS) | OTHER_TABLES | frozenset(CHECKS)
-
-
-def _spelling(key: str) -> str | None:
-    close = difflib.get_close_matches(key, sorted(known_keys() | STORM_UNUSED), n=1, cutoff=0.75)
-    return close[0] if close else None
-
-
-def check_key(key: str, where: str = "config") -> None:
-    """Refuse an unknown ``squall.*`` key, or a near miss of a known ``topology.*`` key.
-
-    Other unknown ``topology.*`` keys get a warning (see the module docstring).
-
-    >>> try:
-    ...     check_key("topology.guarantees")
-    ... except InvalidTopologyError as e:
-    ...     print(str(e).split(" (")[0])
-    config: unknown key 'topology.guarantees': did you mean 'topology.guarantee'?
-    """
-    if not key.startswith(("topology.", "squall.")) or key in known_keys():
-        return
-    if key in STORM_UNUSED:
-        log.warning("%s: %s is a Storm key squall does not use; ignored", where, key)
-        return
-    guess = _spelling(key)
-    similar = guess is not None and difflib.SequenceMatcher(None, key, guess).ratio() >= CLOSE
-    if key.startswith("squall.") or similar:
-        hint = f"did you mean {guess!r}?" if guess else "squall reads no such key"
-        raise InvalidTopologyError(f"{where}: unknown key {key!r}: {hint} "
-                                   f"(docs/configuration.md lists every key)")
-    log.warning("%s: %s is not a key squall reads; kept for your components (a typo? "
-                "docs/configuration.md lists every key)", where, key)
 
 
 def check_setting(key: str, value: Any, where: str = "config") -> None:

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import copy
+import difflib
+import logging
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from squall.api.errors import InvalidTopologyError
+
+log = logging.getLogger("squall.conf")
+# an unknown topology.* key at least this similar (difflib's ratio) to a known one is a typo
+CLOSE = 0.9
 
 TOPOLOGY_WORKERS = "topology.workers"
 TOPOLOGY_ACKER_EXECUTORS = "topology.acker.executors"
@@ -236,6 +243,43 @@ STORM_UNUSED: frozenset[str] = frozenset({
 })
 
 
+@cache
+def known_keys() -> frozenset[str]:
+    """Every ``topology.*`` and ``squall.*`` key squall reads (not Storm's unused ones)."""
+    return frozenset(s.key for s in SETTINGS + MORE_SETTINGS) | OTHER_TABLES
+
+
+def _spelling(key: str) -> str | None:
+    close = difflib.get_close_matches(key, sorted(known_keys() | STORM_UNUSED), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def check_key(key: str, where: str = "config") -> None:
+    """Refuse an unknown ``squall.*`` key, or a near miss of a known ``topology.*`` key.
+
+    Other unknown ``topology.*`` keys get a warning (``squall.api.conf_checks`` says why).
+
+    >>> try:
+    ...     check_key("topology.guarantees")
+    ... except InvalidTopologyError as e:
+    ...     print(str(e).split(" (")[0])
+    config: unknown key 'topology.guarantees': did you mean 'topology.guarantee'?
+    """
+    if not key.startswith(("topology.", "squall.")) or key in known_keys():
+        return
+    if key in STORM_UNUSED:
+        log.warning("%s: %s is a Storm key squall does not use; ignored", where, key)
+        return
+    guess = _spelling(key)
+    similar = guess is not None and difflib.SequenceMatcher(None, key, guess).ratio() >= CLOSE
+    if key.startswith("squall.") or similar:
+        hint = f"did you mean {guess!r}?" if guess else "squall reads no such key"
+        raise InvalidTopologyError(f"{where}: unknown key {key!r}: {hint} "
+                                   f"(docs/configuration.md lists every key)")
+    log.warning("%s: %s is not a key squall reads; kept for your components (a typo? "
+                "docs/configuration.md lists every key)", where, key)
+
+
 class Config(dict):
     """Topology configuration: Storm's key names, with typed setters.
 
@@ -326,8 +370,6 @@ def check_positive(where: str, key: str, value: Any, *, integer: bool, allow_non
 
 def check_component_conf(component: str, conf: dict) -> None:
     """Check the keys of ``component``'s configuration, and the types of its per-component keys."""
-    from squall.api.conf_checks import check_key  # it imports this module's tables
-
     for key in conf:
         if isinstance(key, str):
             check_key(key, f"component {component!r}")

@@ -194,3 +194,9 @@ def test_the_reference_lists_every_known_key_with_its_default():
     text = _generator().render()
     for key in known_keys():
         assert f"`{key}`" in text, key
+
+
+def test_every_checked_key_is_declared():
+    from squall.api.conf_checks import CHECKS, known_keys
+
+    assert set(CHECKS) <= known_keys(), set(CHECKS) - known_keys()
