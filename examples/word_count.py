@@ -130,6 +130,7 @@ class WordCount(BasicBolt):
 
     def prepare(self, conf: dict, context: Any) -> None:
         self.counts: Counter = Counter()
+        Path(self.results_dir).mkdir(parents=True, exist_ok=True)
         self.path = Path(self.results_dir) / f"count-{context.task_id}.json"
 
     def execute(self, tup: Any, collector: Any) -> None:

@@ -3,7 +3,19 @@
 One table, used by every door a configuration comes in by: ``prepare_conf`` (every submit,
 ``LocalCluster`` and Nimbus alike) checks the merged configuration with it, and a Flux file's
 ``config:`` is checked with it key by key at load, so that the error names the line of the
-value (``squall.flux``). Keys not in the table (the user's own) are not checked.
+value (``squall.flux``).
+
+Keys are checked too (``check_key``), against every key squall declares
+(``squall.api.config``: ``SETTINGS``, ``MORE_SETTINGS``, ``OTHER_TABLES``, and Storm's keys
+squall does not use, ``STORM_UNUSED``):
+
+- an unknown ``squall.*`` key is refused: the namespace is squall's, so it is a typo;
+- an unknown ``topology.*`` key close to a known one (``topology.guarantees``) is refused with
+  the key it likely meant: it would otherwise be ignored without a word;
+- any other unknown ``topology.*`` key is kept, with a warning: Storm lets a topology carry
+  its own keys, and its components may read them;
+- Storm's keys squall does not use pass with a warning; keys outside both namespaces are the
+  user's and pass silently.
 """
 
 from __future__ import annotations
@@ -12,7 +24,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from squall.api.config import check_key, known_keys
 from squall.api.errors import InvalidTopologyError
+
+__all__ = ["CHECKS", "check_key", "check_setting", "check_settings", "known_keys"]
 
 
 def _number(v: Any) -> bool:
@@ -105,6 +120,7 @@ def check_setting(key: str, value: Any, where: str = "config") -> None:
     squall.api.errors.InvalidTopologyError: config topology.workers must be a positive integer, got '3'
     >>> check_setting("my.own.key", object())  # keys squall does not know are the user's
     """
+    check_key(key, where)
     check = CHECKS.get(key)
     if check is not None and not check[1](value):
         raise InvalidTopologyError(f"{where} {key} must be {check[0]}, got {value!r}")

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import copy
+import difflib
+import logging
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from squall.api.errors import InvalidTopologyError
+
+log = logging.getLogger("squall.conf")
+# an unknown topology.* key at least this similar (difflib's ratio) to a known one is a typo
+CLOSE = 0.9
 
 TOPOLOGY_WORKERS = "topology.workers"
 TOPOLOGY_ACKER_EXECUTORS = "topology.acker.executors"
@@ -108,6 +115,175 @@ SETTINGS: tuple[Setting, ...] = (
 
 DEFAULTS: dict[str, Any] = {s.key: s.default for s in SETTINGS}
 
+# Keys read where they are used, with the default applied there: declared here for the checks
+# and docs/configuration.md, but kept out of DEFAULTS (effective_conf must not add them to
+# every configuration, and a component's own keys, such as the windows', must stay its own).
+# To add a key: a Setting here (or in SETTINGS if effective_conf should fill it in), a check
+# in squall/api/conf_checks.py CHECKS if its values can be wrong, then run
+# scripts/gen_configuration.py. tests/unit/test_configuration.py fails until all three agree.
+MORE_SETTINGS: tuple[Setting, ...] = (
+    Setting("topology.guarantee", "at_least_once",
+            "at_least_once (replays, Storm's) or exactly_once (checkpoint-aligned, docs/state.md)"),
+    Setting("topology.state.key", None,
+            "a secret string; state pickles are signed with a key derived from it, and unsigned "
+            "or foreign pickles are refused (docs/state.md)"),
+    Setting("topology.name", None,
+            "the topology's name, set by squall at submit (multilang components read it)"),
+    Setting("topology.transactional.id", None,
+            "Storm's transactional id; kept per component, not otherwise used"),
+    Setting("topology.spout.wait.strategy", None,
+            "Storm's spout wait strategy class; kept per component, squall waits by the "
+            "topology.spout.wait.progressive.* keys"),
+    Setting("topology.sleep.spout.wait.strategy.time.ms", None,
+            "Storm's sleep wait strategy time; kept per component"),
+    Setting("topology.spout.max.batch.size", 64, "next_tuple calls per spout task per round at most"),
+    Setting("squall.task.threaded", False,
+            "True: a thread per task (the topology's, or one component's), for code that blocks"),
+    Setting("topology.component.cpu.pcore.percent", None,
+            "component key (Storm's): CPU a task asks, in percent of a core (set_cpu_load)"),
+    Setting("topology.component.resources.onheap.memory.mb", None,
+            "component key (Storm's): memory a task asks, in MB (set_memory_load)"),
+    # windows (docs/windows.md); component keys set by BaseWindowedBolt's with_* methods
+    Setting("topology.bolts.window.length.count", None, "window length in tuples"),
+    Setting("topology.bolts.window.length.duration.ms", None, "window length in milliseconds"),
+    Setting("topology.bolts.window.sliding.interval.count", None, "sliding interval in tuples"),
+    Setting("topology.bolts.window.sliding.interval.duration.ms", None,
+            "sliding interval in milliseconds"),
+    Setting("topology.bolts.late.tuple.stream", None, "stream that late tuples go to (none: dropped)"),
+    Setting("topology.bolts.tuple.timestamp.max.lag.ms", 0,
+            "event time: how far out of order a tuple's timestamp may be"),
+    Setting("topology.bolts.watermark.event.interval.ms", 1000,
+            "event time: milliseconds between watermarks"),
+    Setting("topology.bolts.tuple.timestamp.field.name", None, "event time: the field holding the timestamp"),
+    Setting("topology.bolts.message.id.field.name", None,
+            "stateful windows: the field holding a tuple's message id"),
+    Setting("squall.bolts.window.session.gap.ms", None, "session windows: the gap that closes a session"),
+    Setting("squall.bolts.window.session.key.fields", None, "session windows: the fields keying sessions"),
+    Setting("squall.bolts.window.persistent", False, "stateful windows: the window itself is in state"),
+    # multilang (docs/multilang.md)
+    Setting("topology.multilang.serializer", "json", "ShellBolt/ShellSpout wire format: json or msgpack"),
+    Setting("topology.shellbolt.max.pending", 100, "tuples a ShellBolt has sent and not heard back on"),
+    Setting("topology.subprocess.timeout.secs", 30.0,
+            "seconds a multilang subprocess may go without a heartbeat before it is killed"),
+    # Nimbus (docs/nimbus.md)
+    Setting("topology.min.replication.count", 1,
+            "Nimbus hosts that must hold the code before the topology is activated (HA)"),
+    Setting("topology.max.replication.wait.time.sec", 60,
+            "longest wait for topology.min.replication.count; -1 waits forever"),
+    Setting("topology.upgrade.worker.num", None, "gray upgrade: how many workers take the new version"),
+    Setting("topology.upgrade.component", None, "gray upgrade: the component whose workers take it"),
+    Setting("topology.upgrade.workers", None, "gray upgrade: the workers (host:port) that take it"),
+    Setting("topology.upgrade.expire.secs", 1800.0,
+            "gray upgrade: seconds after which an upgrade neither completed nor rolled back "
+            "is rolled back"),
+    Setting("squall.nimbus.url", None, "where the client finds Nimbus (cluster file or conf)"),
+    Setting("squall.conf.cluster.keys", None,
+            "written by Nimbus in a stored configuration: the keys the cluster file gave"),
+    Setting("squall.conf.cluster.file", None,
+            "written by Nimbus in a stored configuration: the cluster file read"),
+    # DRPC and connectors
+    Setting("squall.drpc.token", None, "the DRPC server's token (docs/drpc.md)"),
+    Setting("squall.drpc.token.file", None, "a file holding the DRPC server's token"),
+    Setting("squall.connectors.spark.master", None,
+            "Spark master of the DataFrame connectors' own session (docs/connectors.md)"),
+)
+
+# Keys declared with their default and meaning in a table of a layer above this one
+# (squall.spark.settings.SPARK_SETTINGS, squall.scheduler.keys.SCHEDULER_SETTINGS), named
+# here so that every door (submit, Flux, the cluster file) knows them. A new key there is
+# added here too: tests/unit/test_configuration.py checks that the names agree.
+OTHER_TABLES: frozenset[str] = frozenset({
+    "squall.spark.master", "squall.spark.master.bind.host", "squall.spark.master.timeout.secs",
+    "squall.spark.master.ui.url", "squall.spark.worker.bind.host", "squall.spark.master.port",
+    "squall.spark.master.control.port", "squall.spark.worker.port",
+    "squall.spark.worker.heartbeat.secs", "squall.spark.worker.heartbeat.timeout.secs",
+    "squall.spark.worker.start.timeout.secs", "squall.spark.executor.wait.secs",
+    "squall.topology.start.inactive", "squall.spark.worker.resource.profiles", "squall.spark.env",
+    "squall.spark.env.packages", "squall.spark.env.python", "squall.spark.env.cache.dir",
+    "squall.use.old.assignment", "squall.use.userdefine.assignment", "squall.scheduler",
+    "squall.scheduler.reserved.workers", "squall.scheduler.isolation",
+    "squall.scheduler.cpu.slot.percent", "squall.scheduler.memory.slot.mb",
+    "squall.scheduler.host.disk.slots", "squall.scheduler.host.memory.mb", "squall.task.disk.slots",
+})
+
+# Storm's topology keys that squall accepts and does not use (its JVM, Kryo, ZooKeeper, RAS
+# and Trident keys): a Storm configuration passes with one warning naming them.
+STORM_UNUSED: frozenset[str] = frozenset({
+    "topology.tuple.serializer", "topology.testing.always.try.serialize", "topology.blobstore.map",
+    "topology.backpressure.enable", "topology.users", "topology.groups", "topology.readonly.users",
+    "topology.readonly.groups", "topology.version", "topology.multilang.log.handler",
+    "topology.component.resources.map", "topology.component.resources.offheap.memory.mb",
+    "topology.acker.resources.onheap.memory.mb", "topology.acker.resources.offheap.memory.mb",
+    "topology.acker.cpu.pcore.percent", "topology.metrics.consumer.resources.onheap.memory.mb",
+    "topology.metrics.consumer.resources.offheap.memory.mb",
+    "topology.metrics.consumer.cpu.pcore.percent", "topology.enable.v2.metrics.tick",
+    "topology.worker.max.heap.size.mb", "topology.scheduler.strategy",
+    "topology.ras.order.executors.by.proximity.needs", "topology.ras.constraints",
+    "topology.spread.components", "topology.ras.constraint.max.state.search",
+    "topology.ras.one.executor.per.worker", "topology.ras.one.component.per.worker",
+    "topology.ras.constraint.max.time.secs", "topology.scheduler.favored.nodes",
+    "topology.scheduler.unfavored.nodes", "topology.event.logger.register",
+    "topology.eventlogger.executors", "topology.kryo.register", "topology.kryo.decorators",
+    "topology.kryo.factory", "topology.skip.missing.kryo.registrations",
+    "topology.state.kryo.register", "topology.metrics.consumer.register",
+    "topology.serialized.message.size.metrics", "topology.worker.metrics",
+    "topology.state.synchronization.timeout.secs", "topology.builtin.metrics.bucket.size.secs",
+    "topology.fall.back.on.java.serialization", "topology.worker.childopts",
+    "topology.worker.gc.childopts", "topology.worker.logwriter.childopts", "topology.classpath",
+    "topology.classpath.beginning", "topology.environment", "topology.transfer.buffer.size",
+    "topology.transfer.batch.size", "topology.producer.batch.size",
+    "topology.executor.overflow.limit", "topology.backpressure.check.millis",
+    "topology.batch.flush.interval.millis", "topology.worker.shared.thread.pool.size",
+    "topology.trident.batch.emit.interval.millis", "topology.trident.windowing.cache.tuple.limit",
+    "topology.submitter.principal", "topology.submitter.user", "topology.auto-credentials",
+    "topology.logging.sensitivity", "topology.logging.config", "topology.priority",
+    "topology.isolate.machines", "topology.spout.wait.park.microsec", "topology.bolt.wait.strategy",
+    "topology.bolt.wait.park.microsec", "topology.bolt.wait.progressive.level1.count",
+    "topology.bolt.wait.progressive.level2.count", "topology.bolt.wait.progressive.level3.sleep.millis",
+    "topology.backpressure.wait.strategy", "topology.backpressure.wait.park.microsec",
+    "topology.backpressure.wait.progressive.level3.sleep.millis",
+    "topology.backpressure.wait.progressive.level1.count",
+    "topology.backpressure.wait.progressive.level2.count", "topology.spout.recvq.skips",
+    "topology.worker.timeout.secs",
+})
+
+
+@cache
+def known_keys() -> frozenset[str]:
+    """Every ``topology.*`` and ``squall.*`` key squall reads (not Storm's unused ones)."""
+    return frozenset(s.key for s in SETTINGS + MORE_SETTINGS) | OTHER_TABLES
+
+
+def _spelling(key: str) -> str | None:
+    close = difflib.get_close_matches(key, sorted(known_keys() | STORM_UNUSED), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def check_key(key: str, where: str = "config") -> None:
+    """Refuse an unknown ``squall.*`` key, or a near miss of a known ``topology.*`` key.
+
+    Other unknown ``topology.*`` keys get a warning (``squall.api.conf_checks`` says why).
+
+    >>> try:
+    ...     check_key("topology.guarantees")
+    ... except InvalidTopologyError as e:
+    ...     print(str(e).split(" (")[0])
+    config: unknown key 'topology.guarantees': did you mean 'topology.guarantee'?
+    """
+    if not key.startswith(("topology.", "squall.")) or key in known_keys():
+        return
+    if key in STORM_UNUSED:
+        log.warning("%s: %s is a Storm key squall does not use; ignored", where, key)
+        return
+    guess = _spelling(key)
+    similar = guess is not None and difflib.SequenceMatcher(None, key, guess).ratio() >= CLOSE
+    if key.startswith("squall.") or similar:
+        hint = f"did you mean {guess!r}?" if guess else "squall reads no such key"
+        raise InvalidTopologyError(f"{where}: unknown key {key!r}: {hint} "
+                                   f"(docs/configuration.md lists every key)")
+    log.warning("%s: %s is not a key squall reads; kept for your components (a typo? "
+                "docs/configuration.md lists every key)", where, key)
+
 
 class Config(dict):
     """Topology configuration: Storm's key names, with typed setters.
@@ -164,7 +340,7 @@ PER_COMPONENT_KEYS = frozenset({
     "topology.transactional.id", "topology.spout.wait.strategy",
     "topology.sleep.spout.wait.strategy.time.ms",
     "topology.bolts.window.length.count", "topology.bolts.window.length.duration.ms",
-    "topology.bolts.sliding.interval.count", "topology.bolts.sliding.interval.duration.ms",
+    "topology.bolts.window.sliding.interval.count", "topology.bolts.window.sliding.interval.duration.ms",
     "topology.bolts.tuple.timestamp.max.lag.ms", "topology.bolts.message.id.field.name",
     "topology.bolts.late.tuple.stream",
 })
@@ -198,7 +374,10 @@ def check_positive(where: str, key: str, value: Any, *, integer: bool, allow_non
 
 
 def check_component_conf(component: str, conf: dict) -> None:
-    """Check the types of the per-component keys in ``component``'s configuration."""
+    """Check the keys of ``component``'s configuration, and the types of its per-component keys."""
+    for key in conf:
+        if isinstance(key, str):
+            check_key(key, f"component {component!r}")
     for key, integer, allow_none in _TYPED:
         if key in conf:
             label = f"{key} (num_tasks)" if key == TOPOLOGY_TASKS else key

@@ -36,8 +36,9 @@ def common_options() -> argparse.ArgumentParser:
                         help="Nimbus URL(s), comma-separated (default $SQUALL_NIMBUS or "
                              "http://127.0.0.1:6627)")
     common.add_argument("--token-file", default=argparse.SUPPRESS, metavar="PATH",
-                        help="the Nimbus token file (default $SQUALL_TOKEN, else "
-                             "$SQUALL_HOME/nimbus.token)")
+                        help="the Nimbus token file (default $SQUALL_TOKEN_FILE, else "
+                             "$SQUALL_HOME/nimbus.token); $SQUALL_TOKEN, if set, wins: it holds "
+                             "the token itself")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print JSON for scripts instead of tables")
     return common

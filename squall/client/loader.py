@@ -5,7 +5,11 @@ as a module (as part of its package when its directory has an ``__init__.py``, s
 relative imports work), then
 
 1. a module-level function ``build_topology()`` is called; it returns a ``StormTopology``
-   or a ``(conf, topology)`` pair;
+   or a ``(conf, topology)`` pair. Its parameters are given as ``squall submit FILE
+   --param name=value`` (Storm's ``storm jar ... Main args``): each is passed by keyword,
+   converted to the parameter's annotation when that is ``int``, ``float`` or ``bool``,
+   else a string. A parameter without a default that is not given is a one-line error;
+   so is a ``--param`` that ``build_topology()`` does not take;
 2. otherwise the module must hold exactly one module-level ``StormTopology``; its
    configuration is a module-level dict named ``conf`` if there is one.
 
@@ -18,6 +22,7 @@ that zip, since components are pickled by reference to their modules.
 from __future__ import annotations
 
 import importlib
+import inspect
 import io
 import site
 import sys
@@ -66,12 +71,62 @@ def import_file(file: str) -> ModuleType:
         raise CliError(ExitCode.ERROR, f"cannot import {file}: {type(e).__name__}: {e}") from None
 
 
-def find_topology(module: ModuleType, file: str) -> tuple[dict, StormTopology]:
+def _convert(file: str, name: str, annotation: Any, value: str) -> Any:
+    # annotations are strings under ``from __future__ import annotations``: "int | None"
+    text = annotation.__name__ if isinstance(annotation, type) else str(annotation)
+    kinds = [k.strip() for k in text.replace("Optional[", "None|").rstrip("]").split("|")]
+    if "None" in kinds and value in ("None", "null"):
+        return None
+    kinds = [k for k in kinds if k != "None"]
+    kind = kinds[0] if len(kinds) == 1 else ""
+    try:
+        if kind == "bool":
+            if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(value)
+            return value.lower() in ("true", "1", "yes")
+        if kind == "int":
+            return int(value)
+        if kind == "float":
+            return float(value)
+    except ValueError:
+        raise CliError(ExitCode.USAGE, f"{file}: --param {name}={value}: build_topology() takes "
+                                       f"{name} as {kind}") from None
+    return value
+
+
+def build_arguments(build: Any, file: str, params: dict[str, str]) -> dict[str, Any]:
+    """The keyword arguments of ``build_topology`` from ``--param`` values (module docstring)."""
+    try:
+        signature = inspect.signature(build)
+    except (TypeError, ValueError):
+        return dict(params)
+    takes = signature.parameters
+    open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in takes.values())
+    named = {n: p for n, p in takes.items()
+             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+    unknown = sorted(k for k in params if k not in named)
+    if unknown and not open_ended:
+        known = ", ".join(named) or "none"
+        raise CliError(ExitCode.USAGE, f"{file}: build_topology() takes no parameter {unknown[0]!r} "
+                                       f"(its parameters: {known})")
+    missing = [n for n, p in named.items() if p.default is inspect.Parameter.empty and n not in params]
+    if missing:
+        given = " ".join(f"--param {n}=VALUE" for n in missing)
+        raise CliError(ExitCode.USAGE, f"{file}: build_topology() needs {', '.join(missing)}: give "
+                                       f"{given}")
+    return {k: _convert(file, k, named[k].annotation, v) if k in named else v for k, v in params.items()}
+
+
+def find_topology(module: ModuleType, file: str,
+                  params: dict[str, str] | None = None) -> tuple[dict, StormTopology]:
     """(conf, topology) from an imported module, by the rule of the module docstring."""
     build = getattr(module, "build_topology", None)
+    if params and not callable(build):
+        raise CliError(ExitCode.USAGE, f"{file}: --param needs a build_topology() to pass it to")
     if callable(build):
+        kwargs = build_arguments(build, file, params or {})
         try:
-            result = build()
+            result = build(**kwargs)
         except InvalidTopologyError as e:
             raise CliError(ExitCode.ERROR, f"invalid topology in {file}: {e}") from None
         except Exception as e:  # noqa: BLE001 - the user's function can raise anything
@@ -95,9 +150,9 @@ def find_topology(module: ModuleType, file: str) -> tuple[dict, StormTopology]:
                                    f"StormTopology or (conf, topology), or a module-level StormTopology")
 
 
-def load_topology(file: str) -> tuple[dict, StormTopology]:
-    """Import ``file`` and find its topology."""
-    return find_topology(import_file(file), file)
+def load_topology(file: str, params: dict[str, str] | None = None) -> tuple[dict, StormTopology]:
+    """Import ``file`` and find its topology (``params``: ``build_topology``'s, from ``--param``)."""
+    return find_topology(import_file(file), file, params)
 
 
 def _system_roots() -> list[Path]:

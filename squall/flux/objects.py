@@ -42,9 +42,10 @@ def import_class(path: Any, node: Node, key: str = "className") -> Any:
                                              f"has no {'.'.join(parts[cut:])!r}") from None
         return obj
     detail = f" ({error})" if error else ""
-    raise FluxError(node.file, line, f"unknown class {path!r}: no module of that path can be "
-                                     f"imported{detail}; use a Python import path such as "
-                                     f"'mypackage.bolts.SplitBolt'")
+    raise FluxError(node.file, line, f"unknown class {path!r}: its module {parts[0]!r} is not "
+                                     f"importable from the directory of the file, the current "
+                                     f"directory or sys.path{detail} (set PYTHONPATH, or run squall "
+                                     f"from the directory holding {parts[0]!r})")
 
 
 class Objects:

@@ -75,8 +75,8 @@ def _value(var: str, file: str, line: int, properties: Mapping[str, str] | None,
     item = LIST_ITEM.match(var)
     if item and item.group("name") in properties:
         return _list_item(properties[item.group("name")], int(item.group("index")), var, file, line)
-    raise FluxError(file, line, f"${{{var}}} is not defined in the properties file; "
-                                f"add '{var}=...' to it or fix the name")
+    raise FluxError(file, line, f"${{{var}}} is not defined in the properties file or by --param; "
+                                f"add '{var}=...' to the file, pass --param {var}=..., or fix the name")
 
 
 def _list_item(value: str, index: int, var: str, file: str, line: int) -> str:

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from squall.api.conf_checks import check_key as _check_key
 from squall.api.config import DEFAULTS
+from squall.api.errors import InvalidTopologyError
 
 log = logging.getLogger("squall.nimbus.conf")
 CONF_ENV = "SQUALL_CONF"
@@ -121,6 +123,7 @@ def classify(data: dict, path: str, lines: dict[str, int],
                                    f"the new version's configuration or on the upgrade command, not in the "
                                    f"cluster's defaults (where it would make every upgrade gray)")
         elif key.startswith(("topology.", "squall.")):
+            check_key(key, where)
             check_value(key, value, where)
             topology[key] = value
         elif key.startswith(IGNORED_PREFIXES):
@@ -137,6 +140,14 @@ def classify(data: dict, path: str, lines: dict[str, int],
                                f"got {port!r}")
     return ClusterConf(path=path, nimbus=nimbus, topology=topology, urls=urls, ignored=ignored, lines=lines,
                        port=None if port is None else int(port))
+
+
+def check_key(key: str, where: str) -> None:
+    """Refuse a misspelled ``topology.*`` or unknown ``squall.*`` key (``squall.api.conf_checks``)."""
+    try:
+        _check_key(key, where)
+    except InvalidTopologyError as e:
+        raise ClusterConfError(str(e)) from None
 
 
 def check_value(key: str, value: Any, where: str) -> None:

@@ -22,6 +22,7 @@ from squall.runtime.checkpoint import (
     Phase,
     TxState,
 )
+from squall.runtime.checkpoint_metrics import CheckpointFigures
 
 log = logging.getLogger("squall.checkpoint")
 CHECKPOINT_FIELDS = Fields("txid", "action")
@@ -54,6 +55,7 @@ class CheckpointSpout(Spout):
         self._durable = TxState(saved[0], Phase(saved[1])) if saved else first
         self._origin = None if saved else first.txid  # saved with the first record
         self._coordinator = CheckpointCoordinator(self._durable, self._interval)
+        self._figures = CheckpointFigures(context, lambda: self._durable)
         log.info("checkpoint spout of %r recovers from %s", context.topology_name, self._durable)
 
     def next_tuple(self) -> None:
@@ -67,10 +69,12 @@ class CheckpointSpout(Spout):
             return
         self._collector.emit([emit.txid, emit.action.value], stream=CHECKPOINT_STREAM,
                              msg_id=(emit.txid, emit.action.value))
+        self._figures.emitted(emit.txid, emit.action.value)
 
     def ack(self, msg_id: Any) -> None:
         """Every bolt did its part: advance and save the record."""
         txid, action = msg_id
+        self._figures.acked(txid, action)
         recovering = self._coordinator.recovering
         record = self._coordinator.acked(txid, Action(action))
         if recovering and not self._coordinator.recovering:
@@ -84,6 +88,7 @@ class CheckpointSpout(Spout):
         """A bolt failed its part, or it timed out: recover."""
         txid, action = msg_id
         log.warning("checkpoint %s of transaction %d failed; recovering", action, txid)
+        self._figures.failed()
         self._coordinator.failed(txid, Action(action), runtime_clock.monotonic())
 
     def _save(self, record: TxState) -> bool:

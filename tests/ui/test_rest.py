@@ -157,7 +157,7 @@ def test_windows_come_from_the_history(world):
 def test_configuration_hides_secrets(world):
     page = world.get(f"/api/v1/topology/{NAME}")
     assert page["configuration"]["topology.message.timeout.secs"] == 5
-    assert page["configuration"]["squall.ui.test.password"] == "*****"
+    assert page["configuration"]["ui.test.password"] == "*****"
     for path in (f"/api/v1/topology/{NAME}", f"/api/v1/topologies/{NAME}", "/api/v1/topology/summary",
                  "/api/v1/cluster/summary", "/api/v1/cluster/configuration",
                  f"/api/v1/topology/{NAME}/metrics",

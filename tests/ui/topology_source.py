@@ -105,7 +105,7 @@ def build_topology():
     conf.set_num_workers(2)
     conf.set_message_timeout_secs(5)
     conf.set_max_spout_pending(64)
-    conf["squall.ui.test.password"] = "hunter2-not-for-the-page"
+    conf["ui.test.password"] = "hunter2-not-for-the-page"
     return conf, builder.create_topology()
 '''
 

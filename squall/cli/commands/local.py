@@ -28,5 +28,5 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
 
 def run(args: argparse.Namespace) -> int:
     """Load, run for ``--seconds``, report, kill."""
-    name, conf, topology = prepare(args.file, args.name, args.conf, args.filter, args.env_filter)
+    name, conf, topology = prepare(args.file, args.name, args.conf, args.filter, args.env_filter, args.param)
     return run_local(name, conf, topology, args.seconds, args.json)

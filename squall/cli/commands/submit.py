@@ -17,7 +17,7 @@ import time
 from squall.api.errors import InvalidTopologyError
 from squall.cli.commands._shared import LONG_TIMEOUT, client, key_values, print_summary
 from squall.cli.output import print_json, progress
-from squall.cli.topology_file import add_yaml_options, describe, load_any
+from squall.cli.topology_file import add_yaml_options, describe, load_any, parse_params
 from squall.client.exits import CliError, ExitCode
 from squall.client.loader import package_code, pickle_topology
 
@@ -84,12 +84,12 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
 
 
 def prepare(file: str, name: str | None, conf_items: list[str] | None, filter_file: str | None = None,
-            env_filter: bool = False) -> tuple[str, dict, object]:
+            env_filter: bool = False, param_items: list[str] | None = None) -> tuple[str, dict, object]:
     """(name, conf, topology) from FILE and the options, checked as far as the client can."""
     from squall.runtime.submission import check_name, prepare_conf
 
     overrides = key_values(conf_items, "--conf")
-    default_name, conf, topology = load_any(file, filter_file, env_filter)
+    default_name, conf, topology = load_any(file, filter_file, env_filter, parse_params(param_items))
     conf.update(overrides)
     name = name or default_name
     try:
@@ -116,7 +116,7 @@ def upload_body(conf: dict, topology: object) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Submit (or run locally)."""
-    name, conf, topology = prepare(args.file, args.name, args.conf, args.filter, args.env_filter)
+    name, conf, topology = prepare(args.file, args.name, args.conf, args.filter, args.env_filter, args.param)
     if args.dry_run:
         from squall.runtime.submission import prepare_conf
 
@@ -138,6 +138,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise CliError(ExitCode.CONFLICT, f"topology {name!r} is already running; kill it first "
                                           f"or pick another name with --name")
+    from squall.flux.plan import memory_state_warning
+
+    warning = memory_state_warning(conf, topology.stateful)  # type: ignore[attr-defined]
+    if warning and not args.json:
+        print(f"warning: {warning}", file=sys.stderr)
     body = {"name": name, **upload_body(conf, topology)}
     with progress(f"submitting {name!r} and waiting for its workers"):
         summary = nimbus.post("/topologies", body, timeout=LONG_TIMEOUT)

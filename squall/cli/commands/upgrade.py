@@ -18,6 +18,8 @@ from squall.cli.commands._shared import LONG_TIMEOUT, client, name_argument, pri
 from squall.cli.commands.rebalance import positive
 from squall.cli.commands.submit import prepare, upload_body
 from squall.cli.output import progress
+from squall.cli.topology_file import add_yaml_options, describe
+from squall.client.exits import CliError, ExitCode
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -25,21 +27,33 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p = sub.add_parser("upgrade", parents=[common], help="hot deploy or gray upgrade a topology")
     name_argument(p)
     p.add_argument("file", metavar="FILE", nargs="?",
-                   help="the new version's .py file (none: the next batch of the open gray upgrade)")
+                   help="the new version: a .py file or a .yaml topology (Flux); none: the next batch "
+                        "of the open gray upgrade")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="override a config key")
+    add_yaml_options(p)
     p.add_argument("--workers", metavar="HOST:PORT,...", help="gray: upgrade these workers")
     p.add_argument("--component", metavar="C", help="gray: upgrade the workers running component C")
     p.add_argument("--worker-num", type=positive, metavar="N", help="gray: upgrade N workers")
     p.add_argument("--wait", "-w", type=float, default=0.0, metavar="SECS",
                    help="hot deploy: seconds the bolts drain before the old version stops")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the new version and print its plan without upgrading")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Upgrade; returns once the new version runs where it should."""
     body: dict = {}
+    if args.dry_run and not args.file:
+        raise CliError(ExitCode.USAGE, "--dry-run checks a new version: give its FILE")
     if args.file:
-        _, conf, topology = prepare(args.file, args.name, args.conf)
+        _, conf, topology = prepare(args.file, args.name, args.conf, args.filter, args.env_filter,
+                                    args.param)
+        if args.dry_run:
+            from squall.runtime.submission import prepare_conf
+
+            print(describe(args.name, prepare_conf(conf, topology), topology))
+            return 0
         body = upload_body(conf, topology)
     gray = {}
     if args.workers:

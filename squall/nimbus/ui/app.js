@@ -347,6 +347,21 @@ function charts(history, only) {
     lineChart("chart-capacity", "Capacity", comps.filter((c) => kind(c) === "bolt").map((c) => pick(c, "capacity")), ""));
 }
 
+// The checkpoint spout's own metrics (exactly-once or stateful topologies; docs/ui.md)
+function checkpointSection(info) {
+  const m = ((info.components || {})["$checkpointspout"] || {}).metrics;
+  if (!m || !m["checkpoint/lastCommittedTxid"]) return [];
+  const g = (name, field) => (m[name] || {})[field];
+  const row = {
+    txid: String(g("checkpoint/lastCommittedTxid", "max")), since: g("checkpoint/secsSinceCommit", "max"),
+    prepare: g("checkpoint/prepareMs", "p99_ms"), commit: g("checkpoint/commitMs", "p99_ms"),
+    commits: g("checkpoint/commitMs", "count"), rollbacks: g("checkpoint/rollbacks", "count"),
+  };
+  return [h("h2", {}, "Checkpoints"),
+    table("checkpoints", [["Last committed txid", "txid", "text"], ["Seconds since commit", "since"],
+      ["Prepare p99 (ms)", "prepare"], ["Commit p99 (ms)", "commit"], ["Commits", "commits"], ["Rollbacks", "rollbacks"]], [row])];
+}
+
 function errorList(errors) {
   if (!errors.length) {
     return h("p", { class: "muted", id: "no-errors" },
@@ -382,6 +397,7 @@ async function topologyView(name, params) {
     out.push(h("h2", {}, "Gray upgrade"), table("upgrade", [["From version", "from"], ["To version", "to"],
       ["Upgraded workers", (r) => r.workers.join(", "), "text"], ["Progress", (r) => `${r.workers.length} of ${topo.workersTotal}`]], [u]));
   }
+  out.push(...checkpointSection(info));
   out.push(
     h("h2", {}, "Topology stats"),
     table("topology-stats", [["Window", "windowPretty", "text"], ["Emitted", "emitted"], ["Transferred", "transferred"],
