@@ -79,6 +79,8 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "topology.message.timeout.secs": POSITIVE_NUMBER,
     "topology.enable.message.timeouts": BOOLEAN,
     "topology.max.spout.pending": POSITIVE_INT_OR_NONE,
+    "topology.max.error.report.per.interval": POSITIVE_INT,
+    "topology.error.throttle.interval.secs": POSITIVE_NUMBER,
     "topology.tick.tuple.freq.secs": POSITIVE_NUMBER_OR_NONE,
     "topology.debug": BOOLEAN,
     "topology.tasks": POSITIVE_INT_OR_NONE,
