@@ -58,7 +58,7 @@ class _DeadlineReader(io.RawIOBase):
 class DeadlineHandler(BaseHTTPRequestHandler):
     """A handler whose every request must arrive whole within ``timeout`` seconds (see the module)."""
 
-    timeout: float | None = 30.0
+    timeout = 30.0
     deadline = float("inf")
 
     def setup(self) -> None:
