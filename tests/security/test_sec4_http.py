@@ -62,8 +62,9 @@ def raw(nimbus, request: bytes, timeout: float = 5.0) -> bytes:
 
 
 def post(nimbus, path: str, length: str, body: bytes = b"") -> bytes:
-    return raw(nimbus, (f"POST /api/v1{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {nimbus.token}"
-                        f"\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n").encode()
+    return raw(nimbus, (f"POST /api/v1{path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        f"Authorization: Bearer {nimbus.token}\r\nContent-Type: application/json\r\n"
+                        f"Content-Length: {length}\r\n\r\n").encode()
                + body)
 
 
