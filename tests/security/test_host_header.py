@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
+
+import pytest
 
 from squall.drpc.server import DRPCServer
 from tests.security.inproc import InProcNimbus
@@ -69,3 +72,25 @@ def test_drpc_server_refuses_a_foreign_host():
         assert post(f"rebind.attacker.example:{srv.port}") == 421
         assert post(f"127.0.0.1:{srv.port}") == 200
         assert post(f"localhost:{srv.port}") == 200
+
+
+def _non_loopback_address() -> str | None:
+    """An IPv4 address of this host other than loopback (the one its default route uses), if any."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1: no packet is sent for a UDP connect
+            address = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def test_nimbus_bound_to_a_non_loopback_address_answers_requests_naming_it(tmp_path):
+    address = _non_loopback_address()
+    if address is None:
+        pytest.skip("this host has no non-loopback IPv4 address")
+    with InProcNimbus(tmp_path, host=address) as n:
+        assert n.get("/api/v1/health", host=f"{address}:{n.port}")[0] == 200
+        assert n.get("/api/v1/topology/summary")[0] == 200
+        assert n.get("/api/v1/health", host=f"localhost:{n.port}")[0] == 421
+        assert n.get("/api/v1/health", host=f"rebind.attacker.example:{n.port}")[0] == 421
