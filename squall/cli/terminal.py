@@ -19,7 +19,7 @@ def printable(text: str) -> str:
     r"""``text`` with terminal control characters shown as escapes (tab and newline kept).
 
     >>> printable("bad \x1b]52;c;aGk=\x07 value\r\n")
-    'bad \\x1b]52;c;aGk=\\x07 value\\r\n'
+    'bad \\x1b]52;c;aGk=\\x07 value\\x0d\n'
     """
     return _CONTROL.sub(_escaped, text)
 
