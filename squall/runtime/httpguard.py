@@ -54,7 +54,10 @@ class _DeadlineReader(io.RawIOBase):
         if left <= 0:
             raise TimeoutError("the request did not arrive whole within its deadline")
         self.sock.settimeout(min(left, float(self.handler.timeout or left)))
-        return self.sock.recv_into(buffer)
+        try:
+            return self.sock.recv_into(buffer)
+        finally:  # writes (the answer, after a long operation) get the whole timeout again
+            self.sock.settimeout(self.handler.timeout)
 
 
 class DeadlineHandler(BaseHTTPRequestHandler):
