@@ -2,8 +2,16 @@
 
 One port (``drpc.port``, 3772) serves both sides: clients ``execute`` (the call blocks
 until the result), topologies ``fetch`` requests and send ``result`` or ``fail``. Every
-call needs ``Authorization: Bearer <token>``; the token is compared in constant time and
-never logged or sent back. The server binds 127.0.0.1 unless told otherwise.
+call needs ``Authorization: Bearer <token>`` (at least ``MIN_TOKEN_CHARS`` characters); the
+token is compared in constant time, before a byte of the body is read, and never logged or
+sent back. The server binds 127.0.0.1 unless told otherwise.
+
+Limits (``squall.runtime.httpguard``), so that no client, with or without the token, ties
+it up: a request must arrive whole within ``http_timeout_secs`` of its first awaited byte;
+at most ``max_connections`` connections are served at once (one more gets 503); the
+``Content-Length`` must be one non-negative decimal number up to ``MAX_BODY_BYTES`` (else
+400 or 413); a ``Host`` naming neither the bound address (``localhost`` too on loopback) nor
+one of ``allowed_hosts`` gets 421 (DNS rebinding).
 
 Endpoints (POST, JSON bodies): ``/drpc/execute`` ``{"function", "args", "timeout"?}`` ->
 ``{"result"}``; ``/drpc/fetch`` ``{"function", "wait"?}`` -> ``{"id", "args"}`` (``id``
@@ -21,19 +29,28 @@ import logging
 import os
 import secrets
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from squall.drpc.core import DEFAULT_TIMEOUT_SECS, DRPC
 from squall.drpc.errors import SERVER_TIMEOUT, DRPCExecutionError
+from squall.runtime.httpguard import (
+    DeadlineHandler,
+    GuardedHTTPServer,
+    host_allowed,
+    host_names,
+)
 
 log = logging.getLogger("squall.drpc")
 DEFAULT_PORT = 3772
 PORT_KEY = "drpc.port"
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_FETCH_WAIT_SECS = 5.0  # how long a fetch may long-poll for a request
+MIN_TOKEN_CHARS = 16  # as Nimbus's: a short token is guessed
+# connections served at once: each blocked execute and each spout's long-poll fetch holds one
+# (Storm: drpc.worker.threads 64 plus drpc.queue.size 128)
+MAX_CONNECTIONS = 256
 
 
 def load_or_create_token(path: str | os.PathLike[str]) -> str:
@@ -43,8 +60,9 @@ def load_or_create_token(path: str | os.PathLike[str]) -> str:
         if p.stat().st_mode & 0o077:
             log.warning("DRPC token file %s is readable by others (chmod 600 it)", p)
         token = p.read_text().strip()
-        if not token:
-            raise ValueError(f"DRPC token file {str(p)!r} is empty")
+        if len(token) < MIN_TOKEN_CHARS:
+            raise ValueError(f"DRPC token file {str(p)!r} holds {len(token)} characters, under "
+                             f"{MIN_TOKEN_CHARS}: delete it to have a new one made")
         return token
     p.parent.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(32)
@@ -58,16 +76,19 @@ class DRPCServer:
     """Serves a ``DRPC`` service over HTTP until ``stop``; a context manager."""
 
     def __init__(self, token: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-                 timeout_secs: float = DEFAULT_TIMEOUT_SECS) -> None:
-        if not token:
-            raise ValueError("the DRPC server needs a token")
+                 timeout_secs: float = DEFAULT_TIMEOUT_SECS, *, http_timeout_secs: float = 30.0,
+                 max_connections: int = MAX_CONNECTIONS, allowed_hosts: tuple[str, ...] = ()) -> None:
+        if len(token or "") < MIN_TOKEN_CHARS:
+            raise ValueError(f"the DRPC token must be at least {MIN_TOKEN_CHARS} characters, got "
+                             f"{len(token or '')}")
         self.drpc = DRPC(timeout_secs)
         self._token = token.encode()
-        handler = type("Handler", (_Handler,), {"server_ref": self})
-        self._httpd = ThreadingHTTPServer((host, port), handler)
-        self._httpd.daemon_threads = True
+        # the whole request's deadline (a fetch's long poll comes after it, while answering)
+        handler = type("Handler", (_Handler,), {"server_ref": self, "timeout": http_timeout_secs})
+        self._httpd = GuardedHTTPServer((host, port), handler, max_connections)
         address = self._httpd.server_address
         self.host, self.port = str(address[0]), int(address[1])
+        self.hosts = host_names(self.host, extra=(host, *allowed_hosts))
         self._thread: threading.Thread | None = None
 
     def authorized(self, header: str | None) -> bool:
@@ -103,7 +124,7 @@ class DRPCServer:
         self.stop()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(DeadlineHandler):
     server_ref: DRPCServer
     protocol_version = "HTTP/1.1"
 
@@ -112,12 +133,23 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         srv = self.server_ref
+        if not host_allowed(self.headers.get("Host"), srv.hosts, srv.host):
+            self.close_connection = True
+            self._reply(421, {"error": f"this DRPC server does not answer for the host "
+                                       f"{self.headers.get('Host', '')[:100]!r}", "type": "BAD_REQUEST"})
+            return
         if not srv.authorized(self.headers.get("Authorization")):
             self.close_connection = True  # its body is left unread
             self._reply(401, {"error": "missing or wrong DRPC token", "type": "UNAUTHORIZED"})
             return
         try:
-            body = self._body()
+            length = self._length()
+        except ValueError as e:
+            self.close_connection = True  # its body is left unread
+            self._reply(413 if "over" in str(e) else 400, {"error": str(e), "type": "BAD_REQUEST"})
+            return
+        try:
+            body = self._body(length)
             reply = self._dispatch(srv.drpc, self.path, body)
         except DRPCExecutionError as e:
             self._reply(504 if e.type == SERVER_TIMEOUT else 500, {"error": str(e), "type": e.type})
@@ -133,11 +165,32 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         self._reply(405, {"error": "use POST", "type": "BAD_REQUEST"})
 
-    def _body(self) -> dict:
-        length = int(self.headers.get("Content-Length") or 0)
+    def _length(self) -> int:
+        """The announced body length: one non-negative decimal up to ``MAX_BODY_BYTES``."""
+        if self.headers.get("Transfer-Encoding"):
+            raise ValueError("chunked request bodies are not accepted: send a Content-Length")
+        values = self.headers.get_all("Content-Length") or []
+        if not values:
+            return 0
+        raw = values[0].strip()
+        if len(values) > 1 or not raw.isdigit() or not raw.isascii():
+            raise ValueError(f"the Content-Length header must be one non-negative integer, got "
+                             f"{', '.join(values)[:100]!r}")
+        length = int(raw)
         if length > MAX_BODY_BYTES:
-            raise ValueError(f"body of {length} bytes is over {MAX_BODY_BYTES}")
-        data = json.loads(self.rfile.read(length) or b"{}")
+            raise ValueError(f"a body of {length} bytes is over the limit of {MAX_BODY_BYTES}")
+        return length
+
+    def _body(self, length: int) -> dict:
+        try:
+            raw = self.rfile.read(length) if length else b""
+        except TimeoutError:
+            self.close_connection = True
+            raise ValueError("the request body did not arrive whole within its deadline") from None
+        if len(raw) < length:
+            self.close_connection = True
+            raise ValueError(f"the request body ended after {len(raw)} of {length} bytes")
+        data = json.loads(raw or b"{}")
         if not isinstance(data, dict):
             raise ValueError("the body must be a JSON object")
         return data

@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from squall.api.context import TopologyContext
+from squall.api.redaction import redact, secret_key
 from squall.api.topology import Grouping
 
 _GROUPING_TYPES = {
     "shuffle": "SHUFFLE", "fields": "FIELDS", "all": "ALL", "global": "GLOBAL", "none": "NONE",
     "direct": "DIRECT", "local_or_shuffle": "LOCAL_OR_SHUFFLE", "custom": "CUSTOM_OBJECT",
 }
-# conf keys whose values stay out of the subprocess (it may log its conf)
-_SECRET_MARKERS = ("token", "password", "secret")
 
 
 def plain(value: Any) -> bool:
@@ -27,9 +26,14 @@ def plain(value: Any) -> bool:
 
 
 def setup_conf(conf: dict, topology_name: str) -> dict:
-    """The conf as the subprocess sees it: plain values only, secrets left out."""
-    out = {k: v for k, v in conf.items()
-           if isinstance(k, str) and plain(v) and not any(m in k.lower() for m in _SECRET_MARKERS)}
+    """The conf as the subprocess sees it: plain values only, secrets left out.
+
+    The subprocess may log its conf, and is a program squall did not write: a key naming a
+    secret (the topology's state key, a password...) is left out, and secrets inside other
+    values (a provider's nested password, a JAAS line, a URL's password) are hidden
+    (``squall.api.redaction``).
+    """
+    out = {k: redact(v) for k, v in conf.items() if isinstance(k, str) and plain(v) and not secret_key(k)}
     out.setdefault("topology.name", topology_name)
     return out
 

@@ -49,6 +49,8 @@ class NimbusConfig:
     topology_defaults: dict[str, Any] = field(default_factory=dict)  # its topology.* defaults
     history_interval_secs: float = 10.0  # how often the UI's metric history samples topologies
     code_sync_freq_secs: float = 120.0  # Storm's nimbus.code.sync.freq.secs: full check of the copies
+    http_allowed_hosts: str | None = None  # Host names answered beyond the bound address (comma-separated)
+    http_max_connections: int = 64  # HTTP connections served at once; one more gets 503
 
     def resolved(self) -> NimbusConfig:
         """A copy with every default path and URL filled in."""
@@ -92,6 +94,11 @@ CONF_KEYS: dict[str, tuple[str, str]] = {
                                                           "versions are copied within a second)"),
     "nimbus.history.interval.secs": ("history_interval_secs", "how often the metric history of the "
                                                               "UI samples each topology"),
+    "nimbus.http.allowed.hosts": ("http_allowed_hosts", "comma-separated Host names the API and UI answer "
+                                                        "beyond the bound address and nimbus.url's host "
+                                                        "(others get 421: DNS rebinding); * answers any"),
+    "nimbus.http.max.connections": ("http_max_connections", "HTTP connections served at once (one more "
+                                                            "gets 503 at once)"),
 }
 
 

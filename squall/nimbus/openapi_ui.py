@@ -128,7 +128,8 @@ def ui_schemas() -> dict:
                 "boltId": _S, "capacity": _S, "executeLatency": _S, "processLatency": _S, "executed": _I,
                 **common, **error_fields}}},
             "workers": {"type": "array", "items": {"type": "object"}},
-            "configuration": {"type": "object", "description": "secret-looking keys are redacted"}}},
+            "configuration": {"type": "object", "description":
+                              "secrets hidden by key and by value; without the token, paths too"}}},
         "History": {"type": "object", "properties": {
             "window": _I, "resolution": _I, "kinds": {"type": "object"},
             "points": {"type": "array", "items": {"type": "object", "properties": {

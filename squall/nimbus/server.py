@@ -1,17 +1,22 @@
 """Nimbus's REST API: JSON over HTTP (stdlib ``ThreadingHTTPServer``), under ``/api/v1``.
 
 Reads (GET) are open, but without the token they show no secrets, paths or error texts
-(``redact``; a component's errors need the token); every request that changes anything
-or uploads code (POST) needs the token and is refused with 401 (none) or 403 (wrong)
-otherwise, and logged. A standby
-answers reads from the store and refuses changes with 503 naming the leader. Errors are
+(``squall.nimbus.redact.public``, on every read; a component's errors need the token);
+every request that changes anything or uploads code (POST) needs the token and is refused
+with 401 (none) or 403 (wrong) otherwise, and logged. A standby answers reads from the
+store and refuses changes with 503 naming the leader. Errors are
 ``{"error": "<one line>", "code": "<kind>"}``. ``GET /api/v1/openapi.json`` describes it all.
 
 Limits, so that no client can tie the server up: each route has a body limit (uploads
 ``MAX_UPLOAD``, other requests ``MAX_BODY``) checked against ``Content-Length`` before a
 byte of the body is read (a negative or non-numeric length, or a chunked body, is refused);
-a connection idle or slow for ``http_timeout_secs`` is cut; a ``wait_secs`` must lie in
-0..``max_wait_secs``. With a certificate and key the server speaks only TLS (the
+a request must arrive whole (request line, headers, body) within ``http_timeout_secs``
+of its first awaited byte, else its connection is cut; at most ``http_max_connections``
+connections are served at once (one more gets 503); a ``wait_secs`` must lie in
+0..``max_wait_secs``. A request whose ``Host`` names neither the bound address (nor, for a
+loopback bind, ``localhost``), the host of ``nimbus.url``, nor one of
+``nimbus.http.allowed.hosts`` gets 421: a page whose name an attacker rebound to this
+address (DNS rebinding) reads nothing. With a certificate and key the server speaks only TLS (the
 handshake runs on the request's thread, under the same timeout).
 """
 
@@ -23,7 +28,7 @@ import math
 import re
 import ssl
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -37,6 +42,13 @@ from squall.nimbus.redact import public
 from squall.nimbus.ui_api import UiApi
 from squall.nimbus.upgrades import Nimbus
 from squall.nimbus.webui import Raw, asset, page
+from squall.runtime.httpguard import (
+    DEFAULT_MAX_CONNECTIONS,
+    DeadlineHandler,
+    GuardedHTTPServer,
+    host_allowed,
+    host_names,
+)
 from squall.store import StoreError
 
 log = logging.getLogger("squall.nimbus.http")
@@ -53,12 +65,15 @@ class NimbusServer:
     """Serves ``nimbus`` on ``host:port`` (see the module docstring)."""
 
     def __init__(self, host: str, port: int, token: str, *, timeout: float = 30.0,
-                 max_wait_secs: float = 600.0, tls: tuple[str, str] | None = None) -> None:
+                 max_wait_secs: float = 600.0, tls: tuple[str, str] | None = None,
+                 max_connections: int = DEFAULT_MAX_CONNECTIONS, allowed_hosts: tuple[str, ...] = ()) -> None:
         self.timeout = timeout
         self.max_wait_secs = max_wait_secs
         # bound before anything else starts, so that a taken port fails fast
-        self.httpd = ThreadingHTTPServer((host, port), self._handler_class())
-        self.httpd.daemon_threads = True
+        self.httpd = GuardedHTTPServer((host, port), self._handler_class(), max_connections)
+        self.bound = str(self.httpd.server_address[0])
+        self.allowed_hosts = tuple(allowed_hosts)
+        self.hosts = host_names(self.bound, extra=(host, *self.allowed_hosts))
         if tls is not None:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -80,6 +95,12 @@ class NimbusServer:
         self.observer = observer or Observer(nimbus)
         self.ui = UiApi(nimbus, self.observer)
         self.routes = self._routes()
+        config = nimbus.config
+        listed = tuple(str(getattr(config, "http_allowed_hosts", None) or "").split(","))
+        self.hosts = host_names(self.bound, extra=(*self.hosts, config.url or "", *listed))
+        cap = getattr(config, "http_max_connections", None)
+        if cap:
+            self.httpd.set_max_connections(int(cap))
 
     def _routes(self) -> list[Route]:
         n = self.nimbus
@@ -103,11 +124,11 @@ class NimbusServer:
              lambda q, b, name: n.kill(name, b.get("wait_secs"))),
         ]
         core = [(m, re.compile(f"^{PREFIX}{p}$"), auth, fn) for m, p, auth, fn in table]
-        self.redacted = {id(route) for route in core}  # what ``public`` trims for callers without the token
         ui = [(m, re.compile(f"^{PREFIX}{p}$"), auth, fn) for m, p, auth, fn in self.ui.routes()]
-        # Storm's topology and component pages carry error texts too
-        self.redacted |= {id(r) for r, (m, p, _, _) in zip(ui, self.ui.routes(), strict=True)
-                          if m == "GET" and p.startswith("/topology/")}
+        # what ``public`` trims for callers without the token: every read of the API but its
+        # own description (Storm's pages carry error texts, the cluster pages paths)
+        self.redacted = {id(route) for route in core + ui
+                         if route[0] == "GET" and "openapi" not in route[1].pattern}
         routes = core + ui
         # code replication between Nimbus nodes (squall.nimbus.replication): token only
         routes.append(("GET", re.compile(f"^{PREFIX}/blobs/(?P<topology_id>[A-Za-z0-9_.-]{{1,160}})/"
@@ -155,9 +176,9 @@ class NimbusServer:
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
-        class _Handler(BaseHTTPRequestHandler):
+        class _Handler(DeadlineHandler):
             protocol_version = "HTTP/1.1"
-            timeout = server.timeout  # socket timeout of every read and write: no idle hold
+            timeout = server.timeout  # the whole request's deadline, and every write's timeout
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
                 log.debug("http: " + format, *args)
@@ -177,6 +198,10 @@ class NimbusServer:
         status, body = 200, {}  # type: tuple[int, Any]
         read = False
         try:
+            if not host_allowed(req.headers.get("Host"), self.hosts, self.bound):
+                raise MisdirectedRequest(f"this Nimbus does not answer for the host "
+                                         f"{req.headers.get('Host', '')[:100]!r}; add it to "
+                                         f"nimbus.http.allowed.hosts if it is one of its names")
             length = _content_length(req)
             route, params = self._match(method, url.path)
             if route[2]:  # before reading the body: no upload is read without the token
@@ -246,7 +271,8 @@ class NimbusServer:
         try:
             raw = req.rfile.read(length)
         except TimeoutError:
-            raise InvalidRequest(f"the request body did not arrive within {self.timeout:.0f}s") from None
+            req.close_connection = True
+            raise InvalidRequest(f"the request did not arrive whole within {self.timeout:g}s") from None
         if len(raw) < length:
             raise InvalidRequest(f"the request body ended after {len(raw)} of {length} bytes")
         try:
@@ -256,6 +282,13 @@ class NimbusServer:
         if not isinstance(body, dict):
             raise InvalidRequest("the request body must be a JSON object")
         return body
+
+
+class MisdirectedRequest(NimbusError):
+    """A ``Host`` this Nimbus is not (DNS rebinding, or a name missing from the allow-list)."""
+
+    status = 421
+    code = "misdirected"
 
 
 def _content_length(req: BaseHTTPRequestHandler) -> int:

@@ -3,19 +3,17 @@
 ``structure`` turns a ``StormTopology`` (plain data: unpickling it runs no component code)
 into what the UI and the REST API need: each component's kind, parallelism, tasks,
 declared streams and subscriptions. ``graph`` lays it out as nodes and edges (one edge per
-subscription, labelled with its stream and grouping). ``redact`` hides configuration
-values whose key names a secret, since reads need no token.
+subscription, labelled with its stream and grouping). ``redact`` (``squall.api.redaction``)
+hides configuration values that are secrets, by key and by value, since reads need no token.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
+from squall.api.redaction import REDACTED, SECRET_KEY, redact
 from squall.api.topology import StormTopology
 
-SECRET_KEY = re.compile(r"pass(word|wd)?|secret|token|credential|private|api[._-]?key|auth", re.I)
-REDACTED = "*****"
+__all__ = ["REDACTED", "SECRET_KEY", "graph", "is_system", "layers", "redact", "structure"]
+
 
 
 def is_system(component: str) -> bool:
@@ -96,17 +94,3 @@ def graph(shape: dict[str, dict], components: dict[str, dict] | None = None) -> 
                           "grouping": i["grouping"], "fields": i["fields"],
                           "emitted": src.get("emitted"), "tuples": figures.get(cid, {}).get("executed")})
     return {"nodes": nodes, "edges": edges}
-
-
-def redact(conf: Any) -> Any:
-    """``conf`` with every value under a secret-looking key replaced, at any depth.
-
-    >>> redact({"redis": {"host": "h", "password": "p"}, "topology.workers": 2})
-    {'redis': {'host': 'h', 'password': '*****'}, 'topology.workers': 2}
-    """
-    if isinstance(conf, dict):
-        return {k: REDACTED if isinstance(k, str) and SECRET_KEY.search(k) and v is not None
-                else redact(v) for k, v in conf.items()}
-    if isinstance(conf, list):
-        return [redact(v) for v in conf]
-    return conf

@@ -190,15 +190,15 @@ def test_reach_from_the_command_line(tmp_path):
 
 def test_the_server_takes_its_token_from_the_environment(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SQUALL_HOME": str(tmp_path / "home"),
-           "SQUALL_DRPC_TOKEN": "from-the-env"}
+           "SQUALL_DRPC_TOKEN": "from-the-env-token-0123"}
     proc = subprocess.Popen(_cli("drpc", "--port", "0", "--conf", "drpc.request.timeout.secs=0.5"),
                             env=env, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline()
-        assert "token in $SQUALL_DRPC_TOKEN" in line and "from-the-env" not in line
+        assert "token in $SQUALL_DRPC_TOKEN" in line and "from-the-env-token-0123" not in line
         port = int(line.split("127.0.0.1:")[1].split()[0])
         with pytest.raises(DRPCExecutionError) as info:  # authorized: it waited and timed out
-            DRPCClient("127.0.0.1", port, token="from-the-env").execute("nothing", "x")
+            DRPCClient("127.0.0.1", port, token="from-the-env-token-0123").execute("nothing", "x")
         assert info.value.type == "SERVER_TIMEOUT"
         with pytest.raises(DRPCAuthorizationError):
             DRPCClient("127.0.0.1", port, token="other").execute("nothing", "x")

@@ -1,4 +1,8 @@
-"""``squall errors NAME``: the errors a topology's components reported, with tracebacks."""
+"""``squall errors NAME``: the errors a topology's components reported, with tracebacks.
+
+Messages and tracebacks hold tuple values: terminal control characters in them are printed
+escaped (``squall.cli.terminal``); ``--json`` escapes them as JSON does.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import time
 
 from squall.cli.commands._shared import client, name_argument
 from squall.cli.output import print_json
+from squall.cli.terminal import printable
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -27,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"no errors reported by {args.name!r}")
     for e in errors:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e["time"]))
-        print(f"{when}  {e['component']} task {e['task']}: {e['message']}")
+        print(printable(f"{when}  {e['component']} task {e['task']}: {e['message']}"))
         if args.traceback:
-            print(e.get("traceback", "").rstrip())
+            print(printable(str(e.get("traceback") or "").rstrip()))
     return 0

@@ -2,7 +2,8 @@
 
 The lines come from the Nimbus that launched the topology (its master's log, where in local
 mode the workers log too); ``--worker`` keeps one worker's lines. Reading logs needs the
-Nimbus token, since components may log what they process.
+Nimbus token, since components may log what they process; for the same reason terminal
+control characters in the lines are printed escaped (``squall.cli.terminal``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 
 from squall.cli.commands._shared import client, name_argument
 from squall.cli.output import print_json
+from squall.cli.terminal import printable
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -33,12 +35,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json and not args.follow:
         print_json(page)
         return 0
-    sys.stdout.write(page["text"])
+    sys.stdout.write(printable(page["text"]))
     sys.stdout.flush()
     while args.follow:
         time.sleep(args.interval)
         sep = "&" if query else "?"
         page = nimbus.get(f"/topologies/{args.name}/logs{query}{sep}offset={page['offset']}", auth=True)
-        sys.stdout.write(page["text"])
+        sys.stdout.write(printable(page["text"]))
         sys.stdout.flush()
     return 0
