@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
-
-import pytest
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from squall.drpc.server import DRPCServer
 from tests.security.inproc import InProcNimbus
 
 DRPC_TOKEN = "drpc-host-test-token-0123456789"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_nimbus_refuses_a_rebound_host_and_answers_its_own_names(tmp_path):
@@ -74,23 +76,26 @@ def test_drpc_server_refuses_a_foreign_host():
         assert post(f"localhost:{srv.port}") == 200
 
 
-def _non_loopback_address() -> str | None:
-    """An IPv4 address of this host other than loopback (the one its default route uses), if any."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(("192.0.2.1", 9))  # TEST-NET-1: no packet is sent for a UDP connect
-            address = s.getsockname()[0]
-        except OSError:
-            return None
-    return None if address.startswith("127.") else address
+def test_squall_drpc_takes_its_allowed_hosts_from_the_command_line(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SQUALL_HOME": str(tmp_path / "home"),
+           "SQUALL_DRPC_TOKEN": DRPC_TOKEN}
+    proc = subprocess.Popen([sys.executable, "-m", "squall.cli.main", "drpc", "--port", "0",
+                             "--conf", "drpc.http.allowed.hosts=drpc.internal, other.internal"],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        port = int(line.split("127.0.0.1:")[1].split()[0])
 
-
-def test_nimbus_bound_to_a_non_loopback_address_answers_requests_naming_it(tmp_path):
-    address = _non_loopback_address()
-    if address is None:
-        pytest.skip("this host has no non-loopback IPv4 address")
-    with InProcNimbus(tmp_path, host=address) as n:
-        assert n.get("/api/v1/health", host=f"{address}:{n.port}")[0] == 200
-        assert n.get("/api/v1/topology/summary")[0] == 200
-        assert n.get("/api/v1/health", host=f"localhost:{n.port}")[0] == 421
-        assert n.get("/api/v1/health", host=f"rebind.attacker.example:{n.port}")[0] == 421
+        def status(host: str) -> int:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("POST", "/drpc/fetch", body=json.dumps({"function": "f", "wait": 0}), headers={
+                "Host": host, "Authorization": f"Bearer {DRPC_TOKEN}", "Content-Type": "application/json"})
+            answer = conn.getresponse().status
+            conn.close()
+            return answer
+        assert status(f"drpc.internal:{port}") == 200
+        assert status(f"other.internal:{port}") == 200
+        assert status(f"rebind.attacker.example:{port}") == 421
+    finally:
+        proc.terminate()
+        proc.wait(10)

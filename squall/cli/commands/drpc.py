@@ -21,6 +21,7 @@ from squall.drpc.client import default_token_file
 
 TIMEOUT_KEY = "drpc.request.timeout.secs"
 PORT_KEY = "drpc.port"
+HOSTS_KEY = "drpc.http.allowed.hosts"
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -35,7 +36,8 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
                    help="the token file (default $SQUALL_DRPC_TOKEN, else $SQUALL_HOME/drpc.token, "
                         "created if missing)")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE",
-                   help=f"{PORT_KEY} (3772) or {TIMEOUT_KEY} (600)")
+                   help=f"{PORT_KEY} (3772), {TIMEOUT_KEY} (600) or {HOSTS_KEY} (comma-separated Host "
+                        "names answered beyond the bound address; others get 421)")
     p.add_argument("--log-level", default=os.environ.get("SQUALL_LOG_LEVEL", "INFO"))
     p.set_defaults(run=run)
 
@@ -46,13 +48,14 @@ def run(args: argparse.Namespace) -> int:
 
     logging.getLogger().setLevel(args.log_level.upper())
     conf = key_values(args.conf, "--conf")
-    unknown = sorted(set(conf) - {TIMEOUT_KEY, PORT_KEY})
+    unknown = sorted(set(conf) - {TIMEOUT_KEY, PORT_KEY, HOSTS_KEY})
     if unknown:
         raise CliError(ExitCode.USAGE,
-                       f"unknown --conf key {unknown[0]!r} (known: {PORT_KEY}, {TIMEOUT_KEY})")
+                       f"unknown --conf key {unknown[0]!r} (known: {PORT_KEY}, {TIMEOUT_KEY}, {HOSTS_KEY})")
     try:
         port = args.port if args.port is not None else int(conf.get(PORT_KEY, DEFAULT_PORT))
         timeout = float(conf.get(TIMEOUT_KEY, 600))
+        allowed = tuple(h.strip() for h in str(conf.get(HOSTS_KEY, "")).split(",") if h.strip())
     except ValueError as e:
         raise CliError(ExitCode.USAGE, f"--conf: {e}") from None
     token_file = Path(args.drpc_token_file) if args.drpc_token_file else default_token_file()
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     where = "$SQUALL_DRPC_TOKEN" if from_env else str(token_file)
     try:
         token = os.environ["SQUALL_DRPC_TOKEN"] if from_env else load_or_create_token(token_file)
-        server = DRPCServer(token, host=args.host, port=port, timeout_secs=timeout)
+        server = DRPCServer(token, host=args.host, port=port, timeout_secs=timeout, allowed_hosts=allowed)
     except (OSError, ValueError) as e:
         raise CliError(ExitCode.ERROR, str(e)) from None
 
