@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from squall.api.redaction import redact_text
 from squall.runtime import clock as runtime_clock
 
 log = logging.getLogger("squall.errors")
@@ -118,8 +119,10 @@ class ErrorLog:
         """
         tb = stack if stack is not None else "".join(
             traceback.format_exception(type(error), error, error.__traceback__))
-        message = cut(f"{type(error).__name__}: {error}", MESSAGE_CHARS)
-        tb = cut_traceback(tb)
+        # an error often echoes its input or a connection string: secrets in either are hidden
+        # before the entry is logged, sent in a heartbeat or stored
+        message = redact_text(cut(f"{type(error).__name__}: {error}", MESSAGE_CHARS))
+        tb = redact_text(cut_traceback(tb))
         entry: dict[str, Any] = {
             "component": component,
             "task": task,
@@ -133,7 +136,7 @@ class ErrorLog:
                 entry["suppressed"] = dropped
                 if dropped:
                     entry["message"] = message = (f"{message} [{dropped} earlier error(s) of this task "
-                                                  f"not reported: {MAX_PER_INTERVAL}]")
+                                                  f"not reported: over {self._max} per {self._interval:g} s]")
                 self._errors.append(entry)
                 self.total += 1
             else:

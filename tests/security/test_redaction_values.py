@@ -117,3 +117,21 @@ def test_worker_error_and_gauge_errors_are_hidden_without_the_token():
     assert card not in json.dumps(public(topology_page(view, ":all-time")))
     assert card not in json.dumps(public(component_page(view, "count", ":all-time")))
     assert card in json.dumps(topology_page(view, ":all-time"))  # the token's holder sees it
+
+
+def test_error_reports_hide_the_secrets_their_message_and_traceback_echo(caplog):
+    """A connection error that echoes its URL or a JAAS line keeps its cause, not the password."""
+    from squall.runtime.errors import ErrorLog
+
+    def connect(url: str, jaas: str) -> None:
+        raise ConnectionError(f"cannot reach {url}: sasl.jaas.config={jaas}")
+
+    log = ErrorLog()
+    try:
+        connect("redis://:redis-pw-55@10.0.0.9:6379/0", 'PlainLoginModule required password="jaas-pw-77";')
+    except ConnectionError as e:
+        with caplog.at_level("ERROR"):
+            entry = log.report("sink", 3, e)
+    shown = entry["message"] + entry["traceback"] + caplog.text
+    assert "redis-pw-55" not in shown and "jaas-pw-77" not in shown, shown
+    assert "cannot reach redis://:*****@10.0.0.9:6379/0" in entry["message"]
