@@ -1,0 +1,291 @@
+"""squall on hosts of their own: every server in a network namespace (``tests.netns``).
+
+The hosts, on 10.77.43.0/24, each with its own loopback (this test process is 10.77.43.1,
+the client's host: the CLI, a browser, Prometheus):
+
+- ``zk``: ZooKeeper on 2181; ``redis``: Redis on 6379, holding the counts' state;
+- ``spark``: a Spark standalone master on 7077 (its UI, which squall asks for cores, on 8080);
+- ``w1`` .. ``w4``: one Spark Worker each, one core each;
+- ``nimbus-a``, ``nimbus-b``: ``squall nimbus`` on 6627, the leader and a standby sharing
+  the ZooKeeper, each with its own data directory and cluster file (``squall.yaml``, which
+  gives the ``spark.*`` defaults).
+
+A topology submitted from the client's host runs its topology master (the driver) on the
+leader's host and its three workers on three Worker hosts; it must reach them and they it,
+through their addresses only. Then, in order: a worker SIGKILLed comes back, a Worker daemon
+SIGKILLed sends its worker to the spare host, the leader's host dies and the standby
+relaunches the topology from its own host; after each, every emitted sentence is acked and
+counted exactly once. One set of hosts serves the whole module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.netns import CLIENT, Network
+from tests.nimbus import results as R
+from tests.nimbus.harness import Cli, NimbusProcess, kill_leftover_launches
+from tests.nimbus.test_lifecycle import assert_exact, ok, progress
+from tests.nimbus.topology_source import write_topology
+from tests.nimbus.zookeeper_server import ZooKeeperServer
+from tests.redis_server import RedisServer
+from tests.spark.conftest import _kill_group, _spark_env
+from tests.waiting import wait_for
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+NAME = "wc-hosts"
+TOKEN = "hosts-test-token-0123456789abcdef0123"
+WORKER_HOSTS = ("w1", "w2", "w3", "w4")
+HOSTS = ["zk", "redis", "spark", *WORKER_HOSTS, "nimbus-a", "nimbus-b"]
+NIMBUS_PORT = 6627
+
+
+def _home(path: Path, conf: str) -> Path:
+    path.mkdir(mode=0o700, parents=True)
+    token = path / "nimbus.token"
+    token.write_text(TOKEN + "\n")
+    token.chmod(0o600)
+    (path / "squall.yaml").write_text(conf)
+    return path
+
+
+class SparkHosts:
+    """A standalone master on one host and a one-core Worker on each of others."""
+
+    def __init__(self, net: Network, work: Path) -> None:
+        import pyspark
+
+        self.net, self.work = net, work
+        self.spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")
+        self.master_host = net.addresses["spark"]
+        self.url = f"spark://{self.master_host}:7077"
+        self.ui = f"http://{self.master_host}:8080"
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.logs: list = []
+
+    def _start(self, host: str, args: list[str]) -> None:
+        env = {**_spark_env(), "SPARK_LOCAL_IP": self.net.addresses[host]}
+        log = open(self.work / f"{host}.log", "w")  # noqa: SIM115 - closed in close()
+        self.logs.append(log)
+        self.procs[host] = subprocess.Popen(self.net.command(host, [self.spark_class, *args]), env=env,
+                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start(self) -> SparkHosts:
+        self._start("spark", ["org.apache.spark.deploy.master.Master", "--host", self.master_host,
+                              "--port", "7077", "--webui-port", "8080"])
+        for host in WORKER_HOSTS:
+            address = self.net.addresses[host]
+            self._start(host, ["org.apache.spark.deploy.worker.Worker", self.url, "--host", address,
+                               "--cores", "1", "--memory", "1g", "--webui-port", "8081",
+                               "--work-dir", str(self.work / host)])
+        want = {self.net.addresses[h] for h in WORKER_HOSTS}
+        assert wait_for(lambda: self.alive() == want, 180, step=0.5), f"Workers alive: {self.alive()}"
+        return self
+
+    def alive(self) -> set[str]:
+        try:
+            with urllib.request.urlopen(f"{self.ui}/json", timeout=2) as resp:
+                state = json.load(resp)
+        except OSError:
+            return set()
+        return {w["host"] for w in state.get("workers", []) if w.get("state") == "ALIVE"}
+
+    def kill(self, host: str) -> None:
+        """SIGKILL the Worker daemon of ``host`` only (its executors notice and exit)."""
+        proc = self.procs[host]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+    def close(self) -> None:
+        for proc in self.procs.values():
+            _kill_group(proc)
+        for log in self.logs:
+            log.close()
+
+
+class World:
+    """The module's hosts and what runs on them."""
+
+    net: Network
+    root: Path
+    out: Path
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    w = World()
+    w.root = tmp_path_factory.mktemp("hosts")
+    w.out = w.root / "out"
+    w.net = Network(HOSTS).up()
+    started = time.monotonic()
+    servers: list = []
+    try:
+        a = w.net.addresses
+        zk = ZooKeeperServer(w.root / "zk", host=a["zk"], port=2181, wrap=w.net.command("zk", []))
+        zk.start()
+        servers.append(zk)
+        w.redis = RedisServer(w.root / "redis", host=a["redis"], port=6379, wrap=w.net.command("redis", []))
+        w.redis.start()
+        servers.append(w.redis)
+        w.spark = SparkHosts(w.net, w.root).start()
+        # the cluster's spark.* defaults: every topology's SparkContext gets them
+        cluster_file = (f"spark.executor.memory: 512m\nspark.cores.max: {len(WORKER_HOSTS)}\n"
+                        f"squall.spark.env.cache.dir: {w.root / 'env-cache'}\n")
+        conf = {"squall.spark.master": w.spark.url, "nimbus.zookeeper.session.timeout.secs": "4",
+                "nimbus.code.sync.freq.secs": "2", "nimbus.submit.timeout.secs": "300"}
+        store = zk.uri("/squall-hosts")
+        w.home_a = _home(w.root / "home-a", cluster_file)
+        w.home_b = _home(w.root / "home-b", cluster_file)
+        w.a = NimbusProcess(w.home_a, w.root, port=NIMBUS_PORT, store=store, conf=conf, name="nimbus-a",
+                            host=a["nimbus-a"], conf_file=w.home_a / "squall.yaml",
+                            wrap=w.net.command("nimbus-a", []))
+        w.b = NimbusProcess(w.home_b, w.root, port=NIMBUS_PORT, store=store, conf=conf, name="nimbus-b",
+                            host=a["nimbus-b"], conf_file=w.home_b / "squall.yaml",
+                            wrap=w.net.command("nimbus-b", []))
+        w.a.start(60)
+        w.a.wait_leader(60)
+        w.b.start(60)
+        w.cli = Cli(f"{w.a.url},{w.b.url}", w.home_a, w.root)
+        print(f"hosts up in {time.monotonic() - started:.1f}s")
+        yield w
+    finally:
+        for nimbus in (getattr(w, "a", None), getattr(w, "b", None)):
+            if nimbus is not None:
+                nimbus.kill()
+        for home in (getattr(w, "home_a", None), getattr(w, "home_b", None)):
+            if home is not None:
+                kill_leftover_launches(home)
+        if hasattr(w, "spark"):
+            w.spark.close()
+        for server in reversed(servers):
+            server.stop()
+        w.net.kill_all()
+        w.net.down()
+
+
+def namespace_of(pid: int) -> str:
+    """The network namespace ``pid`` runs in ('' for the machine's own)."""
+    done = subprocess.run(["ip", "netns", "identify", str(pid)], capture_output=True, text=True, timeout=10)
+    return done.stdout.strip()
+
+
+def info(world, cli: Cli | None = None) -> dict:
+    return (cli or world.cli).json("info", NAME, timeout=60)
+
+
+def running(world, cli: Cli | None = None, epoch: int = 0) -> dict:
+    """``squall info`` once the master (of ``epoch`` or later) and every worker run."""
+    seen: dict = {}
+
+    def check() -> bool:
+        try:
+            seen["info"] = i = info(world, cli)
+        except (AssertionError, subprocess.TimeoutExpired):
+            return False
+        return (i["epoch"] >= epoch and i["master"]["state"] == "RUNNING" and bool(i["workers"])
+                and all(w["state"] == "RUNNING" and w.get("pid") for w in i["workers"]))
+    assert wait_for(check, 300, step=1.0), f"the topology did not run: {seen}"
+    return seen["info"]
+
+
+def worker_hosts(i: dict) -> list[str]:
+    return [w["address"].split("//")[1].rsplit(":", 1)[0] for w in i["workers"]]
+
+
+@pytest.mark.timeout(600)
+def test_a_submit_through_nimbus_runs_on_three_other_hosts(world):
+    a = world.net.addresses
+    file = write_topology(world.root / "wordcount.py", world.out, world.root / "unused", "v1", rate=30,
+                          workers=3, count_parallelism=3,
+                          conf_extra={"topology.state.provider": "squall.state.redis.RedisStateProvider",
+                                      "topology.state.provider.config": {"host": a["redis"], "port": 6379}})
+    ok(world.cli("submit", str(file), "--name", NAME, timeout=400))
+    i = running(world)
+    hosts = worker_hosts(i)
+    assert len(set(hosts)) == 3 and set(hosts) <= {a[h] for h in WORKER_HOSTS}, hosts
+    assert namespace_of(i["master"]["pid"]) == world.net.namespace("nimbus-a")
+    progress(world, more=60, timeout=120)
+    assert_exact(world)
+
+
+def test_the_ui_and_metrics_answer_another_host(world):
+    a = world.net.addresses
+    # the client's host is not the leader's: it reaches the UI only through the leader's address
+    with urllib.request.urlopen(f"http://{a['nimbus-a']}:{NIMBUS_PORT}/", timeout=10) as resp:
+        assert resp.status == 200 and b"<html" in resp.read().lower()
+    with urllib.request.urlopen(f"http://{a['nimbus-a']}:{NIMBUS_PORT}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    assert f'topology="{NAME}"' in text and "squall_topology_workers" in text
+    # and another server host (a Worker's) reaches it too
+    done = subprocess.run(world.net.command("w1", [shutil.which("python3") or "python3", "-c",
+                          f"import urllib.request; print(urllib.request.urlopen("
+                          f"'http://{a['nimbus-a']}:{NIMBUS_PORT}/metrics', timeout=10).status)"]),
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "200", done.stderr
+    assert CLIENT not in a.values()
+
+
+@pytest.mark.timeout(400)
+def test_a_sigkilled_worker_comes_back_on_its_host_or_another(world):
+    before = running(world)
+    spout = before["components"]["sentences"]["tasks"][0]
+    victim = next(w for w in before["workers"] if spout not in w["tasks"])
+    os.kill(victim["pid"], signal.SIGKILL)
+    back = wait_for(lambda: _back(world, victim), 240, step=1.0)
+    assert back, f"worker {victim['worker']} did not come back"
+    progress(world, more=40, timeout=120)
+    assert_exact(world)
+
+
+def _back(world, victim: dict) -> dict | None:
+    try:
+        w = info(world)["workers"][victim["worker"]]
+    except (AssertionError, subprocess.TimeoutExpired):
+        return None
+    return w if w["state"] == "RUNNING" and w.get("pid") not in (None, victim["pid"]) else None
+
+
+@pytest.mark.timeout(400)
+def test_a_killed_worker_daemon_sends_its_worker_to_the_spare_host(world):
+    a = world.net.addresses
+    before = running(world)
+    spout = before["components"]["sentences"]["tasks"][0]
+    victim = next(w for w in before["workers"] if spout not in w["tasks"])
+    host = next(h for h in WORKER_HOSTS if a[h] == worker_hosts({"workers": [victim]})[0])
+    world.spark.kill(host)
+    back = wait_for(lambda: _back(world, victim), 300, step=1.0)
+    assert back, f"worker {victim['worker']} did not come back after the Worker of {host} died"
+    moved = worker_hosts({"workers": [back]})[0]
+    assert moved != a[host] and moved in {a[h] for h in WORKER_HOSTS}, moved
+    progress(world, more=40, timeout=120)
+    assert_exact(world)
+
+
+@pytest.mark.timeout(600)
+def test_the_standby_on_another_host_relaunches_the_topology_when_the_leaders_host_dies(world):
+    a = world.net.addresses
+    before = running(world)
+    progress(world, more=20)
+    # the leader's host goes: Nimbus, its topology master (the driver), its disk
+    world.a.kill(signal.SIGKILL)
+    os.killpg(os.getpgid(before["master"]["pid"]), signal.SIGKILL)
+    shutil.rmtree(world.home_a / "blobs")
+    took = world.b.wait_leader(timeout=60)
+    print(f"standby leads {took:.1f}s after the SIGKILL")
+    cli = Cli(world.b.url, world.home_b, world.root)
+    after = running(world, cli, epoch=before["epoch"] + 1)
+    assert namespace_of(after["master"]["pid"]) == world.net.namespace("nimbus-b")
+    assert set(worker_hosts(after)) <= {a[h] for h in WORKER_HOSTS}
+    world.cli = cli
+    progress(world, more=40, timeout=180)
+    assert_exact(world)
+    assert len(R.acked(world.out)) > 0
