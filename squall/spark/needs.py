@@ -11,6 +11,7 @@ class of an installed distribution by that distribution) and the state provider.
 from __future__ import annotations
 
 import importlib.metadata as md
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -33,7 +34,7 @@ NOT_SHIPPED = frozenset({"squall", "pyspark", "py4j"})
 
 
 @lru_cache(maxsize=1)
-def _installed_packages() -> dict[str, list[str]]:
+def _installed_packages() -> Mapping[str, list[str]]:
     return md.packages_distributions()
 
 

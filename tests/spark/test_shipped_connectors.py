@@ -21,7 +21,8 @@ from squall.spark import settings as S
 from squall.spark.environment import PYTHON_IN_ARCHIVE
 from squall.spark.errors import SparkSetupError
 from squall.spark.shipping import check_shipped, environment_settings
-from tests.spark.test_environment import bare_env, bare_python, unpack  # noqa: F401 - a fixture
+from tests.spark.test_environment import bare_env, unpack
+from tests.spark.test_environment import bare_python as bare_python  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.spark
 MASTER = "spark://10.77.43.9:7077"  # not local: auto packs (nothing connects to it)
@@ -64,10 +65,11 @@ def test_what_each_component_needs_is_named():
     conf, topology = kafka_redis_topology()
     found = needs.topology_needs(conf, topology)
     assert set(found) == {"confluent-kafka", "redis"}
-    assert found["confluent-kafka"].startswith("component 'events' (squall.connectors.kafka.spout.KafkaSpout)")
+    assert found["confluent-kafka"] == "component 'events' (squall.connectors.kafka.spout.KafkaSpout)"
     assert found["redis"].startswith("component 'out'")
-    assert needs.topology_needs({"topology.state.provider": "squall.state.redis.RedisStateProvider"},
-                                None) == {"redis": "topology.state.provider squall.state.redis.RedisStateProvider"}
+    provider = "squall.state.redis.RedisStateProvider"
+    assert needs.topology_needs({"topology.state.provider": provider}, None) == {
+        "redis": f"topology.state.provider {provider}"}
 
 
 def test_a_needed_package_not_installed_is_refused_in_one_line(monkeypatch, tmp_path):
