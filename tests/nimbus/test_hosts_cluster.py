@@ -4,6 +4,7 @@ The hosts, on 10.77.43.0/24, each with its own loopback (this test process is 10
 the client's host: the CLI, a browser, Prometheus):
 
 - ``zk``: ZooKeeper on 2181; ``redis``: Redis on 6379, holding the counts' state;
+  ``kafka``: a Kafka-protocol broker (Tansu) on 9092;
 - ``spark``: a Spark standalone master on 7077 (its UI, which squall asks for cores, on 8080);
 - ``w1`` .. ``w4``: one Spark Worker each, one core each;
 - ``nimbus-a``, ``nimbus-b``: ``squall nimbus`` on 6627, the leader and a standby sharing
@@ -15,7 +16,9 @@ leader's host and its three workers on three Worker hosts; it must reach them an
 through their addresses only. Then, in order: a worker SIGKILLed comes back, a Worker daemon
 SIGKILLed sends its worker to the spare host, the leader's host dies and the standby
 relaunches the topology from its own host; after each, every emitted sentence is acked and
-counted exactly once. One set of hosts serves the whole module.
+counted exactly once. Then an exactly-once word count keeps its state and sink on the Redis
+host through a worker kill, and a Kafka topology reads the broker's host with the client
+library squall shipped to the executors. One set of hosts serves the whole module.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.kafka_broker import KafkaBroker
 from tests.netns import CLIENT, Network
 from tests.nimbus import results as R
 from tests.nimbus.harness import Cli, NimbusProcess, kill_leftover_launches
@@ -45,7 +49,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 NAME = "wc-hosts"
 TOKEN = "hosts-test-token-0123456789abcdef0123"
 WORKER_HOSTS = ("w1", "w2", "w3", "w4")
-HOSTS = ["zk", "redis", "spark", *WORKER_HOSTS, "nimbus-a", "nimbus-b"]
+HOSTS = ["zk", "redis", "kafka", "spark", *WORKER_HOSTS, "nimbus-a", "nimbus-b"]
 NIMBUS_PORT = 6627
 
 
@@ -95,7 +99,7 @@ class SparkHosts:
         try:
             with urllib.request.urlopen(f"{self.ui}/json", timeout=2) as resp:
                 state = json.load(resp)
-        except OSError:
+        except (OSError, ValueError):  # not up yet, or a page instead of JSON while it starts
             return set()
         return {w["host"] for w in state.get("workers", []) if w.get("state") == "ALIVE"}
 
@@ -136,6 +140,9 @@ def world(tmp_path_factory):
         w.redis = RedisServer(w.root / "redis", host=a["redis"], port=6379, wrap=w.net.command("redis", []))
         w.redis.start()
         servers.append(w.redis)
+        w.kafka = KafkaBroker(w.root / "kafka", host=a["kafka"], port=9092, wrap=w.net.command("kafka", []))
+        w.kafka.start()
+        servers.append(w.kafka)
         w.spark = SparkHosts(w.net, w.root).start()
         # the cluster's spark.* defaults: every topology's SparkContext gets them
         cluster_file = (f"spark.executor.memory: 512m\nspark.cores.max: {len(WORKER_HOSTS)}\n"
@@ -325,16 +332,16 @@ def test_exactly_once_with_redis_on_its_own_host_through_a_worker_kill(world, tm
     from tests.integration.test_stateful import committed_counts
     from tests.spark import eo_topology as eo
 
-    ok(world.cli("kill", NAME, "--wait", "0", timeout=120))  # its cores go to this topology
+    world.cli("kill", NAME, "--wait", "0", timeout=120)  # if it runs: its cores go to this topology
     redis_host, name = world.net.addresses["redis"], "eo-hosts"
     conf, topology = eo_wordcount(redis_host, tmp_path, name)
-    leader = world.b.url
+    leader = f"{world.a.url},{world.b.url}"  # whichever leads (the standby, after the failover test)
     os.environ["SQUALL_TOKEN"] = TOKEN  # submit_topology reads it there
     try:
         submit_topology(name, {**conf, "squall.nimbus.url": leader}, topology, timeout=400)
     finally:
         del os.environ["SQUALL_TOKEN"]
-    eo_cli = Cli(leader, world.home_b, world.root)
+    eo_cli = Cli(leader, world.home_a, world.root)
     total = EO_N * eo.WORDS_PER
 
     def sink() -> list[tuple[int, int]]:
@@ -364,3 +371,40 @@ def test_exactly_once_with_redis_on_its_own_host_through_a_worker_kill(world, tm
     assert report.lost == [] and report.unacked == [] and report.duplicates == 0, str(report)
     assert report.failed == 0, f"spout fail called in exactly-once mode: {report}"
     assert dict(Counter(committed_counts(conf, name))) == eo.expected_counts(EO_N)
+
+
+@pytest.mark.timeout(400)
+def test_a_kafka_topology_reads_the_broker_on_its_own_host_with_the_client_squall_shipped(world, tmp_path):
+    from squall import Config, TopologyBuilder
+    from squall.client.remote import submit_topology
+    from squall.connectors.kafka import FirstPollOffsetStrategy, KafkaSpout, KafkaSpoutConfig
+    from tests.nimbus.hosts_topology import RecordValues
+
+    world.kafka.create_topic("events", 2)
+    values = [f"event-{i}".encode() for i in range(200)]
+    world.kafka.produce("events", values)
+    spout = KafkaSpout(KafkaSpoutConfig(world.kafka.bootstrap, ["events"], group_id="hosts",
+                                        first_poll_offset_strategy=FirstPollOffsetStrategy.EARLIEST))
+    b = TopologyBuilder()
+    b.set_spout("events", spout, 1)
+    b.set_bolt("record", RecordValues(str(tmp_path)), 2).shuffle_grouping("events")
+    conf = Config()
+    conf.set_num_workers(2)
+    name = "kafka-hosts"
+    os.environ["SQUALL_TOKEN"] = TOKEN
+    try:
+        submit_topology(name, {**conf, "squall.nimbus.url": world.cli.url}, b.create_topology(), timeout=300)
+    finally:
+        del os.environ["SQUALL_TOKEN"]
+
+    def seen() -> set[str]:
+        files = tmp_path.glob("kafka-[0-9]*.txt")
+        lines = [line.split() for f in files for line in f.read_text().splitlines()]
+        return {parts[1] for parts in lines if len(parts) == 2}
+    try:
+        assert wait_for(lambda: len(seen()) >= len(values), 180, step=0.5), f"{len(seen())} records read"
+    finally:
+        world.cli("kill", name, "--wait", "0", timeout=120)
+    assert seen() == {v.decode() for v in values}
+    libs = [f.read_text() for f in tmp_path.glob("kafka-lib-*.txt")]
+    assert libs and all("/squall-env/site-packages/confluent_kafka/" in lib for lib in libs), libs
