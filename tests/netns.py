@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -42,9 +43,22 @@ def stale_namespaces() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.startswith(PREFIX)]
 
 
+def kill_in(namespace: str) -> None:
+    """SIGKILL every process running in ``namespace`` (only the tests' servers run there)."""
+    for pid in _ip("netns", "pids", namespace, check=False).stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
 def remove_all() -> None:
-    """Delete every namespace and link of the prefix (a crashed run's included)."""
+    """Delete every namespace and link of the prefix (a crashed run's included).
+
+    Processes still inside are killed first: a deleted namespace lives on while one runs.
+    """
     for name in stale_namespaces():
+        kill_in(name)
         _ip("netns", "delete", name, check=False)
     _ip("link", "delete", ROOT_LINK, check=False)
     # a namespace's links go asynchronously: wait until the root end has gone with them
@@ -110,9 +124,4 @@ class Network:
     def kill_all(self) -> None:
         """SIGKILL every process still running in one of the hosts (the last resort of cleanup)."""
         for host in self.addresses:
-            pids = _ip("netns", "pids", self.namespace(host), check=False).stdout.split()
-            for pid in pids:
-                try:
-                    os.kill(int(pid), 9)
-                except (ProcessLookupError, ValueError):
-                    pass
+            kill_in(self.namespace(host))

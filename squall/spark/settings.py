@@ -57,7 +57,8 @@ SPARK_SETTINGS: tuple[Setting, ...] = (
     Setting(ENV, "auto", "the executors' environment: auto (pack this one; none on local masters), "
                          "none, or the path of a packed environment (.tar.gz, .zip, .pex)"),
     Setting(ENV_PACKAGES, [], "distributions installed here to pack with squall (auto), with "
-                              "what they require"),
+                              "what they require; the client libraries of the connectors a "
+                              "topology uses are packed without being listed (squall.spark.needs)"),
     Setting(ENV_PYTHON, None, "the Python the shipped environment runs on the executors (default "
                               "their PYSPARK_PYTHON, else python3.X of the driver's version)"),
     Setting(ENV_CACHE_DIR, None, "where packed environments are kept (default $SQUALL_ENV_CACHE, "

@@ -23,6 +23,7 @@ library squall shipped to the executors. One set of hosts serves the whole modul
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -175,6 +176,10 @@ def world(tmp_path_factory):
             w.spark.close()
         for server in reversed(servers):
             server.stop()
+        if hasattr(w, "kafka"):
+            # the broker's admin client would go on reconnecting, past the removed subnet
+            w.kafka._admin = None
+            gc.collect()
         w.net.kill_all()
         w.net.down()
 
