@@ -6,7 +6,9 @@ the client's host: the CLI, a browser, Prometheus):
 - ``zk``: ZooKeeper on 2181; ``redis``: Redis on 6379, holding the counts' state;
   ``kafka``: a Kafka-protocol broker (Tansu) on 9092;
 - ``spark``: a Spark standalone master on 7077 (its UI, which squall asks for cores, on 8080);
-- ``w1`` .. ``w4``: one Spark Worker each, one core each;
+- ``w1`` .. ``w4``: one Spark Worker each, one core each, whose executors run a bare
+  virtualenv's Python (no packages: squall ships its environment, connectors' clients
+  included);
 - ``nimbus-a``, ``nimbus-b``: ``squall nimbus`` on 6627, the leader and a standby sharing
   the ZooKeeper, each with its own data directory and cluster file (``squall.yaml``, which
   gives the ``spark.*`` defaults).
@@ -29,6 +31,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -63,13 +66,21 @@ def _home(path: Path, conf: str) -> Path:
     return path
 
 
-class SparkHosts:
-    """A standalone master on one host and a one-core Worker on each of others."""
+def bare_python(where: Path) -> str:
+    """A fresh virtualenv's Python with no packages: the executors' Python on a real cluster."""
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120)
+    return str(where / "bin" / "python")
 
-    def __init__(self, net: Network, work: Path) -> None:
+
+class SparkHosts:
+    """A standalone master on one host and a one-core Worker on each of others, whose
+    executors run ``python`` (a bare one: squall ships what they need)."""
+
+    def __init__(self, net: Network, work: Path, python: str) -> None:
         import pyspark
 
-        self.net, self.work = net, work
+        self.net, self.work, self.python = net, work, python
         self.spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")
         self.master_host = net.addresses["spark"]
         self.url = f"spark://{self.master_host}:7077"
@@ -78,7 +89,9 @@ class SparkHosts:
         self.logs: list = []
 
     def _start(self, host: str, args: list[str]) -> None:
-        env = {**_spark_env(), "SPARK_LOCAL_IP": self.net.addresses[host]}
+        env = {**_spark_env(), "SPARK_LOCAL_IP": self.net.addresses[host], "PYSPARK_PYTHON": self.python}
+        for key in ("SQUALL_PURE_PYTHON", "SQUALL_PYTHON", "VIRTUAL_ENV"):  # a machine that never saw squall
+            env.pop(key, None)
         log = open(self.work / f"{host}.log", "w")  # noqa: SIM115 - closed in close()
         self.logs.append(log)
         self.procs[host] = subprocess.Popen(self.net.command(host, [self.spark_class, *args]), env=env,
@@ -144,7 +157,8 @@ def world(tmp_path_factory):
         w.kafka = KafkaBroker(w.root / "kafka", host=a["kafka"], port=9092, wrap=w.net.command("kafka", []))
         w.kafka.start()
         servers.append(w.kafka)
-        w.spark = SparkHosts(w.net, w.root).start()
+        w.python = bare_python(w.root / "bare")
+        w.spark = SparkHosts(w.net, w.root, w.python).start()
         # the cluster's spark.* defaults: every topology's SparkContext gets them
         cluster_file = (f"spark.executor.memory: 512m\nspark.cores.max: {len(WORKER_HOSTS)}\n"
                         f"squall.spark.env.cache.dir: {w.root / 'env-cache'}\n")
@@ -190,6 +204,10 @@ def namespace_of(pid: int) -> str:
     return done.stdout.strip()
 
 
+def cmdline(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+
+
 def info(world, cli: Cli | None = None) -> dict:
     return (cli or world.cli).json("info", NAME, timeout=60)
 
@@ -225,6 +243,8 @@ def test_a_submit_through_nimbus_runs_on_three_other_hosts(world):
     hosts = worker_hosts(i)
     assert len(set(hosts)) == 3 and set(hosts) <= {a[h] for h in WORKER_HOSTS}, hosts
     assert namespace_of(i["master"]["pid"]) == world.net.namespace("nimbus-a")
+    for w in i["workers"]:  # a bare Python on the shipped environment
+        assert cmdline(w["pid"])[0] == world.python, cmdline(w["pid"])
     progress(world, more=60, timeout=120)
     assert_exact(world)
 
@@ -252,7 +272,10 @@ def test_a_sigkilled_worker_comes_back_on_its_host_or_another(world):
     spout = before["components"]["sentences"]["tasks"][0]
     victim = next(w for w in before["workers"] if spout not in w["tasks"])
     os.kill(victim["pid"], signal.SIGKILL)
-    assert wait_for(lambda: _back(world, victim), 240, step=1.0), f"worker {victim['worker']} not back"
+    seen: list[dict] = []
+    assert wait_for(lambda: seen.append(_back(world, victim) or {}) or seen[-1], 240, step=1.0), (
+        f"worker {victim['worker']} not back")
+    assert cmdline(seen[-1]["pid"])[0] == world.python, "the restarted worker left the shipped environment"
     progress(world, more=40, timeout=120)
     assert_exact(world)
 
@@ -297,6 +320,7 @@ def test_the_standby_on_another_host_relaunches_the_topology_when_the_leaders_ho
     after = running(world, cli, epoch=before["epoch"] + 1)
     assert namespace_of(after["master"]["pid"]) == world.net.namespace("nimbus-b")
     assert set(worker_hosts(after)) <= {a[h] for h in WORKER_HOSTS}
+    assert {cmdline(w["pid"])[0] for w in after["workers"]} == {world.python}
     world.cli = cli
     progress(world, more=40, timeout=180)
     assert_exact(world)

@@ -63,3 +63,20 @@ def test_nimbus_binds_nimbus_bind_host_and_host_wins(tmp_path):
     args = build_parser().parse_args(["nimbus"])
     assert args.host is None  # not given: the cluster file's nimbus.bind.host, else 127.0.0.1
     assert NimbusConfig().host == "127.0.0.1"
+
+
+def test_nimbus_launches_drivers_with_its_own_address(no_host_env, tmp_path):
+    from pathlib import Path
+
+    from squall.nimbus.launcher import Launcher
+
+    fake = tmp_path / "spark-submit"
+    fake.write_text('#!/bin/sh\necho "$SPARK_LOCAL_IP $*" > "$(dirname "$0")/seen"\n')
+    fake.chmod(0o755)
+    launcher = Launcher(store_uri="sqlite:x", blob_dir=tmp_path / "blobs", log_dir=tmp_path / "logs",
+                        spark_submit=str(fake), bind_host="10.77.43.9")
+    launch = launcher.launch("t", 1, "spark://10.77.43.4:7077")
+    assert launch.process is not None and launch.process.wait(30) == 0
+    seen = Path(tmp_path / "seen").read_text().split()
+    assert seen[0] == "10.77.43.9"
+    assert not any(arg.startswith("spark.driver.") for arg in seen)  # the driver takes it from there
