@@ -257,13 +257,17 @@ def test_the_ui_and_metrics_answer_another_host(world):
     with urllib.request.urlopen(f"http://{a['nimbus-a']}:{NIMBUS_PORT}/metrics", timeout=10) as resp:
         text = resp.read().decode()
     assert f'topology="{NAME}"' in text and "squall_topology_workers" in text
-    # and another server host (a Worker's) reaches it too
-    done = subprocess.run(world.net.command("w1", [shutil.which("python3") or "python3", "-c",
-                          f"import urllib.request; print(urllib.request.urlopen("
-                          f"'http://{a['nimbus-a']}:{NIMBUS_PORT}/metrics', timeout=10).status)"]),
+    # another server host (a Worker's) reaches it too, at its address; that host's own
+    # loopback is its own, with nothing on Nimbus's port
+    url = f"http://{a['nimbus-a']}:{NIMBUS_PORT}/metrics"
+    probe = (f"import socket, urllib.request\n"
+             f"print(urllib.request.urlopen({url!r}, timeout=10).status)\n"
+             f"try:\n    socket.create_connection(('127.0.0.1', {NIMBUS_PORT}), timeout=2); print('open')\n"
+             f"except OSError:\n    print('refused')\n")
+    done = subprocess.run(world.net.command("w1", [shutil.which("python3") or "python3", "-c", probe]),
                           capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == "200", done.stderr
-    assert CLIENT not in a.values()
+    assert done.stdout.split() == ["200", "refused"], (done.stdout, done.stderr)
+    assert CLIENT not in a.values()  # the client's host is none of the servers'
 
 
 @pytest.mark.timeout(400)
