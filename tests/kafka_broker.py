@@ -35,19 +35,27 @@ def broker_binary() -> str:
 
 
 class KafkaBroker:
-    """A Tansu broker subprocess; ``bootstrap`` is its "127.0.0.1:PORT"."""
+    """A Tansu broker subprocess; ``bootstrap`` is its "127.0.0.1:PORT".
 
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        self.bootstrap = f"127.0.0.1:{self.port}"
+    ``host``, ``port`` and ``wrap`` (a command prefix, such as ``ip netns exec NS``) put it
+    on another host (``tests.netns``).
+    """
+
+    def __init__(self, workdir: Path, *, host: str = "127.0.0.1", port: int | None = None,
+                 wrap: list[str] | None = None) -> None:
+        self.host = host
+        self.port = port or free_port()
+        self.wrap = list(wrap or [])
+        self.bootstrap = f"{host}:{self.port}"
         self.workdir = workdir
         self.proc: subprocess.Popen | None = None
         workdir.mkdir(parents=True, exist_ok=True)
 
     def start(self, timeout: float = 20.0) -> None:
         assert self.proc is None, "already running"
-        url = f"tcp://127.0.0.1:{self.port}"
-        args = [broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url]
+        url = f"tcp://{self.host}:{self.port}"
+        args = [*self.wrap, broker_binary(), "broker", "--listener-url", url,
+                "--advertised-listener-url", url]
         env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
         self.proc = start_server(args, self.workdir / "broker.log", self._answers,
                                  what=f"the Kafka broker did not start on port {self.port}",
@@ -57,7 +65,7 @@ class KafkaBroker:
         from confluent_kafka.admin import AdminClient
 
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+            with socket.create_connection((self.host, self.port), timeout=0.5):
                 pass
         except OSError:
             return False

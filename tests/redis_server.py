@@ -32,11 +32,17 @@ def ping(host: str, port: int, timeout: float = 0.5) -> bool:
 
 
 class RedisServer:
-    """A redis-server subprocess on 127.0.0.1 that a test can stop and start again on the same port."""
+    """A redis-server subprocess on 127.0.0.1 that a test can stop and start again on the same port.
 
-    def __init__(self, workdir: Path, extra_args: tuple[str, ...] = ()) -> None:
-        self.host = "127.0.0.1"
-        self.port = free_port()
+    ``host``, ``port`` and ``wrap`` (a command prefix, such as ``ip netns exec NS``) put it
+    on another host (``tests.netns``).
+    """
+
+    def __init__(self, workdir: Path, extra_args: tuple[str, ...] = (), *, host: str = "127.0.0.1",
+                 port: int | None = None, wrap: list[str] | None = None) -> None:
+        self.host = host
+        self.port = port or free_port()
+        self.wrap = list(wrap or [])
         self.workdir = workdir
         self.extra_args = extra_args
         self.proc: subprocess.Popen | None = None
@@ -54,7 +60,11 @@ class RedisServer:
         exe = shutil.which("redis-server")
         if exe is None:
             pytest.fail(f"redis-server is not on PATH; {SETUP_HINT}", pytrace=False)
-        args = [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--daemonize", "no",
+        # a Redis without a password answers only loopback clients unless told: the other hosts
+        # of tests.netns are its clients
+        protected = "yes" if self.host == "127.0.0.1" else "no"
+        args = [*self.wrap, exe, "--port", str(self.port), "--bind", self.host, "--protected-mode", protected,
+                "--daemonize", "no",
                 "--dir", str(self.workdir), "--save", "", "--appendonly", "no", *self.extra_args]
         self.proc = start_server(args, self.workdir / "redis.log", lambda: ping(self.host, self.port),
                                  what=f"redis-server did not answer PING on port {self.port}",

@@ -6,9 +6,10 @@ command. Where it is: ``--conf FILE`` (``squall nimbus``), else ``$SQUALL_CONF``
 
 - Nimbus's settings (``squall.nimbus.config.CONF_KEYS``, such as ``nimbus.master.timeout.secs``
   or ``squall.spark.master``); ``--conf KEY=VALUE`` on the command line wins over the file;
-- cluster-wide topology defaults: every ``topology.*`` key and squall's own topology keys
-  (``squall.*``). Precedence, lowest first: squall's defaults < this file < the
-  topology's ``Config`` < a component's configuration;
+- cluster-wide topology defaults: every ``topology.*`` key, squall's own topology keys
+  (``squall.*``) and Spark's (``spark.*``, for every topology's SparkContext). Precedence,
+  lowest first: squall's defaults < this file < the topology's ``Config`` < a component's
+  configuration;
 - where the client finds Nimbus: ``squall.nimbus.url``, or Storm's ``nimbus.seeds`` with
   ``nimbus.thrift.port`` (http://SEED:PORT for each seed);
 - Storm's daemon keys with no meaning here (``storm.*``, ``supervisor.*``, ``worker.*``,
@@ -122,15 +123,16 @@ def classify(data: dict, path: str, lines: dict[str, int],
             raise ClusterConfError(f"{where}: {key} chooses the workers of one gray upgrade; it belongs in "
                                    f"the new version's configuration or on the upgrade command, not in the "
                                    f"cluster's defaults (where it would make every upgrade gray)")
-        elif key.startswith(("topology.", "squall.")):
-            check_key(key, where)
+        elif key.startswith(("topology.", "squall.", "spark.")):
+            if not key.startswith("spark."):  # Spark's own keys are Spark's to check
+                check_key(key, where)
             check_value(key, value, where)
             topology[key] = value
         elif key.startswith(IGNORED_PREFIXES):
             ignored.append(key)
         else:
             raise ClusterConfError(f"{where}: unknown key {key!r}: the file takes Nimbus settings, "
-                                   f"topology.* defaults and squall.* keys (a topology's own keys "
+                                   f"topology.*, squall.* and spark.* defaults (a topology's own keys "
                                    f"belong in its Config)")
     if ignored:
         log.warning("%s: Storm keys with no meaning in squall, ignored: %s", path, ", ".join(ignored))

@@ -69,6 +69,8 @@ class NimbusConfig:
 CONF_KEYS: dict[str, tuple[str, str]] = {
     "nimbus.thrift.port": ("port", f"the port Nimbus serves its API and UI on (default {DEFAULT_PORT}; "
                                    f"--port wins; Storm's name, also where clients look)"),
+    "nimbus.bind.host": ("host", "the address Nimbus binds (default 127.0.0.1; --host wins); its "
+                                 "topology masters' drivers bind and advertise it too"),
     "squall.spark.master": ("spark_master", "Spark master of new topologies unless theirs says"),
     "nimbus.spark.submit": ("spark_submit", "the spark-submit executable"),
     "nimbus.submit.timeout.secs": ("submit_timeout_secs", "longest wait for a topology to start"),

@@ -13,6 +13,7 @@ import importlib.util
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger("squall.nimbus.launcher")
+WILDCARDS = ("0.0.0.0", "::", "*", "")
 STORE_AUTH_ENV = "SQUALL_ZK_AUTH"  # the master's store credential (argv is visible to all users)
 
 ENTRY = '''\
@@ -73,6 +75,22 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def advertised_host(bind_host: str) -> str:
+    """The address of this host that others reach, for a server bound to ``bind_host``.
+
+    A specific address is itself; a wildcard (``0.0.0.0``) stands for this host's address:
+    ``SQUALL_ADVERTISE_HOST``, else the address of the host name.
+    """
+    if bind_host not in WILDCARDS:
+        return bind_host
+    if os.environ.get("SQUALL_ADVERTISE_HOST"):
+        return os.environ["SQUALL_ADVERTISE_HOST"]
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
 def default_spark_submit() -> str:
     """The pyspark package's ``bin/spark-submit``.
 
@@ -108,13 +126,13 @@ class Launcher:
         spark_logs.mkdir(exist_ok=True)
         cmd = [self.spark_submit, "--master", spark_master, "--name", f"squall-{name}",
                "--conf", "spark.ui.enabled=false",
-               "--conf", f"spark.driver.host={self.bind_host}",
                str(self.entry), "--store", self.store_uri, "--blobs", str(self.blob_dir),
                "--name", name, "--epoch", str(epoch), "--log-dir", str(spark_logs)]
         env = dict(os.environ)
         # executors and the driver run this interpreter, which has squall installed
         env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-        env.setdefault("SPARK_LOCAL_IP", self.bind_host)
+        # the driver binds and advertises this host's address (squall.spark.context.driver_address)
+        env.setdefault("SPARK_LOCAL_IP", advertised_host(self.bind_host))
         env.pop(STORE_AUTH_ENV, None)
         if self.store_auth:
             env[STORE_AUTH_ENV] = self.store_auth

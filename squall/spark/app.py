@@ -216,7 +216,7 @@ class TopologyApp:
         base = self.load_version(rec["version"])
         spark_conf = {k: v for k, v in base.conf.items() if k.startswith("spark.")}
         spark_conf.setdefault("spark.app.name", f"squall-{self.name}")
-        spark_conf.update(environment_settings(base.conf, rec["spark_master"], spark_conf)[0])
+        spark_conf.update(environment_settings(base.conf, rec["spark_master"], spark_conf, base.topology)[0])
         self.sc = start_spark_context(rec["spark_master"], spark_conf, self.log_dir)
         plan = make_plan(base.topology, base.conf)
         plan, notes = self._schedule(base.topology, base.conf, plan, self._check_slots(plan, base.conf))

@@ -26,7 +26,7 @@ from squall.spark.errors import InsufficientSlotsError, SparkSetupError
 from squall.spark.master import TopologyMaster
 from squall.spark.placement import schedule_on_spark
 from squall.spark.settings import setting
-from squall.spark.shipping import environment_settings, forget_shipped, ship_user_modules
+from squall.spark.shipping import check_shipped, environment_settings, forget_shipped, ship_user_modules
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -63,8 +63,12 @@ class SparkCluster(ClusterBase[TopologyMaster]):
         """The SparkContext hosting the workers (None until the first submit)."""
         return self._sc
 
-    def start(self, conf: dict | None = None) -> SparkContext:
-        """Start (or join) the SparkContext now rather than at the first submit."""
+    def start(self, conf: dict | None = None, topology: StormTopology | None = None) -> SparkContext:
+        """Start (or join) the SparkContext now rather than at the first submit.
+
+        ``auto`` packs what ``topology``'s components need with the environment (the
+        SparkContext's for every later topology: see ``check_shipped``).
+        """
         with self._lock:
             master = self.master or (conf or {}).get(SQUALL_SPARK_MASTER) or DEFAULT_MASTER
             if self._sc is not None:
@@ -78,7 +82,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             spark_conf = {k: v for k, v in (conf or {}).items() if k.startswith("spark.")}
             spark_conf.update(self.spark_conf)
             squall_conf = {**(conf or {}), **({S.ENV: self.env} if self.env else {})}
-            shipped, self.environment = environment_settings(squall_conf, master, spark_conf)
+            shipped, self.environment = environment_settings(squall_conf, master, spark_conf, topology)
             spark_conf.update(shipped)
             self._sc = start_spark_context(master, spark_conf, self.log_dir)
             self._owns_sc = not existed
@@ -115,7 +119,8 @@ class SparkCluster(ClusterBase[TopologyMaster]):
         with self._lock:
             if name in self._topologies:
                 raise AlreadyAliveError(f"topology {name!r} is already running; kill it first")
-            sc = self.start(merged)
+            sc = self.start(merged, topology)
+            check_shipped(self.environment, merged, topology)
             merged[SQUALL_SPARK_MASTER] = sc.master
             plan = make_plan(topology, merged)
             slots = self._check_slots(sc, name, plan.num_workers, merged)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
@@ -26,10 +27,9 @@ log = logging.getLogger("squall.spark")
 DEFAULT_MASTER = "local[*]"
 LOCAL = re.compile(r"^local(?:\[(\*|\d+)(?:,\s*\d+)?\])?$")
 
-# Defaults for every squall application; the user's spark.* settings override them.
+# Defaults for every squall application; the user's spark.* settings override them. The
+# driver's address is not among them: see driver_address.
 SPARK_DEFAULTS = {
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
     "spark.ui.enabled": "false",
     "spark.scheduler.mode": "FAIR",
     "spark.ui.showConsoleProgress": "false",
@@ -39,11 +39,27 @@ SPARK_DEFAULTS = {
 }
 
 
+def driver_address() -> str:
+    """The address the driver binds and gives the executors when no ``spark.driver.*`` says.
+
+    ``SPARK_LOCAL_IP`` (Spark's own variable for this host's address; Nimbus sets it to its
+    own address for every launch), else 127.0.0.1, which keeps a laptop's driver off the
+    network.
+    """
+    return os.environ.get("SPARK_LOCAL_IP") or "127.0.0.1"
+
+
 def spark_settings(master: str, spark_conf: dict[str, Any] | None, log_dir: str) -> dict[str, str]:
     """The SparkConf entries squall starts its SparkContext with."""
     config, _ = write_log4j_config(log_dir)
     java_opt = f"-Dlog4j2.configurationFile=file:{config}"
     settings = dict(SPARK_DEFAULTS)
+    host = driver_address()
+    user = spark_conf or {}
+    # Spark binds where it advertises unless told otherwise: a host set alone is bound too
+    settings["spark.driver.host"] = str(user.get("spark.driver.host") or host)
+    settings["spark.driver.bindAddress"] = str(user.get("spark.driver.bindAddress")
+                                               or settings["spark.driver.host"])
     settings["spark.master"] = master
     settings["spark.app.name"] = "squall"
     settings["spark.driver.extraJavaOptions"] = java_opt
@@ -76,13 +92,25 @@ def start_spark_context(master: str, spark_conf: dict[str, Any] | None = None,
         return active
     log_dir = log_dir or os.environ.get("SQUALL_LOG_DIR", "logs")
     settings = spark_settings(master, spark_conf, log_dir)
-    prepare_environment(executor_python=settings.get("spark.pyspark.python"))
+    # squall's own sockets on "auto" (squall.spark.master.bind.host) follow the driver's address
+    local_ip = _host_ip(settings["spark.driver.host"]) or _host_ip(settings["spark.driver.bindAddress"])
+    prepare_environment(local_ip=local_ip or "127.0.0.1",
+                        executor_python=settings.get("spark.pyspark.python"))
     conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
     started = time.monotonic()
     sc = SparkContext(conf=conf)
     log.info("SparkContext for %s started in %.1fs (Spark logs in %s)", master,
              time.monotonic() - started, os.path.abspath(log_dir))
     return sc
+
+
+def _host_ip(address: str) -> str | None:
+    """``address`` if it is one host's IP address (not a name, not a wildcard), else None."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return None
+    return None if ip.is_unspecified else address
 
 
 def local_slots(master: str) -> int | None:

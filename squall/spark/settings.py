@@ -31,13 +31,16 @@ ENV_CACHE_DIR = "squall.spark.env.cache.dir"
 
 SPARK_SETTINGS: tuple[Setting, ...] = (
     Setting(MASTER, "local[*]", "Spark master: local[N], spark://host:port, yarn, k8s://..."),
-    Setting(MASTER_BIND_HOST, "127.0.0.1", "host the topology master's coordination socket binds "
-                                           "(auto: this host's address; 0.0.0.0: every interface)"),
+    Setting(MASTER_BIND_HOST, "auto", "address the topology master's sockets (registration, control) "
+                                      "bind and advertise; auto: the driver's address (spark.driver.host "
+                                      "if an IP, else SPARK_LOCAL_IP, else 127.0.0.1); 0.0.0.0: every "
+                                      "interface"),
     Setting(MASTER_TIMEOUT, 30.0, "seconds a worker runs on without word from the master"),
     Setting(MASTER_UI_URL, None, "standalone master's JSON URL for counting cores "
                                  "(default http://<master host>:8080/json)"),
-    Setting(WORKER_BIND_HOST, "127.0.0.1", "host each worker's receive socket binds (auto: its "
-                                           "executor's address; 0.0.0.0: every interface)"),
+    Setting(WORKER_BIND_HOST, "auto", "address each worker's receive socket binds and advertises; "
+                                      "auto: its executor's address (SQUALL_ADVERTISE_HOST, SPARK_LOCAL_IP, "
+                                      "the pod's IP, the host name's); 0.0.0.0: every interface"),
     Setting(MASTER_PORT, 0, "port (or LOW-HIGH range) of the topology master's socket that workers "
                             "register to; 0: any free port (squall.spark.ports)"),
     Setting(MASTER_CONTROL_PORT, 0, "port (or LOW-HIGH range) of the topology master's control endpoint "
@@ -54,7 +57,8 @@ SPARK_SETTINGS: tuple[Setting, ...] = (
     Setting(ENV, "auto", "the executors' environment: auto (pack this one; none on local masters), "
                          "none, or the path of a packed environment (.tar.gz, .zip, .pex)"),
     Setting(ENV_PACKAGES, [], "distributions installed here to pack with squall (auto), with "
-                              "what they require"),
+                              "what they require; the client libraries of the connectors a "
+                              "topology uses are packed without being listed (squall.spark.needs)"),
     Setting(ENV_PYTHON, None, "the Python the shipped environment runs on the executors (default "
                               "their PYSPARK_PYTHON, else python3.X of the driver's version)"),
     Setting(ENV_CACHE_DIR, None, "where packed environments are kept (default $SQUALL_ENV_CACHE, "

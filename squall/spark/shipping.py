@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import importlib.metadata as md
 import io
 import logging
 import shutil
@@ -32,9 +33,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from squall.api.topology import StormTopology
 from squall.spark import settings as S
-from squall.spark.environment import ALIAS, PYTHON_IN_ARCHIVE, PackedEnvironment, pack_environment
+from squall.spark.environment import (
+    ALIAS,
+    PYTHON_IN_ARCHIVE,
+    PackedEnvironment,
+    _canonical,
+    pack_environment,
+)
 from squall.spark.errors import SparkSetupError
+from squall.spark.needs import topology_needs
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -63,12 +72,35 @@ def _append(spark_conf: dict[str, Any], key: str, value: str) -> str:
     return f"{current},{value}" if current else value
 
 
-def environment_settings(conf: dict, master: str,
-                         spark_conf: dict[str, Any]) -> tuple[dict[str, str], PackedEnvironment | None]:
+def packages_for(conf: dict, topology: StormTopology | None) -> list[str]:
+    """``squall.spark.env.packages`` and what ``topology``'s components need (``squall.spark.needs``).
+
+    Raises ``SparkSetupError`` (one line naming the component, the package and the setting)
+    for a needed package that is not installed here, where ``auto`` packs from.
+    """
+    packages = _packages(conf)
+    for dist, who in topology_needs(conf, topology).items():
+        try:
+            md.distribution(dist)
+        except md.PackageNotFoundError:
+            raise SparkSetupError(
+                f"{who} needs the {dist} package on the executors, but it is not installed where "
+                f"squall packs their environment ({sys.prefix}); pip install {dist} here, or give "
+                f"an environment that has it in squall.spark.env") from None
+        if dist not in packages:
+            packages.append(dist)
+    return packages
+
+
+def environment_settings(conf: dict, master: str, spark_conf: dict[str, Any],
+                         topology: StormTopology | None = None,
+                         ) -> tuple[dict[str, str], PackedEnvironment | None]:
     """The ``spark.*`` settings that ship the environment ``conf`` chooses, and what was packed.
 
-    A ``spark.pyspark.python`` the user set wins: the environment is theirs to ship. Raises
-    ``SparkSetupError`` for an archive path that does not exist or a package not installed.
+    ``auto`` packs ``squall.spark.env.packages`` and the packages ``topology``'s components
+    need (its connectors' client libraries). A ``spark.pyspark.python`` the user set wins:
+    the environment is theirs to ship. Raises ``SparkSetupError`` for an archive path that
+    does not exist or a package not installed.
     """
     choice = env_choice(conf, master)
     if choice == "none":
@@ -82,7 +114,7 @@ def environment_settings(conf: dict, master: str,
     if python:
         out["spark.executorEnv.SQUALL_PYTHON"] = str(python)
     if choice == "auto":
-        packed = pack_environment(_packages(conf), S.setting(conf, S.ENV_CACHE_DIR))
+        packed = pack_environment(packages_for(conf, topology), S.setting(conf, S.ENV_CACHE_DIR))
         log.info("%s the environment %s (%s) for the executors", "packed" if packed.built else "reusing",
                  packed.path.name, ", ".join(packed.distributions))
         out["spark.archives"] = _append(spark_conf, "spark.archives", f"{packed.path}#{ALIAS}")
@@ -99,6 +131,24 @@ def environment_settings(conf: dict, master: str,
         out["spark.archives"] = _append(spark_conf, "spark.archives", f"{path}#{USER_ALIAS}")
         out["spark.pyspark.python"] = f"./{USER_ALIAS}/bin/python"
     return out, None
+
+
+def check_shipped(packed: PackedEnvironment | None, conf: dict, topology: StormTopology) -> None:
+    """Refuse a topology whose components need a package the running environment lacks.
+
+    A SparkContext ships one environment, packed when it started (for its first topology):
+    a later topology of another kind would fail to import on the executors. One line naming
+    the component, the package and the setting. Nothing to check without a packed environment.
+    """
+    if packed is None:
+        return
+    have = {_canonical(d.split("==", 1)[0]) for d in packed.distributions}
+    for dist, who in topology_needs(conf, topology).items():
+        if _canonical(dist) not in have:
+            raise SparkSetupError(
+                f"{who} needs the {dist} package on the executors, but the environment this "
+                f"SparkContext shipped at its start has no {dist}; list it in "
+                f"squall.spark.env.packages of the first topology (or start a new SparkCluster)")
 
 
 def _system_roots() -> list[Path]:

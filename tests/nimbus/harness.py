@@ -70,8 +70,10 @@ class NimbusProcess:
 
     def __init__(self, home: Path, workdir: Path, *, port: int | None = None, store: str | None = None,
                  conf: dict | None = None, name: str = "nimbus", args: list[str] | None = None,
-                 conf_file: Path | None = None, host: str = "127.0.0.1") -> None:
+                 conf_file: Path | None = None, host: str = "127.0.0.1",
+                 wrap: list[str] | None = None) -> None:
         self.home = home
+        self.wrap = list(wrap or [])  # a command prefix: ``ip netns exec NS`` runs it on another host
         self.workdir = workdir
         self.host = host
         self.port = port or free_port()
@@ -85,8 +87,8 @@ class NimbusProcess:
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 30.0) -> NimbusProcess:
-        args = [PYTHON, "-m", "squall.cli.main", "nimbus", "--host", self.host, "--port", str(self.port),
-                "--data-dir", str(self.home)]
+        args = [*self.wrap, PYTHON, "-m", "squall.cli.main", "nimbus", "--host", self.host,
+                "--port", str(self.port), "--data-dir", str(self.home)]
         if self.store:
             args += ["--store", self.store]
         for k, v in self.conf.items():

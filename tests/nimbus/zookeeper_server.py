@@ -35,9 +35,9 @@ def zookeeper_classpath() -> str | None:
     return None
 
 
-def ruok(port: int) -> bool:
+def ruok(port: int, host: str = "127.0.0.1") -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+        with socket.create_connection((host, port), timeout=0.5) as s:
             s.sendall(b"ruok")
             return s.recv(16) == b"imok"
     except OSError:
@@ -45,17 +45,26 @@ def ruok(port: int) -> bool:
 
 
 class ZooKeeperServer:
-    """A ZooKeeper subprocess; ``uri(root)`` is what Nimbus's ``--store`` takes."""
+    """A ZooKeeper subprocess; ``uri(root)`` is what Nimbus's ``--store`` takes.
 
-    def __init__(self, workdir: Path) -> None:
+    ``host``, ``port`` and ``wrap`` (a command prefix, such as ``ip netns exec NS``) put it
+    on another host (``tests.netns``).
+    """
+
+    def __init__(self, workdir: Path, *, host: str = "127.0.0.1", port: int | None = None,
+                 wrap: list[str] | None = None) -> None:
         self.workdir = workdir
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.host = host
+        self.wrap = list(wrap or [])
+        if port is None:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+        self.port = port
         self.proc: subprocess.Popen | None = None
 
     def uri(self, root: str = "/squall") -> str:
-        return f"zk://127.0.0.1:{self.port}{root}"
+        return f"zk://{self.host}:{self.port}{root}"
 
     def start(self, timeout: float = 30.0) -> None:
         classpath = zookeeper_classpath()
@@ -66,12 +75,12 @@ class ZooKeeperServer:
         data.mkdir(parents=True, exist_ok=True)
         cfg = self.workdir / "zoo.cfg"
         cfg.write_text(f"tickTime=500\ndataDir={data}\nclientPort={self.port}\n"
-                       f"clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+                       f"clientPortAddress={self.host}\nadmin.enableServer=false\n"
                        f"minSessionTimeout=1000\nmaxSessionTimeout=30000\n4lw.commands.whitelist=ruok\n")
         self.proc = start_server(
-            [java, "-Xmx256m", f"-Dzookeeper.log.dir={self.workdir}", "-cp", classpath,
+            [*self.wrap, java, "-Xmx256m", f"-Dzookeeper.log.dir={self.workdir}", "-cp", classpath,
              "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)],
-            self.workdir / "zookeeper.log", lambda: ruok(self.port),
+            self.workdir / "zookeeper.log", lambda: ruok(self.port, self.host),
             what=f"ZooKeeper did not answer on port {self.port}", timeout=timeout, start_new_session=True)
 
     def stop(self) -> None:

@@ -3,15 +3,14 @@
 Two Workers on the loopback hosts 127.0.0.2 and 127.0.0.3 run their executors with a
 fresh virtualenv that has no packages at all (their ``PYSPARK_PYTHON``), as a machine
 that never saw squall would. squall packs the submitting environment, Spark ships it
-through ``spark.archives``, and the word count must run there with acking on the
-hot path this squall has, give LocalCluster's counts, and survive a killed worker.
+through ``spark.archives``, and the executors must run on it the hot path this squall
+has; a second submit reuses the archive. The word count on such executors, through a
+killed worker, runs on hosts of their own: ``tests/nimbus/test_hosts_cluster.py``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,11 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from squall.local import LocalCluster
 from squall.spark import settings as S
 from squall.spark.environment import ALIAS
 from tests.spark import helpers
-from tests.spark import topo_module as tm
 from tests.spark.conftest import _kill_group, _spark_env, _wait_port
 from tests.spark.test_environment import MISSING, bare_env
 
@@ -125,13 +122,6 @@ def shipped(bare_cluster, spark_log_dir, tmp_path_factory):
         yield cluster, conf
 
 
-def _cmdline(pid: int) -> list[str]:
-    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-
-
-def _environ(pid: int) -> dict[str, str]:
-    pairs = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0")
-    return dict(p.split("=", 1) for p in pairs if "=" in p)
 
 
 @pytest.mark.timeout(400)
@@ -156,49 +146,6 @@ def _this_squall_is_compiled() -> bool:
 
     return _speedups.STATE in ("compiled", "forced") and (_speedups.ROOT / _speedups.MANIFEST).exists()
 
-
-def _local_counts(n: int, out_dir: str) -> dict[str, int]:
-    conf, topology = tm.wordcount(n, out_dir)
-    with LocalCluster() as local:
-        local.submit_topology("wc-local", conf, topology)
-        acked = helpers.wait_all_acked(out_dir, n, timeout=60)
-        local.kill_topology("wc-local", wait_secs=0)
-    assert acked == set(range(n))
-    return tm.read_results(out_dir)[1]
-
-
-@pytest.mark.timeout(500)
-def test_word_count_with_a_killed_worker_on_the_shipped_environment(shipped, bare_python, tmp_path):
-    cluster, base_conf = shipped
-    n = 2000
-    out = tmp_path / "spark"
-    out.mkdir()
-    conf, topology = tm.wordcount(n, str(out), rate=300, timeout=4)
-    conf.update(base_conf)
-    name = "wc-shipped"
-    cluster.submit_topology(name, conf, topology)
-    try:
-        before = cluster.get_topology_info(name)
-        pids = [w["pid"] for w in before["workers"]]
-        for pid in pids:
-            assert _cmdline(pid)[0] == bare_python
-        assert {_environ(pid).get("SPARK_LOCAL_IP") for pid in pids} == set(HOSTS)
-        assert {w["address"].split("//")[1].split(":")[0] for w in before["workers"]} == set(HOSTS)
-        spout_task = before["components"]["sentences"]["tasks"][0]
-        victim = next(w for w in before["workers"] if spout_task not in w["tasks"])
-        helpers.wait_acked_at_least(str(out), 300, timeout=60)
-        os.kill(victim["pid"], signal.SIGKILL)
-        back = helpers.wait_worker_back(cluster, name, victim["worker"], victim["pid"], 150)
-        assert _cmdline(back["pid"])[0] == bare_python, "the restarted worker left the shipped environment"
-        acked = helpers.wait_all_acked(str(out), n, timeout=180)
-    finally:
-        cluster.kill_topology(name, wait_secs=0)
-    assert acked == set(range(n)), f"{n - len(acked)} spout messages never acked"
-    counts = tm.read_results(str(out))[1]
-    assert counts == tm.expected_counts(n), "a word was lost"
-    local_out = tmp_path / "local"
-    local_out.mkdir()
-    assert counts == _local_counts(n, str(local_out))
 
 
 @pytest.mark.timeout(120)

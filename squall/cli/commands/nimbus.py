@@ -19,7 +19,8 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     keys = "; ".join(f"{k}: {doc}" for k, (_, doc) in sorted(CONF_KEYS.items()))
     p = sub.add_parser("nimbus", parents=[common], help="run Nimbus",
                        description=f"Run Nimbus. --conf keys: {keys}.")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--host", default=None,
+                   help="address to bind (default nimbus.bind.host of the cluster file, else 127.0.0.1)")
     p.add_argument("--port", type=int, default=None,
                    help=f"port (default nimbus.thrift.port of the cluster file, else {DEFAULT_PORT})")
     p.add_argument("--data-dir", default=None,
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             zk_auth = read_auth(args.zk_auth)
         except ValueError as e:
             raise CliError(ExitCode.USAGE, f"--zk-auth: {e}") from None
-    config = NimbusConfig(host=args.host, port=DEFAULT_PORT, store=args.store, zk_auth=zk_auth,
+    config = NimbusConfig(port=DEFAULT_PORT, store=args.store, zk_auth=zk_auth,
                           data_dir=Path(args.data_dir) if args.data_dir else squall_home(),
                           tls_cert=Path(args.tls_cert) if args.tls_cert else None,
                           tls_key=Path(args.tls_key) if args.tls_key else None)
@@ -79,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
                                                    "--conf").items()})
     if args.port is not None:
         pairs["nimbus.thrift.port"] = str(args.port)
+    if args.host is not None:
+        pairs["nimbus.bind.host"] = args.host
     try:
         config = with_conf(config, pairs)
     except ValueError as e:
