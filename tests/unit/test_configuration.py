@@ -123,6 +123,12 @@ def test_the_cluster_file_refuses_a_typo_at_its_line():
                  {"topology.workers": 2, "topology.mesage.timeout.secs": 3}, set())
 
 
+def _module(name: str) -> bool:
+    """True when ``name`` is one of squall's modules (a name in a table of modules, not a key)."""
+    path = ROOT / name.replace(".", "/")
+    return path.is_dir() or path.with_suffix(".py").is_file()
+
+
 def keys_read_in_the_code() -> dict[str, list[str]]:
     """Key -> places, for every string literal of squall shaped like a key."""
     found: dict[str, list[str]] = {}
@@ -137,7 +143,7 @@ def keys_read_in_the_code() -> dict[str, list[str]]:
                 for a in n.args}
         for n in ast.walk(tree):
             if (isinstance(n, ast.Constant) and isinstance(n.value, str) and KEY.fullmatch(n.value)
-                    and id(n) not in skip and n.value not in NOT_KEYS):
+                    and id(n) not in skip and n.value not in NOT_KEYS and not _module(n.value)):
                 found.setdefault(n.value, []).append(f"{rel}:{n.lineno}")
     return found
 
