@@ -60,11 +60,28 @@ def open_task_state(provider: Any, conf: dict, context: TopologyContext) -> Any:
         for old in range(previous):
             source = provider.new_state(state_namespace(topology, component, old, generation - 1),
                                         conf, context)
-            for key, value in source:
+            for key, value in committed_items(source):
                 if key_owner(key, num_tasks) == index:
                     state.put(key, value)
         state.commit(0)
     return state
+
+
+def committed_items(state: Any) -> Any:
+    """``state``'s committed pairs: a staged transaction may yet roll back, so it is not copied.
+
+    squall's providers say it (``committed_items``); a user's ``KeyValueState`` that cannot
+    is iterated only when nothing is staged, else this raises (the move is retried at the
+    next checkpoint, once the staged transaction committed or rolled back).
+    """
+    items = getattr(state, "committed_items", None)
+    if items is not None:
+        return items()
+    if state.prepared_txid() is not None:
+        namespace = getattr(state, "namespace", "")
+        raise RuntimeError(f"state {namespace!r} has txid {state.prepared_txid()} staged and its "
+                           f"provider cannot list committed values only: the generation move waits")
+    return iter(state)
 
 
 def close_state(task: Any) -> None:
