@@ -87,3 +87,25 @@ def _completes_later(obj: Any) -> bool:
     shell = any(f"{c.__module__}.{c.__qualname__}" == "squall.multilang.bolt.ShellBolt"
                 for c in type(obj).__mro__)
     return shell or isinstance(obj, AsyncBolt)
+
+
+def check_spout_rescale(conf: dict, old: StormTopology, new: StormTopology) -> None:
+    """Refuse a rebalance that changes the task count of a spout that cannot merge positions.
+
+    In exactly-once mode each spout task's committed position is in its own state; a new
+    task count starts a new generation whose positions the spout's ``merge_positions``
+    makes from the old ones (``ExactlyOnceSpoutTask.open_state``). A spout without it would
+    fail every checkpoint after the rebalance, so the rebalance is refused up front.
+    """
+    from squall.runtime.exactly_once import is_exactly_once
+    from squall.runtime.exactly_once_tasks import rescale_refusal
+
+    if not is_exactly_once(conf):
+        return
+    for spec in new.spouts:
+        before = old.components.get(spec.id)
+        if spec.id.startswith(("$", "__")) or before is None or before.num_tasks == spec.num_tasks:
+            continue
+        obj = component_object(spec)
+        if obj is not None and getattr(obj, "merge_positions", None) is None:
+            raise InvalidTopologyError(rescale_refusal(spec.id, before.num_tasks, spec.num_tasks))

@@ -35,7 +35,6 @@ from squall.runtime.stateful import (
     StatefulBoltTask,
     StatefulOutputCollector,
     close_state,
-    state_namespace,
 )
 from squall.runtime.tasks import BoltTask, SpoutTask
 
@@ -158,15 +157,34 @@ class ExactlyOnceSpoutTask(SpoutTask):
         return True
 
     def open_state(self) -> Any:
-        """The task's own state (its committed position); checked on first open."""
+        """The task's own state (its committed position); checked on first open.
+
+        Spout states have generations as bolts' do (``stateful.open_task_state``): when
+        the spout's task count changed, each new task's position is merged by the spout's
+        ``merge_positions`` from the previous generation's committed positions.
+        """
         if self.state is None:
-            from squall.runtime.stateful import check_recovered
+            from squall.runtime.stateful import (
+                check_recovered,
+                committed_items,
+                needs_move,
+                previous_states,
+                task_generation,
+            )
             from squall.state import load_provider
 
             ctx = self.context
-            state = load_provider(self.conf).new_state(
-                state_namespace(ctx.topology_name, self.component, ctx.get_this_task_index(), 0),
-                self.conf, ctx)
+            provider = load_provider(self.conf)
+            history, state = task_generation(provider, self.conf, ctx)
+            if needs_move(history, state):
+                merge = getattr(self.spout, "merge_positions", None)
+                if merge is None:
+                    raise RuntimeError(rescale_refusal(self.component, history[-2], history[-1]))
+                old = [dict(committed_items(s)).get(POSITION_KEY)
+                       for s in previous_states(provider, self.conf, ctx, history)]
+                if any(p is not None for p in old):
+                    state.put(POSITION_KEY, merge(old, ctx.get_this_task_index(), history[-1]))
+                state.commit(0)
             check_recovered(state, self.conf, ctx)
             self.state = state
         return self.state
@@ -182,6 +200,13 @@ class ExactlyOnceSpoutTask(SpoutTask):
         """Close the spout, then release the state's connections."""
         super().stop()
         close_state(self)
+
+
+def rescale_refusal(component: str, old: int, new: int) -> str:
+    """The one-line error for a spout whose task count changed but cannot merge positions."""
+    return (f"spout {component!r} cannot go from {old} to {new} tasks under topology.guarantee "
+            f"exactly_once: it has no merge_positions() to split its committed positions among "
+            f"the new tasks; rebalance it back to {old} tasks")
 
 
 class _FailureWatch:

@@ -221,3 +221,81 @@ class Relay(Bolt):
     def declare_output_fields(self, declarer: Any) -> None:
         """``word``, ``index``, ``n``."""
         declarer.declare(Fields("word", "index", "n"))
+
+
+class PartitionedSpout(SeekableSpout):
+    """Emits ``[index, sentence]`` from fixed partitions (sentence ``i`` is in ``p{i % parts}``).
+
+    Task ``k`` of ``n`` reads the partitions ``p`` with ``p % n == k``; its position is
+    ``{"p<p>": sentences of p emitted}``, so a new task count can merge the old positions
+    (``merge_positions``): each partition's entry comes from the task that read it.
+    """
+
+    def __init__(self, sentences: list[str], topology: str, rate: float = 0.0, parts: int = 6) -> None:
+        self.sentences, self.topology, self.rate, self.parts = sentences, topology, rate, parts
+
+    def open(self, conf: dict, context: Any, collector: Any) -> None:
+        """Take this task's partitions; start each at its beginning."""
+        self.collector = collector
+        index, tasks = context.get_this_task_index(), len(context.get_this_component_tasks())
+        self.owned = [p for p in range(self.parts) if p % tasks == index]
+        self.at = {f"p{p}": 0 for p in self.owned}
+        self.started = clock.monotonic()
+        self.emitted = 0
+
+    def _partition(self, p: int) -> list[int]:
+        return list(range(p, len(self.sentences), self.parts))
+
+    def next_tuple(self) -> None:
+        """The next sentence of the first partition with some left."""
+        if self.rate and self.emitted >= self.rate * (clock.monotonic() - self.started):
+            return
+        for p in self.owned:
+            mine, n = self._partition(p), self.at[f"p{p}"]
+            if n < len(mine):
+                self.at[f"p{p}"] = n + 1
+                self.emitted += 1
+                self.collector.emit([mine[n], self.sentences[mine[n]]], msg_id=mine[n])
+                record("eo.emitted", mine[n])
+                return
+
+    def position(self) -> dict:
+        """Per partition read by this task: how many of its sentences were emitted."""
+        return dict(self.at)
+
+    def seek(self, position: dict) -> None:
+        """Emit each partition again from its entry (unlisted ones from the start)."""
+        record("eo.seek", position)
+        self.at = {f"p{p}": int(position.get(f"p{p}", 0)) for p in self.owned}
+
+    @staticmethod
+    def merge_positions(positions: list, index: int, tasks: int) -> dict:
+        """Task ``index`` of ``tasks``: the entries of its partitions from the old positions."""
+        merged: dict = {}
+        for old in positions:
+            for name, n in (old or {}).items():
+                if int(name[1:]) % tasks == index:
+                    merged[name] = n
+        return merged
+
+    def ack(self, msg_id: Any) -> None:
+        """Record the ack."""
+        record("eo.acked", msg_id)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """``index``, ``sentence``."""
+        declarer.declare(Fields("index", "sentence"))
+
+
+def latest_generation(topology: str, component: str) -> dict:
+    """The committed states of ``component``'s newest generation of in-memory namespaces, merged."""
+    prefix = f"{topology}/{component}/"
+    names = [n for n in list(memory._store) if n.startswith(prefix) and "$" not in n]
+    gen = max((int(n.split("@g")[1]) if "@g" in n else 0) for n in names)
+    out: dict = {}
+    for n in names:
+        if (int(n.split("@g")[1]) if "@g" in n else 0) == gen:
+            for k, v in committed(n).items():
+                assert k not in out, f"{k!r} kept by two tasks of {component}"
+                out[k] = v
+    return out

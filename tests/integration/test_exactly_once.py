@@ -30,11 +30,13 @@ from tests.integration.eo_components import (
     Count,
     Faults,
     ListSpout,
+    PartitionedSpout,
     PlainSpout,
     Relay,
     Sink,
     Split,
     committed,
+    latest_generation,
     sentences,
 )
 
@@ -335,3 +337,112 @@ def test_submit_refuses_bolts_whose_executes_end_later():
     with pytest.raises(InvalidTopologyError) as e:
         submit(b.create_topology())
     assert "'async', 'shell'" in str(e.value) and "\n" not in str(e.value)
+
+
+def hold_next_prepare_ack(cluster: LocalCluster) -> threading.Event:
+    """Swallow the checkpoint spout's next PREPARE ack: the record stays PREPARING, every
+    task's transaction staged, as when a rebalance stops the workers mid-checkpoint."""
+    held = threading.Event()
+    running = cluster._get(NAME)
+    (task,) = running.plan.component_tasks[CHECKPOINT_SPOUT]
+    spout = next(w.tasks[task].spout for w in running.workers if task in w.tasks)
+    original = spout.ack
+
+    def ack(msg_id) -> None:
+        if msg_id[1] == "PREPARE" and not held.is_set():
+            held.set()
+            return
+        original(msg_id)
+
+    spout.ack = ack
+    return held
+
+
+def run_rebalanced(moves: list[tuple[str, dict[str, int]]], texts: list[str]) -> dict:
+    """An exactly-once word count from a ``PartitionedSpout``, rebalanced as ``moves`` say:
+    ("committed", parallelism) once a checkpoint committed since the last move, ("preparing",
+    parallelism) while every task has a PREPARE staged."""
+    memory.clear()
+    RECORD.clear()
+    Faults.plan = {}
+    c = conf("exactly_once")
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, c, build(texts, spout=PartitionedSpout(texts, NAME, rate=RATE)))
+        moves = list(moves)
+        since = None
+        held = None
+        for _ in range(1500):
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.5)
+            record, coord = coordinator(cluster)
+            if moves and held is None:
+                when, parallelism = moves[0]
+                if when == "preparing":
+                    held = hold_next_prepare_ack(cluster)
+                elif record.phase is Phase.COMMITTED and since is not None and record.txid > since:
+                    moves.pop(0)
+                    cluster.rebalance(NAME, parallelism=parallelism)
+                    since = None
+                elif since is None and record.phase is Phase.COMMITTED:
+                    since = record.txid
+            elif held is not None and held.is_set():
+                moves.pop(0)
+                cluster.rebalance(NAME, parallelism=parallelism)
+                held = None
+            if not moves and held is None and record.phase is Phase.COMMITTED \
+                    and not coord.recovering and not coord.in_flight \
+                    and _positions_total() == len(texts):
+                break
+        else:
+            raise AssertionError(f"not settled: {coordinator(cluster)}; "
+                                 f"{[e['message'] for e in cluster.get_topology_info(NAME)['errors']]}")
+        errors = [e["message"] for e in cluster.get_topology_info(NAME)["errors"]]
+        cluster.kill_topology(NAME)
+    return {"counts": latest_generation(NAME, "count"), "sink": latest_generation(NAME, "sink"),
+            "errors": errors}
+
+
+def _positions_total() -> int:
+    """Sentences read and committed, over the spout's newest generation of positions."""
+    prefix = f"{NAME}/source/"
+    names = [n for n in list(memory._store) if n.startswith(prefix) and "$" not in n]
+    gen = max((int(n.split("@g")[1]) if "@g" in n else 0) for n in names)
+    total = 0
+    for n in names:
+        if (int(n.split("@g")[1]) if "@g" in n else 0) == gen:
+            total += sum((committed(n).get("position") or {}).values())
+    return total
+
+
+def check_exact(out: dict, texts: list[str]) -> None:
+    words, arrivals = expected(texts)
+    sink = tally(arrivals, Counter(out["sink"]))
+    counts = tally(words, Counter(out["counts"]))
+    assert (sink.lost, sink.duplicated) == ([], []), (sink, out["errors"])
+    assert (counts.lost, counts.duplicated) == ([], []), (counts, out["errors"])
+
+
+@pytest.mark.parametrize("when", ["committed", "preparing"])
+def test_rebalancing_the_spout_2_3_2_keeps_committing_and_counts_exactly(when):
+    # RELIABILITY E20: spout states have generations; each new task merges the old positions
+    texts = sentences(11, SENTENCES)
+    out = run_rebalanced([(when, {"source": 3}), (when, {"source": 2})], texts)
+    check_exact(out, texts)
+
+
+def test_rebalancing_a_stateful_bolt_while_a_prepare_is_staged_counts_exactly():
+    # RELIABILITY E21: the new generation copies committed values only, never txid t's staged
+    # ones, which the ROLLBACK that follows cannot reach
+    texts = sentences(12, SENTENCES)
+    out = run_rebalanced([("committed", {"count": 3}), ("preparing", {"count": 4})], texts)
+    check_exact(out, texts)
+
+
+def test_a_rebalance_of_a_spout_that_cannot_merge_positions_is_refused():
+    memory.clear()
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, conf("exactly_once"), build(["a b"]))
+        with pytest.raises(InvalidTopologyError) as e:
+            cluster.rebalance(NAME, parallelism={"source": 3})
+        assert "'source'" in str(e.value) and "merge_positions" in str(e.value)
+        assert "\n" not in str(e.value)
+        cluster.kill_topology(NAME)
