@@ -12,7 +12,10 @@ A spout task takes the checkpoint tuples of ``$checkpointspout`` itself:
   not committed are forgotten, never failed: the spout reads them again.
 
 Its emits are not tracked by the ackers (no ack-init, no timeout); a spout task emits
-nothing until a recovery barrier (INITSTATE or ROLLBACK) has passed through it.
+nothing until a recovery barrier (INITSTATE or ROLLBACK) has passed through it. A failure on
+the spout's side (an exception out of ``next_tuple``, an emit that raised, or the spout's
+own ``collector.fail_next_prepare(reason)``) fails its next PREPARE, since its position may
+be past a record that never left it: the rollback that follows seeks it back.
 
 A bolt task aligns barriers (``exactly_once.Alignment``), and a failed data tuple (``fail``,
 ``FailedException``, an exception raised in ``execute``) fails the next PREPARE, which the
@@ -24,6 +27,7 @@ returns to the last commit, survivors included.
 from __future__ import annotations
 
 import itertools
+import logging
 from typing import Any
 
 from squall.api.components import SeekableSpout
@@ -38,6 +42,8 @@ from squall.runtime.stateful import (
 )
 from squall.runtime.tasks import BoltTask, SpoutTask
 
+log = logging.getLogger("squall.exactly_once")
+
 _UNREAD = object()  # the spout's position at open could not be read
 
 
@@ -49,8 +55,16 @@ class UntrackedSpoutCollector(SpoutOutputCollector):
         self.since_barrier: list[Any] = []  # msg ids emitted since the last PREPARE
 
     def emit(self, values: list, stream: str = DEFAULT_STREAM, msg_id: Any = None) -> list[int]:
-        """Emit ``values`` untracked; ``msg_id`` is acked when its checkpoint commits."""
-        targets = SpoutOutputCollector.emit(self, values, stream, None)
+        """Emit ``values`` untracked; ``msg_id`` is acked when its checkpoint commits.
+
+        An emit that raises fails the spout's next PREPARE (``fail_next_prepare``): the
+        spout's position may already be past the record, which no acker will replay.
+        """
+        try:
+            targets = SpoutOutputCollector.emit(self, values, stream, None)
+        except BaseException as e:
+            self.fail_next_prepare(f"an emit on {stream!r} raised {type(e).__name__}: {e}")
+            raise
         if msg_id is not None:
             self.since_barrier.append(msg_id)
         return targets
@@ -58,9 +72,25 @@ class UntrackedSpoutCollector(SpoutOutputCollector):
     def emit_direct(self, task: int, values: list, stream: str = DEFAULT_STREAM,
                     msg_id: Any = None) -> None:
         """Emit on a direct stream, untracked (as ``emit``)."""
-        SpoutOutputCollector.emit_direct(self, task, values, stream, None)
+        try:
+            SpoutOutputCollector.emit_direct(self, task, values, stream, None)
+        except BaseException as e:
+            self.fail_next_prepare(f"an emit on {stream!r} raised {type(e).__name__}: {e}")
+            raise
         if msg_id is not None:
             self.since_barrier.append(msg_id)
+
+    def fail_next_prepare(self, reason: str) -> None:
+        """Fail the task's next PREPARE, so a rollback seeks the spout back before anything commits.
+
+        For a spout that knows its position moved past a record it could not deliver (a
+        translator error it retries later, a refused seek): ``getattr(collector,
+        "fail_next_prepare", None)`` is there only in exactly-once mode. An exception out
+        of ``next_tuple`` and an emit that raised call it by themselves.
+        """
+        task: Any = self._task
+        if task.slipped is None:
+            task.slipped = reason
 
 
 class ExactlyOnceSpoutTask(SpoutTask):
@@ -77,6 +107,9 @@ class ExactlyOnceSpoutTask(SpoutTask):
         self.opened_at: Any = _UNREAD
         self.state: Any = None
         self.uncommitted: dict[int, list[Any]] = {}  # txid -> msg ids that PREPARE covered
+        # why the next PREPARE must fail (the position may be past an undelivered record);
+        # cleared by the seek of a recovery barrier
+        self.slipped: str | None = None
         # submit refused any other (exactly_once_checks): the spout can say and set its place
         self.seekable: SeekableSpout = self.spout  # type: ignore[assignment]
 
@@ -104,6 +137,22 @@ class ExactlyOnceSpoutTask(SpoutTask):
         for ids in self.uncommitted.values():
             waiting += len(ids)
         return waiting < limit
+
+    def next_tuple(self) -> int:
+        """Call the spout's ``next_tuple`` once; an exception out of it fails the next PREPARE.
+
+        Its emits are untracked (no ``ack_soon``/``fail_soon`` to run, no trees completed in
+        a chain: chains are off when checkpointing), so this is the whole of the call.
+        """
+        before = self.metrics.emitted
+        self.calls += 1
+        try:
+            self.spout.next_tuple()
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, and roll back
+            self.collector.fail_next_prepare(  # type: ignore[attr-defined]
+                f"next_tuple raised {type(e).__name__}: {e}")
+            self.host.report_error(self, e)
+        return self.metrics.emitted - before
 
     def handle(self, tup: Tuple) -> None:
         """Checkpoint tuples here; acker verdicts (only of system streams) as any spout."""
@@ -133,6 +182,10 @@ class ExactlyOnceSpoutTask(SpoutTask):
         if action is Action.PREPARE:
             if not self.recovered:
                 return False  # started since the last checkpoint: recover first
+            if self.slipped is not None:
+                log.warning("spout %r task %s fails PREPARE %d: %s; rolling back", self.component,
+                            self.task_id, txid, self.slipped)
+                return False  # the position may be past a record never delivered
             state.put(POSITION_KEY, self.seekable.position())
             state.prepare_commit(txid)
             self.uncommitted[txid] = collector.since_barrier
@@ -150,6 +203,7 @@ class ExactlyOnceSpoutTask(SpoutTask):
                     raise RuntimeError(f"spout {self.component!r} task {self.task_id}: its "
                                        f"position() failed at open, so it cannot seek back")
                 position = self.opened_at
+            self.slipped = None  # before the seek: a seek that fails its way sets it again
             self.seekable.seek(position)
             self.uncommitted.clear()  # read again after the seek: never failed
             collector.since_barrier = []

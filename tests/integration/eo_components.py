@@ -299,3 +299,31 @@ def latest_generation(topology: str, component: str) -> dict:
                 assert k not in out, f"{k!r} kept by two tasks of {component}"
                 out[k] = v
     return out
+
+
+class SlipSpout(ListSpout):
+    """A list spout that, once, moves its position past a sentence it does not emit.
+
+    ``how``: "raise" (``next_tuple`` raises after moving on, as a translator that fails) or
+    "emit" (the emit raises and the spout carries on, as a spout that only reports it).
+    The sentence is ``slip`` (by index); the fault fires once per process (``Faults``).
+    """
+
+    def __init__(self, sentences: list[str], topology: str, slip: int, how: str, rate: float = 0.0) -> None:
+        super().__init__(sentences, topology, rate)
+        self.slip, self.how = slip, how
+        Faults.plan[("spout", slip)] = how
+
+    def next_tuple(self) -> None:
+        """As ``ListSpout``'s, but the planned sentence slips once."""
+        if self.at < len(self.mine) and self.mine[self.at] == self.slip and not self.replays \
+                and Faults.take("spout", self.slip) is not None:
+            self.at += 1  # the position moved on, as a spout's bookkeeping does before the emit
+            if self.how == "raise":
+                raise RuntimeError(f"injected failure reading sentence {self.slip}")
+            try:
+                self.collector.emit([self.slip, self.sentences[self.slip]], stream="undeclared")
+            except Exception as e:  # noqa: BLE001 - the spout only reports it, as some do
+                self.collector.report_error(e)
+            return
+        super().next_tuple()

@@ -34,6 +34,7 @@ from tests.integration.eo_components import (
     PlainSpout,
     Relay,
     Sink,
+    SlipSpout,
     Split,
     committed,
     latest_generation,
@@ -446,3 +447,30 @@ def test_a_rebalance_of_a_spout_that_cannot_merge_positions_is_refused():
         assert "'source'" in str(e.value) and "merge_positions" in str(e.value)
         assert "\n" not in str(e.value)
         cluster.kill_topology(NAME)
+
+
+@pytest.mark.parametrize("how", ["raise", "emit"])
+def test_a_spout_side_failure_fails_the_next_prepare_and_the_record_is_read_again(how):
+    # RELIABILITY E22: the position already moved past the record; committing it would lose it
+    memory.clear()
+    RECORD.clear()
+    Faults.plan = {}
+    texts = sentences(13, 120)
+    slip = 37
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, conf("exactly_once"),
+                                build(texts, spout=SlipSpout(texts, NAME, slip, how, rate=RATE)))
+        for _ in range(600):
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.5)
+            record, coord = coordinator(cluster)
+            if (record.phase is Phase.COMMITTED and not coord.recovering and not coord.in_flight
+                    and sum(committed(f"{NAME}/source/{i}").get("position", 0)
+                            for i in range(2)) == len(texts)):
+                break
+        errors = [e["message"] for e in cluster.get_topology_info(NAME)["errors"]]
+        cluster.kill_topology(NAME)
+    assert ("spout", slip) not in Faults.plan, "the fault did not strike"
+    words, arrivals = expected(texts)
+    sink = tally(arrivals, Counter(state_of("sink", 1)))
+    assert (sink.lost, sink.duplicated) == ([], []), (sink, errors)
+    assert any(str(slip) in e or "undeclared" in e for e in errors), errors
