@@ -44,6 +44,10 @@ from squall.runtime.tasks import BoltTask, SpoutTask
 
 log = logging.getLogger("squall.exactly_once")
 
+# topology.max.spout.pending's default in this mode (docs/state.md, "Memory")
+MAX_PENDING_KEY = "squall.exactly_once.max.spout.pending"
+DEFAULT_MAX_PENDING = 100_000
+
 _UNREAD = object()  # the spout's position at open could not be read
 
 
@@ -112,6 +116,10 @@ class ExactlyOnceSpoutTask(SpoutTask):
         self.slipped: str | None = None
         # submit refused any other (exactly_once_checks): the spout can say and set its place
         self.seekable: SeekableSpout = self.spout  # type: ignore[assignment]
+        if self.max_pending is None:
+            # what a bolt holds for alignment is bounded only by what the spouts emit past a
+            # barrier: never unbounded in this mode (RELIABILITY E24)
+            self.max_pending = int(self.conf.get(MAX_PENDING_KEY) or DEFAULT_MAX_PENDING)
 
     def start(self) -> None:
         """Open the spout and note where it stands: the position when nothing was committed."""
@@ -153,6 +161,10 @@ class ExactlyOnceSpoutTask(SpoutTask):
                 f"next_tuple raised {type(e).__name__}: {e}")
             self.host.report_error(self, e)
         return self.metrics.emitted - before
+
+    def frames_lost(self, reason: str) -> None:
+        """Frames to or from this task were lost between live workers (``Transfer.lost_frames``)."""
+        self.collector.fail_next_prepare(reason)  # type: ignore[attr-defined]
 
     def handle(self, tup: Tuple) -> None:
         """Checkpoint tuples here; acker verdicts (only of system streams) as any spout."""
@@ -323,6 +335,12 @@ class _Aligned:
         if run:
             self.run(run)
         return n
+
+    def frames_lost(self, reason: str) -> None:
+        """Frames to or from this task were lost between live workers: fail the next PREPARE."""
+        if not self.alignment.recovering:
+            log.warning("task %s fails its next PREPARE: %s", getattr(self, "task_id", "?"), reason)
+        self.alignment.fail_data()
 
     def handle(self, tup: Tuple) -> None:
         """One tuple, as ``process`` does it."""

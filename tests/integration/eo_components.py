@@ -327,3 +327,32 @@ class SlipSpout(ListSpout):
                 self.collector.report_error(e)
             return
         super().next_tuple()
+
+
+class Arrivals(StatefulBolt):
+    """An aligned sink: how often each ``<upstream component>:<index>`` reached it."""
+
+    def prepare(self, conf: dict, context: Any, collector: Any) -> None:
+        """Keep the collector."""
+        self.collector = collector
+
+    def init_state(self, state: Any) -> None:
+        """The committed arrivals."""
+        self.state = state
+
+    def execute(self, tup: Any) -> None:
+        """Count the arrival."""
+        key = f"{tup.component}:{tup[0]}"
+        self.state.put(key, self.state.get(key, 0) + 1)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """Nothing."""
+
+
+class Pass(Relay):
+    """``Relay`` for ``[index, sentence]`` tuples."""
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """``index``, ``sentence``."""
+        declarer.declare(Fields("index", "sentence"))

@@ -27,10 +27,12 @@ from squall.testing.invariants import tally
 from tests.integration import test_checkpoint_restarts as checkpoint_restarts
 from tests.integration.components import RECORD
 from tests.integration.eo_components import (
+    Arrivals,
     Count,
     Faults,
     ListSpout,
     PartitionedSpout,
+    Pass,
     PlainSpout,
     Relay,
     Sink,
@@ -474,3 +476,124 @@ def test_a_spout_side_failure_fails_the_next_prepare_and_the_record_is_read_agai
     sink = tally(arrivals, Counter(state_of("sink", 1)))
     assert (sink.lost, sink.duplicated) == ([], []), (sink, errors)
     assert any(str(slip) in e or "undeclared" in e for e in errors), errors
+
+
+class DropData:
+    """Drops, at seed-picked points, frames from worker ``src`` to ``dst`` that carry data but no
+    ``$checkpoint`` batch: the barrier that follows on the link arrives and completes."""
+
+    def __init__(self, seed: int, src: int, dst: int, drops: int = 3) -> None:
+        self.src, self.dst = src, dst
+        self.points = set(random.Random(seed).sample(range(3, 30), drops))
+        self.seen = 0
+        self.dropped = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, sender: int, receiver: int, frame: bytes) -> list[bytes]:
+        from squall.runtime.checkpoint import CHECKPOINT_STREAM
+        from squall.runtime.serialization import messages_of
+
+        if (sender, receiver) != (self.src, self.dst):
+            return [frame]
+        batches = messages_of(frame)
+        streams = {b[2] for b in batches}
+        if CHECKPOINT_STREAM in streams or not (streams & {"default"}):
+            return [frame]
+        with self.lock:
+            self.seen += 1
+            if self.seen not in self.points:
+                return [frame]
+            self.dropped += 1
+        return []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_data_frames_dropped_between_live_workers_are_read_again(seed):
+    # RELIABILITY E23: in exactly-once mode data is untracked; a lost frame must fail the next
+    # PREPARE (the receiver sees the gap), or the checkpoint commits past records never processed
+    memory.clear()
+    RECORD.clear()
+    Faults.plan = {}
+    texts = sentences(seed, SENTENCES)
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, conf("exactly_once"), build(texts))
+        src = spout_worker(cluster)
+        fault = DropData(seed, src, 1 - src)
+        cluster.set_transport_fault(NAME, fault)
+        for _ in range(1200):
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.5)
+            if fault.dropped == len(fault.points) and settled(cluster, "exactly_once", texts):
+                break
+        else:
+            raise AssertionError(f"not settled: dropped {fault.dropped} of {len(fault.points)}; "
+                                 f"{coordinator(cluster)}")
+        cluster.kill_topology(NAME)
+    words, arrivals = expected(texts)
+    sink = tally(arrivals, Counter(state_of("sink", 1)))
+    counts = tally(words, Counter(state_of("count", 2)))
+    assert (sink.lost, sink.duplicated) == ([], []), sink
+    assert (counts.lost, counts.duplicated) == ([], []), counts
+
+
+def slowed(task, per_step: list[int]) -> None:
+    """Let ``task`` handle at most ``per_step[0]`` queued tuples until the test refills it: a
+    bolt that takes long per tuple, on simulated time (its barriers wait behind its queue)."""
+    original = task.process
+
+    def process(budget: int) -> int:
+        n = min(budget, per_step[0])
+        if n <= 0:
+            return 0
+        done = original(n)
+        per_step[0] -= done
+        return done
+
+    task.process = process  # the round calls the instance's attribute
+
+
+def test_tuples_held_for_alignment_stay_bounded_while_one_input_is_late():
+    # RELIABILITY E24: "fast" runs freely while "slow"'s barriers wait behind "delay", which
+    # takes one tuple per step; what "join" holds for alignment is bounded by the spouts'
+    # pending limit (squall.exactly_once.max.spout.pending; topology.max.spout.pending unset)
+    memory.clear()
+    RECORD.clear()
+    Faults.plan = {}
+    fast_texts, slow_texts = sentences(21, 600), sentences(22, 30)
+    b = TopologyBuilder()
+    b.set_spout("fast", ListSpout(fast_texts, NAME), 1)
+    b.set_spout("slow", ListSpout(slow_texts, NAME), 1)
+    b.set_bolt("delay", Pass(), 1).shuffle_grouping("slow")
+    b.set_bolt("relay", Pass(), 1).shuffle_grouping("fast")
+    b.set_bolt("join", Arrivals(), 1).shuffle_grouping("relay").shuffle_grouping("delay")
+    c = conf("exactly_once")
+    bound = 40
+    c["squall.exactly_once.max.spout.pending"] = bound
+    held: list[int] = []
+    per_step = [0]
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, c, b.create_topology())
+        running = cluster._get(NAME)
+        tasks = {t.component: t for w in running.workers for t in w.tasks.values()}
+        slowed(tasks["delay"], per_step)
+        alignment = tasks["join"].alignment
+        admit = alignment.admit
+
+        def watched(source, item):
+            ok = admit(source, item)
+            held.append(len(alignment.held))
+            return ok
+
+        alignment.admit = watched
+        for _ in range(400):
+            per_step[0] = 1
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.05)
+            arrived = latest_generation(NAME, "join") if any("join/" in n for n in memory._store) else {}
+            if len(arrived) == len(fast_texts) + len(slow_texts):
+                break
+        errors = [e["message"] for e in cluster.get_topology_info(NAME)["errors"]]
+        cluster.kill_topology(NAME)
+    want = Counter({f"relay:{i}": 1 for i in range(len(fast_texts))}
+                   | {f"delay:{i}": 1 for i in range(len(slow_texts))})
+    report = tally(want, Counter(latest_generation(NAME, "join")))
+    assert (report.lost, report.duplicated) == ([], []), (report, errors)
+    assert held and max(held) <= bound, max(held)
