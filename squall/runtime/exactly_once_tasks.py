@@ -35,6 +35,7 @@ from squall.api.tuple import DEFAULT_STREAM, Tuple
 from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action
 from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
 from squall.runtime.exactly_once import POSITION_KEY, Alignment
+from squall.runtime.exactly_once_checks import MAX_PENDING_KEY, rescale_refusal
 from squall.runtime.stateful import (
     StatefulBoltTask,
     StatefulOutputCollector,
@@ -44,8 +45,7 @@ from squall.runtime.tasks import BoltTask, SpoutTask
 
 log = logging.getLogger("squall.exactly_once")
 
-# topology.max.spout.pending's default in this mode (docs/state.md, "Memory")
-MAX_PENDING_KEY = "squall.exactly_once.max.spout.pending"
+# topology.max.spout.pending's default in this mode (squall.exactly_once.max.spout.pending)
 DEFAULT_MAX_PENDING = 100_000
 
 _UNREAD = object()  # the spout's position at open could not be read
@@ -266,13 +266,6 @@ class ExactlyOnceSpoutTask(SpoutTask):
         """Close the spout, then release the state's connections."""
         super().stop()
         close_state(self)
-
-
-def rescale_refusal(component: str, old: int, new: int) -> str:
-    """The one-line error for a spout whose task count changed but cannot merge positions."""
-    return (f"spout {component!r} cannot go from {old} to {new} tasks under topology.guarantee "
-            f"exactly_once: it has no merge_positions() to split its committed positions among "
-            f"the new tasks; rebalance it back to {old} tasks")
 
 
 class _FailureWatch:
