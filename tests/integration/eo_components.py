@@ -356,3 +356,26 @@ class Pass(Relay):
     def declare_output_fields(self, declarer: Any) -> None:
         """``index``, ``sentence``."""
         declarer.declare(Fields("index", "sentence"))
+
+
+class Lines(StatefulBolt):
+    """An aligned sink: how often each ``line`` reached it; a planned fault fails one line once."""
+
+    def prepare(self, conf: dict, context: Any, collector: Any) -> None:
+        """Keep the collector."""
+        self.collector = collector
+
+    def init_state(self, state: Any) -> None:
+        """The committed arrivals."""
+        self.state = state
+
+    def execute(self, tup: Any) -> None:
+        """Count the line (or fail it, once, if planned)."""
+        line = tup[0]
+        if Faults.take("lines", line) == "failed-exc":
+            raise FailedException(f"injected FailedException at line {line!r}")
+        self.state.put(line, self.state.get(line, 0) + 1)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """Nothing."""

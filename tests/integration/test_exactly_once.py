@@ -30,6 +30,7 @@ from tests.integration.eo_components import (
     Arrivals,
     Count,
     Faults,
+    Lines,
     ListSpout,
     PartitionedSpout,
     Pass,
@@ -597,3 +598,39 @@ def test_tuples_held_for_alignment_stay_bounded_while_one_input_is_late():
     report = tally(want, Counter(latest_generation(NAME, "join")))
     assert (report.lost, report.duplicated) == ([], []), (report, errors)
     assert held and max(held) <= bound, max(held)
+
+
+def test_a_processed_file_deleted_then_a_rollback_still_recovers_and_commits(tmp_path):
+    # RELIABILITY E25 end to end: file a.txt read and committed, then deleted; a failure on
+    # b.txt rolls back to a position that may still list a.txt; the topology must recover
+    from squall.connectors.files import FileSpout
+
+    memory.clear()
+    RECORD.clear()
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.txt").write_text("".join(f"a{i}\n" for i in range(10)), encoding="utf-8")
+    Faults.plan = {("lines", "b3"): "failed-exc"}
+    b = TopologyBuilder()
+    b.set_spout("files", FileSpout(src, "*.txt", progress=tmp_path / "progress",
+                                   commit_interval_secs=0.2, poll_secs=0.1), 1)
+    b.set_bolt("lines", Lines(), 1).shuffle_grouping("files")
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, conf("exactly_once"), b.create_topology())
+        for _ in range(100):
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.2)
+            if len(committed(f"{NAME}/lines/0")) == 10:
+                break
+        (src / "a.txt").unlink()  # processed: archived away
+        (src / "b.txt").write_text("".join(f"b{i}\n" for i in range(10)), encoding="utf-8")
+        for _ in range(300):
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.2)
+            record, coord = coordinator(cluster)
+            if (len(committed(f"{NAME}/lines/0")) == 20 and not Faults.plan
+                    and record.phase is Phase.COMMITTED and not coord.recovering):
+                break
+        errors = [e["message"] for e in cluster.get_topology_info(NAME)["errors"]]
+        cluster.kill_topology(NAME)
+    assert not Faults.plan, "the fault did not strike"
+    assert committed(f"{NAME}/lines/0") == {f"{f}{i}": 1 for f in "ab" for i in range(10)}, errors
+    assert not any("no longer exists" in e for e in errors), errors
