@@ -103,7 +103,7 @@ class SentenceSource(SeekableSpout):
 
 
 class SplitWords(Bolt):
-    """One ``[word, id, place]`` per word of a sentence.
+    """One ``[word, id, place, note]`` per word of a sentence (``note``: an empty dict).
 
     ``drops``: sentence ids whose first word that goes to a task in another worker loses its
     frame between two live workers: the emitted list is changed after the emit so that it no
@@ -122,10 +122,12 @@ class SplitWords(Bolt):
     def execute(self, tup: Any) -> None:
         drop = tup["id"] in self.drops
         for place, word in enumerate(tup["sentence"].split()):
-            values = [word, tup["id"], place]
-            targets = self.collector.emit(values, anchors=tup)
+            note: dict = {}
+            targets = self.collector.emit([word, tup["id"], place, note], anchors=tup)
             if drop and targets and not set(targets) & self.here and self._first(tup["id"]):
-                values.append(threading.Lock())  # mutated after its emit: the frame cannot pack
+                # changed after its emit (the emit copied the list, not what is in it), so
+                # the frame it waits in cannot pack
+                note["lock"] = threading.Lock()
                 drop = False
         self.collector.ack(tup)
 
@@ -137,7 +139,7 @@ class SplitWords(Bolt):
         return True
 
     def declare_output_fields(self, declarer: Any) -> None:
-        declarer.declare(Fields("word", "id", "place"))
+        declarer.declare(Fields("word", "id", "place", "note"))
 
 
 class CountWords(StatefulBolt):
