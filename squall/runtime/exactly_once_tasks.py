@@ -149,8 +149,8 @@ class ExactlyOnceSpoutTask(SpoutTask):
     def next_tuple(self) -> int:
         """Call the spout's ``next_tuple`` once; an exception out of it fails the next PREPARE.
 
-        Its emits are untracked (no ``ack_soon``/``fail_soon`` to run, no trees completed in
-        a chain: chains are off when checkpointing), so this is the whole of the call.
+        Its emits are untracked, so no ``ack_soon``/``fail_soon`` fills up, and chains are
+        off when checkpointing; the base class's drains run anyway should one fill.
         """
         before = self.metrics.emitted
         self.calls += 1
@@ -160,6 +160,10 @@ class ExactlyOnceSpoutTask(SpoutTask):
             self.collector.fail_next_prepare(  # type: ignore[attr-defined]
                 f"next_tuple raised {type(e).__name__}: {e}")
             self.host.report_error(self, e)
+        if self._completed_soon:
+            self._run_completed_soon()
+        if self._ack_soon:
+            self._run_acks_soon()
         return self.metrics.emitted - before
 
     def frames_lost(self, reason: str) -> None:
