@@ -9,7 +9,7 @@ COMPILED := squall/_compiled.json
 HOT := $(wildcard squall/api/tuple.py squall/api/tuple.pxd squall/runtime/*.pxd) \
 	$(patsubst %.pxd,%.py,$(wildcard squall/runtime/*.pxd)) squall/_speedups.py scripts/compile.py setup.py
 
-.PHONY: setup compile demo test test-fast lint bench bench-full bench-clean soak clean
+.PHONY: setup compile demo test test-fast faults lint bench bench-full bench-clean soak clean
 
 $(STAMP): pyproject.toml setup.py scripts/setup.sh scripts/setup-java.sh scripts/setup-redis.sh scripts/setup-zookeeper.sh \
 	scripts/setup-node.sh scripts/setup-chromium.sh scripts/setup-prometheus.sh
@@ -28,13 +28,20 @@ compile: $(STAMP)
 demo: $(STAMP) $(COMPILED)
 	$(PY) -m examples.word_count --seconds 10 --workers 2
 
+# the exactly-once fault loop on Spark runs 4 of its 20 seeds here; `make faults` runs all
+SQUALL_FAULT_SEEDS ?= 4
+
 test: $(STAMP) $(COMPILED)
-	$(PY) -m pytest
+	SQUALL_FAULT_SEEDS=$(SQUALL_FAULT_SEEDS) $(PY) -m pytest
 	@echo "squall: the core tests again on the plain-Python hot path (SQUALL_PURE_PYTHON=1)"
 	SQUALL_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider tests/unit tests/integration
 
 test-fast: $(STAMP) $(COMPILED)
 	$(PY) -m pytest -m "not slow"
+
+# every seed of the exactly-once fault loop (tests/spark/test_exactly_once_faults.py): ~10 min
+faults: $(STAMP) $(COMPILED)
+	SQUALL_FAULT_SEEDS=all $(PY) -m pytest -q -s tests/spark/test_exactly_once_faults.py
 
 # lint-imports: the layers and no circles (pyproject.toml's [tool.importlinter], docs/architecture.md)
 lint: $(STAMP)

@@ -14,10 +14,18 @@ replaced) is reported and skipped (``on_truncate="skip"``) or read again from th
 (``"restart"``).
 
 Seeking (exactly-once): ``position()`` is ``{file name: byte offset of the next line to emit}``
-over the files this task has read; ``seek`` reads each listed file again from its offset and
-every other file from its committed progress (nothing of it was emitted before the position,
-so nothing of it was acked since). A listed file that is gone or shorter than its offset is
-refused with ``SourceTruncatedError``.
+over the files this task has read whose progress file does not already say as much (a file
+whose every emitted line is done and written to its progress is left out: the position stays
+as small as the files in progress, however many were read); ``seek`` reads each listed file
+again from its offset and every other file from its committed progress (in exactly-once
+mode a line is acked only once the checkpoint covering it committed, so the progress never
+passes the committed position). A listed file that is shorter than its offset is refused
+with ``SourceTruncatedError``; one that is gone is taken as done when it had been read to
+its end or its progress reaches the offset (archived or deleted once processed), and
+refused otherwise. A listed name must be a plain file name of the followed directory:
+positions come from a state store, and a name with a separator or ``..`` is refused.
+Another task count merges the old tasks' positions (``merge_positions``): each file's entry
+goes to the task that owns the file now.
 """
 
 from __future__ import annotations
@@ -91,6 +99,7 @@ class FileSpout(ReliableSpout, SeekableSpout):
         self.index = context.get_this_task_index()
         self.tasks = len(context.get_this_component_tasks())
         self.marks: dict[str, Watermark] = {}
+        self.sizes: dict[str, int] = {}  # file -> its size when last read (a gone file was done?)
         self.skipped: set[str] = set()
         self._dirty: set[str] = set()
         self._lines: list[tuple[tuple[str, int], list]] = []  # read, to emit (reversed)
@@ -140,7 +149,7 @@ class FileSpout(ReliableSpout, SeekableSpout):
             mark = self.marks[name] = Watermark(self._committed(name))
         path = self.root / name
         try:
-            size = path.stat().st_size
+            size = self.sizes[name] = path.stat().st_size
             if size < mark.read:
                 self._truncated(name, size, mark)
                 return
@@ -182,12 +191,31 @@ class FileSpout(ReliableSpout, SeekableSpout):
     # ---- seeking ---------------------------------------------------------------------------
 
     def position(self) -> dict[str, int]:
-        """Per file read: the byte offset of the next line to emit (lines read ahead excluded)."""
-        where = {name: mark.read for name, mark in self.marks.items()}
+        """Per file read: the byte offset of the next line to emit (lines read ahead excluded).
+
+        A file whose lines emitted so far are all done, with that offset written to its
+        progress file, is left out: ``seek`` reads it from there (module docs).
+        """
+        dirty = self._dirty
+        where = {name: mark.read for name, mark in self.marks.items()
+                 if name in dirty or mark.position != mark.read or len(mark)}
         if self._lines:  # read from one file, not yet emitted: the next one starts the rest
             name, start = self._lines[-1][0]
             where[name] = start
         return where
+
+    @staticmethod
+    def merge_positions(positions: list, index: int, tasks: int) -> dict[str, int]:
+        """Task ``index`` of ``tasks``: the entries of the files it owns, from the old tasks' positions.
+
+        Each file had one owner before (its name's hash), so its entry is that task's.
+        """
+        merged: dict[str, int] = {}
+        for old in positions:
+            for name, offset in (old or {}).items():
+                if stable_hash(str(name)) % tasks == index:
+                    merged[str(name)] = int(offset)
+        return merged
 
     def seek(self, position: dict[str, int]) -> None:
         """Read each file again from the offset ``position`` gives; unlisted files from their progress."""
@@ -209,10 +237,21 @@ class FileSpout(ReliableSpout, SeekableSpout):
             raise ValueError(f"{who}: cannot seek to {position!r}: not a {{file: offset}} position")
         offsets = {}
         for name, offset in position.items():
-            path = self.root / str(name)
+            if (not isinstance(name, str) or name in ("", ".", "..") or "/" in name
+                    or (os.altsep and os.altsep in name) or os.sep in name or "\0" in name
+                    or Path(name).is_absolute()):
+                raise ValueError(f"{who}: cannot seek to {name!r}: not a file name of "
+                                 f"{self.directory!r} (positions name files of the followed "
+                                 f"directory only)")
+            path = self.root / name
             try:
                 size = path.stat().st_size
             except FileNotFoundError:
+                if self.sizes.get(name, -1) == int(offset) or self._committed(name) >= int(offset):
+                    # read to its end, or done up to the offset: archived or deleted once
+                    # processed. Kept, so its progress is written at the offset
+                    offsets[name] = int(offset)
+                    continue
                 raise SourceTruncatedError(f"{who}: cannot seek to {name} byte {offset}: "
                                            f"{path} no longer exists") from None
             if size < int(offset):

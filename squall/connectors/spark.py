@@ -16,10 +16,15 @@ a file of its own in ``progress``, and a segment read to its end with every row 
 recorded as done. A restart skips done segments and replays each other one from its
 committed row: at-least-once, duplicates bounded by what completed after the last commit.
 Seeking (exactly-once): ``position()`` is ``{segment: index of the next row to emit}`` over
-the segments this task has started; ``seek`` reads each listed segment again from its row
-and every other one from its committed progress. A listed file that is gone, or that has
-fewer rows than its position, is refused with ``SourceTruncatedError``. Reading a segment
-again needs its rows in the same order: files are, a ``query`` must sort.
+the segments this task has started and not finished (a segment done, with its progress
+written as done, is left out: the position does not grow with every file ever read);
+``seek`` reads each listed segment again from its row and every other one from its
+committed progress. A task loads and writes the progress of its own segments only. A
+listed file that is gone is taken as done when it was done or read to its end (archived or
+deleted once processed), and refused with ``SourceTruncatedError`` otherwise, as is one
+with fewer rows than its position. Reading a segment again needs its rows in the same
+order: files are, a ``query`` must sort. Another task count merges the old tasks'
+positions (``merge_positions``): each segment's entry goes to the task that owns it now.
 
 ``DataFrameWriterBolt`` (``squall.connectors.dataframe_writer``) gathers tuples into
 batches and appends each, acking a batch's tuples only after the write succeeded; in a
@@ -143,6 +148,8 @@ class DataFrameSpout(ReliableSpout, SeekableSpout):
         self.done_segments: set[str] = set()
         self.marks: dict[str, Watermark] = {}
         for segment, rows, done in self._load():
+            if not self._owns(segment, self.index, self.tasks):
+                continue  # another task's: it alone writes that progress
             if done:
                 self.done_segments.add(segment)
             else:
@@ -158,6 +165,13 @@ class DataFrameSpout(ReliableSpout, SeekableSpout):
         register = getattr(context, "register_gauge", None)
         if callable(register):
             register("lag", self.lag)
+
+    @staticmethod
+    def _owns(segment: str, index: int, tasks: int) -> bool:
+        """Whether task ``index`` of ``tasks`` reads ``segment`` (``_segments``)."""
+        if segment == QUERY_SEGMENT:
+            return index == 0
+        return stable_hash(segment) % tasks == index
 
     def _progress_path(self, segment: str) -> Path:
         # one file per segment, so any task (after a rebalance) finds any segment's progress
@@ -178,7 +192,7 @@ class DataFrameSpout(ReliableSpout, SeekableSpout):
             assert self.path is not None
             files = (arrow_io.list_files(self.path) if self.spark is None
                      else sorted(self._dataframe(self.spark).inputFiles()))
-            segments = [f for f in files if stable_hash(f) % self.tasks == self.index]
+            segments = [f for f in files if self._owns(f, self.index, self.tasks)]
         self._known = segments
         return segments
 
@@ -234,12 +248,24 @@ class DataFrameSpout(ReliableSpout, SeekableSpout):
         return f"DataFrameSpout {self._component!r} (task {self.index})"
 
     def position(self) -> dict[str, int]:
-        """Per segment started: the index of the next row to emit."""
-        return {segment: mark.read for segment, mark in self.marks.items()}
+        """Per segment started and not done with its progress written: the next row to emit."""
+        done, dirty = self.done_segments, self._dirty
+        return {segment: mark.read for segment, mark in self.marks.items()
+                if segment not in done or segment in dirty}
+
+    @classmethod
+    def merge_positions(cls, positions: list, index: int, tasks: int) -> dict[str, int]:
+        """Task ``index`` of ``tasks``: the entries of its segments, from the old tasks' positions."""
+        merged: dict[str, int] = {}
+        for old in positions:
+            for segment, n in (old or {}).items():
+                if cls._owns(str(segment), index, tasks):
+                    merged[str(segment)] = int(n)
+        return merged
 
     def seek(self, position: dict[str, int]) -> None:
         """Read each listed segment again from its row; the others from their committed progress."""
-        rows = self._checked(position)
+        rows, gone = self._checked(position)
         self.rewind(lambda m: m[0] in rows and m[1] < rows[m[0]])
         if self._rows is not None:
             self._rows.close()  # type: ignore[attr-defined]
@@ -256,6 +282,12 @@ class DataFrameSpout(ReliableSpout, SeekableSpout):
                 self.marks[segment] = Watermark(n)
         for segment, n in rows.items():
             mark = self.marks.setdefault(segment, Watermark(n))
+            if segment in gone:  # done, then archived or deleted: recorded as done
+                mark.seek(n)
+                self.exhausted.add(segment)
+                self.done_segments.add(segment)
+                self._dirty.add(segment)
+                continue
             read_all = segment in self.exhausted and mark.read == n
             mark.seek(n)
             self._dirty.add(segment)
@@ -266,17 +298,28 @@ class DataFrameSpout(ReliableSpout, SeekableSpout):
             self.done_segments.discard(segment)
             self._sought[segment] = n
 
-    def _checked(self, position: Any) -> dict[str, int]:
+    def _checked(self, position: Any) -> tuple[dict[str, int], set[str]]:
+        """The rows to seek to per segment, and the segments among them that are done and gone."""
         if not isinstance(position, dict):
             raise ValueError(f"{self._who()}: cannot seek to {position!r}: not a {{segment: row}} position")
         rows = {}
+        gone: set[str] = set()
+        saved: dict[str, tuple[int, bool]] | None = None
         for segment, n in position.items():
+            segment = str(segment)
             local = segment.startswith("file://") or ":" not in segment
             if segment != QUERY_SEGMENT and local and not os.path.exists(arrow_io.file_path(segment)):
-                raise SourceTruncatedError(f"{self._who()}: cannot seek to {segment} row {n}: "
-                                           f"the file no longer exists")
-            rows[str(segment)] = int(n)
-        return rows
+                if saved is None:
+                    saved = {s: (r, d) for s, r, d in self._load()}
+                mark = self.marks.get(segment)
+                if (segment in self.done_segments or saved.get(segment, (0, False))[1]
+                        or (segment in self.exhausted and mark is not None and mark.read == int(n))):
+                    gone.add(segment)  # done or read to its end, then archived or deleted
+                else:
+                    raise SourceTruncatedError(f"{self._who()}: cannot seek to {segment} row {n}: "
+                                               f"the file no longer exists")
+            rows[segment] = int(n)
+        return rows, gone
 
     # ---- progress ------------------------------------------------------------------------------
 

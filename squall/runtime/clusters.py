@@ -8,6 +8,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from squall.api.errors import NotAliveError
 from squall.api.topology import StormTopology
+from squall.runtime.exactly_once_checks import check_spout_rescale
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import prepare_conf, with_parallelism
 
@@ -57,6 +58,7 @@ class ClusterBase(Generic[T]):
                     parallelism: dict[str, int] | None) -> tuple[StormTopology, dict, TaskPlan]:
         """The topology, configuration and plan ``running`` gets from a rebalance (validated)."""
         topology = with_parallelism(running.topology, parallelism or {})
+        check_spout_rescale(running.conf, running.topology, topology)
         conf = dict(running.conf)
         if num_workers is not None:
             conf["topology.workers"] = num_workers

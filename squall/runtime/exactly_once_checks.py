@@ -30,6 +30,8 @@ from squall.api.errors import InvalidTopologyError
 from squall.api.topology import ComponentSpec, StormTopology
 
 INTERVAL_KEY = "topology.state.checkpoint.interval.ms"
+# topology.max.spout.pending's default in exactly-once mode (exactly_once_tasks reads it)
+MAX_PENDING_KEY = "squall.exactly_once.max.spout.pending"
 
 
 def _names(cids: list[str]) -> str:
@@ -71,7 +73,12 @@ def check_exactly_once(conf: dict, topology: StormTopology) -> None:
     if unaligned:
         raise InvalidTopologyError(
             f"topology.guarantee exactly_once cannot undo writes of components that do not "
-            f"follow checkpoints (follows_checkpoints = False): {_names(unaligned)}")
+            f"follow checkpoints (follows_checkpoints = False): {_names(unaligned)}; write "
+            f"through a sink that does (squall.connectors.redis.RedisStreamBolt, "
+            f"DataFrameWriterBolt, or a StatefulBolt that writes at commit)")
+    pending = conf.get(MAX_PENDING_KEY)
+    if pending is not None and (isinstance(pending, bool) or not isinstance(pending, int) or pending < 1):
+        raise InvalidTopologyError(f"config {MAX_PENDING_KEY} must be a positive integer, got {pending!r}")
     late = [cid for cid, obj in objects.items() if _completes_later(obj)]
     if late:
         raise InvalidTopologyError(
@@ -87,3 +94,55 @@ def _completes_later(obj: Any) -> bool:
     shell = any(f"{c.__module__}.{c.__qualname__}" == "squall.multilang.bolt.ShellBolt"
                 for c in type(obj).__mro__)
     return shell or isinstance(obj, AsyncBolt)
+
+
+def check_spout_rescale(conf: dict, old: StormTopology, new: StormTopology) -> None:
+    """Refuse a rebalance that changes the task count of a spout that cannot merge positions.
+
+    In exactly-once mode each spout task's committed position is in its own state; a new
+    task count starts a new generation whose positions the spout's ``merge_positions``
+    makes from the old ones (``ExactlyOnceSpoutTask.open_state``). A spout without it would
+    fail every checkpoint after the rebalance, so the rebalance is refused up front.
+    """
+    from squall.runtime.exactly_once import is_exactly_once
+
+    if not is_exactly_once(conf):
+        return
+    for spec in new.spouts:
+        before = old.components.get(spec.id)
+        if spec.id.startswith(("$", "__")) or before is None or before.num_tasks == spec.num_tasks:
+            continue
+        obj = component_object(spec)
+        if obj is not None and getattr(obj, "merge_positions", None) is None:
+            raise InvalidTopologyError(rescale_refusal(spec.id, before.num_tasks, spec.num_tasks))
+
+
+def check_durable_state(conf: dict, cluster: str) -> None:
+    """Refuse exactly-once on ``cluster`` (a cluster of several processes) with in-memory state.
+
+    The in-memory provider keeps each worker's states in that worker's process: a worker
+    that dies takes its tasks' committed states with it, and recovery then finds them
+    missing (``MissingStateError``, for ever) or, with the checkpoint spout's record gone
+    too, starts over and counts again. ``LocalCluster`` runs every worker in one process,
+    so it is not refused there.
+    """
+    from squall.runtime.exactly_once import is_exactly_once
+    from squall.state import DEFAULT_PROVIDER, PROVIDER_KEY, STORM_PROVIDERS
+
+    if not is_exactly_once(conf) or int(conf.get("topology.workers") or 1) < 2:
+        return
+    path = conf.get(PROVIDER_KEY) or DEFAULT_PROVIDER
+    path = STORM_PROVIDERS.get(path, path)
+    if path == "squall.state.memory.InMemoryStateProvider":
+        raise InvalidTopologyError(
+            f"topology.guarantee exactly_once on {cluster} with {conf.get('topology.workers')} "
+            f"workers needs durable state, but topology.state.provider is {path} (its states die "
+            f"with their worker); set topology.state.provider to "
+            f"squall.state.redis.RedisStateProvider")
+
+
+def rescale_refusal(component: str, old: int, new: int) -> str:
+    """The one-line error for a spout whose task count changed but cannot merge positions."""
+    return (f"spout {component!r} cannot go from {old} to {new} tasks under topology.guarantee "
+            f"exactly_once: it has no merge_positions() to split its committed positions among "
+            f"the new tasks; rebalance it back to {old} tasks")

@@ -12,7 +12,10 @@ A spout task takes the checkpoint tuples of ``$checkpointspout`` itself:
   not committed are forgotten, never failed: the spout reads them again.
 
 Its emits are not tracked by the ackers (no ack-init, no timeout); a spout task emits
-nothing until a recovery barrier (INITSTATE or ROLLBACK) has passed through it.
+nothing until a recovery barrier (INITSTATE or ROLLBACK) has passed through it. A failure on
+the spout's side (an exception out of ``next_tuple``, an emit that raised, or the spout's
+own ``collector.fail_next_prepare(reason)``) fails its next PREPARE, since its position may
+be past a record that never left it: the rollback that follows seeks it back.
 
 A bolt task aligns barriers (``exactly_once.Alignment``), and a failed data tuple (``fail``,
 ``FailedException``, an exception raised in ``execute``) fails the next PREPARE, which the
@@ -24,6 +27,7 @@ returns to the last commit, survivors included.
 from __future__ import annotations
 
 import itertools
+import logging
 from typing import Any
 
 from squall.api.components import SeekableSpout
@@ -31,13 +35,18 @@ from squall.api.tuple import DEFAULT_STREAM, Tuple
 from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action
 from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
 from squall.runtime.exactly_once import POSITION_KEY, Alignment
+from squall.runtime.exactly_once_checks import MAX_PENDING_KEY, rescale_refusal
 from squall.runtime.stateful import (
     StatefulBoltTask,
     StatefulOutputCollector,
     close_state,
-    state_namespace,
 )
 from squall.runtime.tasks import BoltTask, SpoutTask
+
+log = logging.getLogger("squall.exactly_once")
+
+# topology.max.spout.pending's default in this mode (squall.exactly_once.max.spout.pending)
+DEFAULT_MAX_PENDING = 100_000
 
 _UNREAD = object()  # the spout's position at open could not be read
 
@@ -50,8 +59,16 @@ class UntrackedSpoutCollector(SpoutOutputCollector):
         self.since_barrier: list[Any] = []  # msg ids emitted since the last PREPARE
 
     def emit(self, values: list, stream: str = DEFAULT_STREAM, msg_id: Any = None) -> list[int]:
-        """Emit ``values`` untracked; ``msg_id`` is acked when its checkpoint commits."""
-        targets = SpoutOutputCollector.emit(self, values, stream, None)
+        """Emit ``values`` untracked; ``msg_id`` is acked when its checkpoint commits.
+
+        An emit that raises fails the spout's next PREPARE (``fail_next_prepare``): the
+        spout's position may already be past the record, which no acker will replay.
+        """
+        try:
+            targets = SpoutOutputCollector.emit(self, values, stream, None)
+        except BaseException as e:
+            self.fail_next_prepare(f"an emit on {stream!r} raised {type(e).__name__}: {e}")
+            raise
         if msg_id is not None:
             self.since_barrier.append(msg_id)
         return targets
@@ -59,9 +76,25 @@ class UntrackedSpoutCollector(SpoutOutputCollector):
     def emit_direct(self, task: int, values: list, stream: str = DEFAULT_STREAM,
                     msg_id: Any = None) -> None:
         """Emit on a direct stream, untracked (as ``emit``)."""
-        SpoutOutputCollector.emit_direct(self, task, values, stream, None)
+        try:
+            SpoutOutputCollector.emit_direct(self, task, values, stream, None)
+        except BaseException as e:
+            self.fail_next_prepare(f"an emit on {stream!r} raised {type(e).__name__}: {e}")
+            raise
         if msg_id is not None:
             self.since_barrier.append(msg_id)
+
+    def fail_next_prepare(self, reason: str) -> None:
+        """Fail the task's next PREPARE, so a rollback seeks the spout back before anything commits.
+
+        For a spout that knows its position moved past a record it could not deliver (a
+        translator error it retries later, a refused seek): ``getattr(collector,
+        "fail_next_prepare", None)`` is there only in exactly-once mode. An exception out
+        of ``next_tuple`` and an emit that raised call it by themselves.
+        """
+        task: Any = self._task
+        if task.slipped is None:
+            task.slipped = reason
 
 
 class ExactlyOnceSpoutTask(SpoutTask):
@@ -78,8 +111,15 @@ class ExactlyOnceSpoutTask(SpoutTask):
         self.opened_at: Any = _UNREAD
         self.state: Any = None
         self.uncommitted: dict[int, list[Any]] = {}  # txid -> msg ids that PREPARE covered
+        # why the next PREPARE must fail (the position may be past an undelivered record);
+        # cleared by the seek of a recovery barrier
+        self.slipped: str | None = None
         # submit refused any other (exactly_once_checks): the spout can say and set its place
         self.seekable: SeekableSpout = self.spout  # type: ignore[assignment]
+        if self.max_pending is None:
+            # what a bolt holds for alignment is bounded only by what the spouts emit past a
+            # barrier: never unbounded in this mode (RELIABILITY E24)
+            self.max_pending = int(self.conf.get(MAX_PENDING_KEY) or DEFAULT_MAX_PENDING)
 
     def start(self) -> None:
         """Open the spout and note where it stands: the position when nothing was committed."""
@@ -105,6 +145,30 @@ class ExactlyOnceSpoutTask(SpoutTask):
         for ids in self.uncommitted.values():
             waiting += len(ids)
         return waiting < limit
+
+    def next_tuple(self) -> int:
+        """Call the spout's ``next_tuple`` once; an exception out of it fails the next PREPARE.
+
+        Its emits are untracked, so no ``ack_soon``/``fail_soon`` fills up, and chains are
+        off when checkpointing; the base class's drains run anyway should one fill.
+        """
+        before = self.metrics.emitted
+        self.calls += 1
+        try:
+            self.spout.next_tuple()
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, and roll back
+            self.collector.fail_next_prepare(  # type: ignore[attr-defined]
+                f"next_tuple raised {type(e).__name__}: {e}")
+            self.host.report_error(self, e)
+        if self._completed_soon:
+            self._run_completed_soon()
+        if self._ack_soon:
+            self._run_acks_soon()
+        return self.metrics.emitted - before
+
+    def frames_lost(self, reason: str) -> None:
+        """Frames to or from this task were lost between live workers (``Transfer.lost_frames``)."""
+        self.collector.fail_next_prepare(reason)  # type: ignore[attr-defined]
 
     def handle(self, tup: Tuple) -> None:
         """Checkpoint tuples here; acker verdicts (only of system streams) as any spout."""
@@ -134,6 +198,10 @@ class ExactlyOnceSpoutTask(SpoutTask):
         if action is Action.PREPARE:
             if not self.recovered:
                 return False  # started since the last checkpoint: recover first
+            if self.slipped is not None:
+                log.warning("spout %r task %s fails PREPARE %d: %s; rolling back", self.component,
+                            self.task_id, txid, self.slipped)
+                return False  # the position may be past a record never delivered
             state.put(POSITION_KEY, self.seekable.position())
             state.prepare_commit(txid)
             self.uncommitted[txid] = collector.since_barrier
@@ -151,6 +219,7 @@ class ExactlyOnceSpoutTask(SpoutTask):
                     raise RuntimeError(f"spout {self.component!r} task {self.task_id}: its "
                                        f"position() failed at open, so it cannot seek back")
                 position = self.opened_at
+            self.slipped = None  # before the seek: a seek that fails its way sets it again
             self.seekable.seek(position)
             self.uncommitted.clear()  # read again after the seek: never failed
             collector.since_barrier = []
@@ -158,15 +227,34 @@ class ExactlyOnceSpoutTask(SpoutTask):
         return True
 
     def open_state(self) -> Any:
-        """The task's own state (its committed position); checked on first open."""
+        """The task's own state (its committed position); checked on first open.
+
+        Spout states have generations as bolts' do (``stateful.open_task_state``): when
+        the spout's task count changed, each new task's position is merged by the spout's
+        ``merge_positions`` from the previous generation's committed positions.
+        """
         if self.state is None:
-            from squall.runtime.stateful import check_recovered
+            from squall.runtime.stateful import (
+                check_recovered,
+                committed_items,
+                needs_move,
+                previous_states,
+                task_generation,
+            )
             from squall.state import load_provider
 
             ctx = self.context
-            state = load_provider(self.conf).new_state(
-                state_namespace(ctx.topology_name, self.component, ctx.get_this_task_index(), 0),
-                self.conf, ctx)
+            provider = load_provider(self.conf)
+            history, state = task_generation(provider, self.conf, ctx)
+            if needs_move(history, state):
+                merge = getattr(self.spout, "merge_positions", None)
+                if merge is None:
+                    raise RuntimeError(rescale_refusal(self.component, history[-2], history[-1]))
+                old = [dict(committed_items(s)).get(POSITION_KEY)
+                       for s in previous_states(provider, self.conf, ctx, history)]
+                if any(p is not None for p in old):
+                    state.put(POSITION_KEY, merge(old, ctx.get_this_task_index(), history[-1]))
+                state.commit(0)
             check_recovered(state, self.conf, ctx)
             self.state = state
         return self.state
@@ -244,6 +332,12 @@ class _Aligned:
         if run:
             self.run(run)
         return n
+
+    def frames_lost(self, reason: str) -> None:
+        """Frames to or from this task were lost between live workers: fail the next PREPARE."""
+        if not self.alignment.recovering:
+            log.warning("task %s fails its next PREPARE: %s", getattr(self, "task_id", "?"), reason)
+        self.alignment.fail_data()
 
     def handle(self, tup: Tuple) -> None:
         """One tuple, as ``process`` does it."""

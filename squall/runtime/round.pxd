@@ -12,7 +12,7 @@ cdef class Round:
     cdef public object exchange, now
     cdef public Py_ssize_t capacity, high, low, spout_batch, spout_cursor
     cdef public double bolt_budget, spout_budget, batch_time, io_at
-    cdef public list processors, spouts, barrier_spouts, queues, offloop
+    cdef public list processors, spouts, barrier_spouts, queues, offloop, aligners
     cdef public bint throttled, blocked
     cdef public Py_ssize_t rounds, work_done, early_sends
     cdef dict __dict__
@@ -26,5 +26,7 @@ cdef class Round:
     cpdef Py_ssize_t exchange_now(self)
     @cython.locals(task=Task, fullest=Py_ssize_t, n=Py_ssize_t)
     cpdef Py_ssize_t fullest(self)
+    @cython.locals(fullest=Py_ssize_t, n=Py_ssize_t)
+    cpdef Py_ssize_t pressure(self)
     @cython.locals(spout=SpoutTask, emitted=Py_ssize_t, n=Py_ssize_t, count=Py_ssize_t, k=Py_ssize_t, start=Py_ssize_t, now=double, deadline=double)
     cpdef Py_ssize_t run_spouts(self)

@@ -120,6 +120,7 @@ class Round:
         self.barrier_spouts: list[SpoutTask] = []
         self.queues: list[Task] = []
         self.offloop: list[Any] = []
+        self.aligners: list[Any] = []
         self.throttled = False
         self.blocked = False  # a peer could not take a frame at the last send
         self.io_at = 0.0  # real time of the next mid-round send-and-take
@@ -144,6 +145,9 @@ class Round:
             (t for t in tasks if not isinstance(t, SpoutTask) and t.task_id not in own), sources)
         self.queues = tasks
         self.offloop = offloop
+        # exactly-once bolts: what they hold for alignment left their queue but is still
+        # input not handled, so it counts for the spouts' backpressure (``pressure``)
+        self.aligners = [t for t in tasks if getattr(t, "alignment", None) is not None]
 
     def run(self, active: bool) -> int:
         """One round (``active``: the topology is active, spouts may emit); the work done."""
@@ -169,7 +173,7 @@ class Round:
         for side in self.offloop:
             work += side.drain()
         blocked = exchange.send()
-        work += self.gate_spouts(active, blocked, self.fullest())
+        work += self.gate_spouts(active, blocked, self.pressure() if self.aligners else self.fullest())
         for side in self.offloop:
             side.after_round()
         self.rounds += 1
@@ -237,6 +241,19 @@ class Round:
         fullest = 0
         for task in self.queues:
             n = len(task.inbox)
+            if n > fullest:
+                fullest = n
+        return fullest
+
+    def pressure(self) -> int:
+        """``fullest``, with what exactly-once bolts hold for alignment added to their queues.
+
+        Only for the spouts' gate: frames are still taken by the queues alone, since the
+        barrier that releases what is held may be in a frame not yet taken.
+        """
+        fullest = self.fullest()
+        for task in self.aligners:
+            n = len(task.inbox) + len(task.alignment.held)
             if n > fullest:
                 fullest = n
         return fullest

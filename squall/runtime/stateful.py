@@ -41,11 +41,13 @@ def key_owner(key: Any, num_tasks: int) -> int:
     return stable_hash(key) % num_tasks
 
 
-def open_task_state(provider: Any, conf: dict, context: TopologyContext) -> Any:
-    """Open the task's state, moving its keys in from the previous generation if needed."""
+def task_generation(provider: Any, conf: dict, context: TopologyContext) -> tuple[list[int], Any]:
+    """The component's task counts so far (``$tasks``) and the task's current-generation state.
+
+    The last count is this plan's; the state is empty and uncommitted if the generation is new.
+    """
     topology, component = context.topology_name, context.component_id
     num_tasks = len(context.get_this_component_tasks())
-    index = context.get_this_task_index()
     meta = provider.new_state(f"{topology}/{component}/$tasks", conf, context)
     history = list(meta.get(HISTORY_KEY) or [])
     if not history or history[-1] != num_tasks:
@@ -54,17 +56,70 @@ def open_task_state(provider: Any, conf: dict, context: TopologyContext) -> Any:
         meta.put(HISTORY_KEY, history)
         meta.commit((meta.committed_txid() or 0) + 1)
     generation = len(history) - 1
-    state = provider.new_state(state_namespace(topology, component, index, generation), conf, context)
-    if generation > 0 and state.committed_txid() is None and state.prepared_txid() is None:
-        previous = history[generation - 1]
-        for old in range(previous):
-            source = provider.new_state(state_namespace(topology, component, old, generation - 1),
-                                        conf, context)
-            for key, value in source:
+    state = provider.new_state(state_namespace(topology, component, context.get_this_task_index(),
+                                               generation), conf, context)
+    return history, state
+
+
+def needs_move(history: list[int], state: Any) -> bool:
+    """Whether ``state`` is of a new generation that has not yet taken its part of the old one."""
+    return len(history) > 1 and state.committed_txid() is None and state.prepared_txid() is None
+
+
+def previous_states(provider: Any, conf: dict, context: TopologyContext, history: list[int]) -> list[Any]:
+    """The previous generation's task states, by task index, each settled by the checkpoint record.
+
+    A staged transaction the record says is COMMITTING is committed first (the recovery's
+    COMMIT would have committed it in the old task); any other staged one is left alone: it
+    is rolled back, so only committed values are copied (``committed_items``).
+    """
+    from squall.runtime.checkpoint_spout import RECORD_KEY
+    from squall.state import load_provider
+
+    topology, component = context.topology_name, context.component_id
+    generation = len(history) - 1
+    meta: Any = load_provider(conf).new_state(f"{topology}/{CHECKPOINT_SPOUT}", conf, context)
+    record = meta.get(RECORD_KEY)
+    committing = record[0] if record and record[1] == "COMMITTING" else None
+    states = []
+    for old in range(history[generation - 1]):
+        source = provider.new_state(state_namespace(topology, component, old, generation - 1),
+                                    conf, context)
+        if committing is not None and source.prepared_txid() == committing:
+            source.commit(committing)
+        states.append(source)
+    return states
+
+
+def open_task_state(provider: Any, conf: dict, context: TopologyContext) -> Any:
+    """Open the task's state, moving its keys in from the previous generation if needed."""
+    num_tasks = len(context.get_this_component_tasks())
+    index = context.get_this_task_index()
+    history, state = task_generation(provider, conf, context)
+    if needs_move(history, state):
+        for source in previous_states(provider, conf, context, history):
+            for key, value in committed_items(source):
                 if key_owner(key, num_tasks) == index:
                     state.put(key, value)
         state.commit(0)
     return state
+
+
+def committed_items(state: Any) -> Any:
+    """``state``'s committed pairs: a staged transaction may yet roll back, so it is not copied.
+
+    squall's providers say it (``committed_items``); a user's ``KeyValueState`` that cannot
+    is iterated only when nothing is staged, else this raises (the move is retried at the
+    next checkpoint, once the staged transaction committed or rolled back).
+    """
+    items = getattr(state, "committed_items", None)
+    if items is not None:
+        return items()
+    if state.prepared_txid() is not None:
+        namespace = getattr(state, "namespace", "")
+        raise RuntimeError(f"state {namespace!r} has txid {state.prepared_txid()} staged and its "
+                           f"provider cannot list committed values only: the generation move waits")
+    return iter(state)
 
 
 def close_state(task: Any) -> None:

@@ -187,6 +187,23 @@ class Transfer(TaskHost):
         self.sent_bytes = 0
         self.sent_tuples = 0
         self.sent_acker = 0
+        # a transport that sees frames lost on their way here (a sequence gap) says so
+        if hasattr(transport, "on_loss"):
+            transport.on_loss = self.lost_frames
+
+    def lost_frames(self, reason: str, sources: Any = None) -> None:
+        """Frames were dropped between live workers: tell the tasks whose tuples they carried.
+
+        In exactly-once mode data tuples are untracked, so no acker timeout replays them:
+        each task that may have lost input (``sources`` None: every task here) or output
+        (``sources``: the senders) fails its next PREPARE (``frames_lost``), and the rollback
+        that follows reads the records again. Tasks of at-least-once mode have no
+        ``frames_lost``: their trees time out and replay.
+        """
+        for task in (self.tasks.values() if sources is None else sources):
+            mark = getattr(task, "frames_lost", None)
+            if mark is not None:
+                mark(reason)
 
     def wire(self, tasks: dict[int, Task], fields: dict[tuple[str, str], Fields]) -> None:
         """Index this worker's ``tasks`` for delivery; ``fields``: (component, stream) -> fields."""
@@ -378,6 +395,8 @@ class Transfer(TaskHost):
             self.unsendable_frames += 1
             log.warning("worker %d could not send a frame to worker %d: %s (its tuples will "
                         "be replayed)", self.index, index, e)
+            self.lost_frames(f"worker {self.index} could not send a frame to worker {index}: {e}",
+                             {batch.src for batch in batches})
             return
         self.sent_frames += 1
         self.sent_bytes += len(data)
@@ -417,6 +436,7 @@ class Transfer(TaskHost):
                 self.corrupt_frames += 1
                 log.warning("worker %d dropped a frame: %s (its tuples will be replayed)",
                             self.index, e)
+                self.lost_frames(f"worker {self.index} dropped a corrupt frame: {e}")
                 continue
             for batch in messages:
                 n += self._take_batch(batch, tasks, sources)
@@ -429,11 +449,14 @@ class Transfer(TaskHost):
         count = len(vals)
         if task is None:
             self.misrouted += count
+            self.lost_frames(f"worker {self.index} dropped {count} tuple(s) for task {target}, "
+                             f"which does not run here")
             return 0
         if ids is not None and (type(ids) is not bytes or len(ids) != 16 * count):
             self.corrupt_frames += 1
             log.warning("worker %d dropped a batch whose ids do not match its %d tuples (they "
                         "will be replayed)", self.index, count)
+            self.lost_frames(f"worker {self.index} dropped a batch whose ids do not match its tuples")
             return 0
         if task.inline:
             acker: AckerTask = task  # type: ignore[assignment]  # typed when compiled

@@ -46,6 +46,15 @@ class InProcessHub:
         # for fault tests (squall.testing.faults): (sender, receiver, frame) -> the frames
         # that arrive instead: [] drops it, two copies duplicate it, other bytes corrupt it
         self.fault: Callable[[int, int, bytes], list[bytes]] | None = None
+        # frames a fault dropped, per receiver: its transport tells its worker (``on_loss``),
+        # as a sequence gap on a network link would
+        self.lost = [0] * workers
+        self._lost_lock = threading.Lock()
+
+    def dropped(self, receiver: int) -> None:
+        """A frame on its way to worker ``receiver`` was lost (a fault dropped it)."""
+        with self._lost_lock:
+            self.lost[receiver] += 1
 
     def endpoint(self, worker: int) -> InProcessTransport:
         """The transport of worker ``worker``."""
@@ -60,6 +69,9 @@ class InProcessTransport:
         self._index = worker
         self._queue = hub.queues[worker]
         self._event = hub.events[worker]
+        self._lost_seen = 0
+        # called with a reason when a frame sent to this worker was lost (set by its Transfer)
+        self.on_loss: Callable[[str], None] | None = None
 
     def send(self, peer: int, frame: bytes) -> bool:
         """Queue ``frame`` for ``peer`` unless its queue is full."""
@@ -70,7 +82,10 @@ class InProcessTransport:
         if hub.fault is None:
             q.append(frame)
         else:
-            q.extend(hub.fault(self._index, peer, frame))
+            frames = hub.fault(self._index, peer, frame)
+            if not frames:
+                hub.dropped(peer)  # before any later frame of this link is queued
+            q.extend(frames)
         hub.events[peer].set()
         return True
 
@@ -80,6 +95,12 @@ class InProcessTransport:
         out: list[bytes] = []
         while q and len(out) < max_frames:
             out.append(q.popleft())
+        # after taking the frames: a loss recorded before a frame taken here is seen now
+        lost = self._hub.lost[self._index]
+        if lost != self._lost_seen:
+            self._lost_seen = lost
+            if self.on_loss is not None:
+                self.on_loss(f"a frame sent to worker {self._index} was lost")
         return out
 
     def waiting(self) -> bool:

@@ -16,6 +16,7 @@ from squall.api.config import SQUALL_SPARK_MASTER
 from squall.api.errors import AlreadyAliveError
 from squall.api.topology import StormTopology
 from squall.runtime.clusters import ClusterBase
+from squall.runtime.exactly_once_checks import check_durable_state
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import check_name, prepare_conf, prepare_topology
 from squall.scheduler import Assignment, OldWorker, old_workers
@@ -115,6 +116,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
         if inactive:
             conf = {**(conf or {}), S.START_INACTIVE: True}
         merged = prepare_conf(conf, topology)
+        check_durable_state(merged, "SparkCluster")
         topology = prepare_topology(topology, merged)
         with self._lock:
             if name in self._topologies:

@@ -18,7 +18,10 @@ master's address map (``set_peers``). A receiver takes a frame only if the tag i
 it is the receiver named (index and nonce: a frame captured on one link cannot be
 redirected to another worker, nor to a later process of the same one), the sender's
 nonce is the current one of that worker, and the sequence number is above the last one
-taken on that link (a captured frame cannot be replayed). A frame from a sender whose
+taken on that link (a captured frame cannot be replayed). A sequence number more than one
+above the last is a gap: frames of a live link were lost, and the worker is told
+(``on_loss``: in exactly-once mode its tasks fail their next PREPARE, since no acker
+timeout replays untracked data). A frame from a sender whose
 nonce this worker has not learnt yet (it just restarted and the map is on its way) is
 held, a bounded number of them, until the map arrives. Everything else is dropped and
 counted in ``rejected_frames``. The tag authenticates; it does not encrypt (bind to
@@ -122,6 +125,9 @@ class ZmqTransport:
         self.index = index if index is not None else -1
         self.nonce = random.token_bytes(NONCE_BYTES)  # this process's end of every link
         self.rejected_frames = 0
+        self.lost_frames = 0  # frames missing on a live link (a gap in its sequence numbers)
+        # called with a reason when frames sent to this worker were lost (set by its Transfer)
+        self.on_loss: Any = None
         self._hwm = max(1, hwm)
         self._pull = context.socket(zmq.PULL)
         self._pull.setsockopt(zmq.RCVHWM, self._hwm)
@@ -280,10 +286,17 @@ class ZmqTransport:
             else:
                 self._held.append((header, frame))  # its process is new: the map is coming
             return
-        if seq <= self._recv_seq.get(sender, 0):
+        last = self._recv_seq.get(sender, 0)
+        if seq <= last:
             self._reject(f"a replayed frame from worker {sender} (sequence {seq})")
             return
         self._recv_seq[sender] = seq
+        if seq > last + 1:
+            # frames of a live link went missing (ZeroMQ does not promise delivery across its
+            # reconnects): in exactly-once mode the tasks here must fail their next PREPARE
+            self.lost_frames += seq - last - 1
+            if self.on_loss is not None:
+                self.on_loss(f"frames {last + 1} to {seq - 1} from worker {sender} never arrived")
         self._ready.append(frame)
 
     def _reject(self, what: str) -> None:

@@ -375,6 +375,15 @@ class BufferedKeyValueState(KeyValueState):
             if maybe is not None:
                 yield self._codec.decode(ekey), self._codec.decode(maybe)
 
+    def committed_items(self) -> Iterator[tuple[Any, Any]]:
+        """The committed pairs only: no staged transaction, no change made since the last commit.
+
+        What a new generation of a component's states copies (``runtime.stateful``): a
+        staged transaction may still be rolled back, and the copy would not roll back with it.
+        """
+        for ekey, evalue in self._committed_items():
+            yield self._codec.decode(ekey), self._codec.decode(evalue)
+
     def prepare_commit(self, txid: int) -> None:
         """See ``State.prepare_commit``."""
         _check_txid(txid)
@@ -421,6 +430,10 @@ class BufferedKeyValueState(KeyValueState):
     @abc.abstractmethod
     def _stored_items(self) -> Iterator[tuple[bytes, bytes]]:
         """Encoded pairs of committed with staged changes on top (called without the lock)."""
+
+    @abc.abstractmethod
+    def _committed_items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Encoded committed pairs, staged changes ignored (called without the lock)."""
 
     @abc.abstractmethod
     def _stage(self, txid: int, changes: Changes) -> None:

@@ -132,6 +132,18 @@ class LocalKeyValueState(BufferedKeyValueState):
             if maybe is not None:
                 yield ekey, maybe
 
+    def _committed_items(self) -> Iterator[tuple[bytes, bytes]]:
+        after = b""  # keyset pages, as _stored_items
+        while True:
+            with self._lock, self._unavailable_as_error():
+                rows = self._conn.execute(
+                    "SELECT key, value FROM committed WHERE ns = ? AND key > ? ORDER BY key LIMIT ?",
+                    (self.namespace, after, _PAGE)).fetchall()
+            yield from rows
+            if len(rows) < _PAGE:
+                break
+            after = rows[-1][0]
+
     def _stage(self, txid: int, changes: Changes) -> None:
         with self._transaction() as c:
             committed, _ = self._txids()

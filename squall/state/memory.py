@@ -84,6 +84,11 @@ class InMemoryKeyValueState(BufferedKeyValueState):
             _apply(view, s.staged)
         return iter(view.items())
 
+    def _committed_items(self) -> Iterator[tuple[bytes, bytes]]:
+        s = self._stored
+        with s.lock:
+            return iter(dict(s.committed).items())
+
     def _stage(self, txid: int, changes: Changes) -> None:
         s = self._stored
         with s.lock:

@@ -171,6 +171,16 @@ class RedisKeyValueState(BufferedKeyValueState):
             if maybe != _TOMBSTONE:
                 yield ekey, maybe
 
+    def _committed_items(self) -> Iterator[tuple[bytes, bytes]]:
+        with self._unavailable_as_error():
+            seen: set[bytes] = set()  # HSCAN may return an entry twice
+            pairs = cast(Iterator[tuple[bytes, bytes]],
+                         self._client.hscan_iter(self._committed_key, count=_SCAN_COUNT))
+            for ekey, evalue in pairs:
+                if ekey not in seen:
+                    seen.add(ekey)
+                    yield ekey, evalue
+
     def _stage(self, txid: int, changes: Changes) -> None:
         with self._unavailable_as_error():
             done, committed = self._prepare_script(keys=[self._staged_key, self._txids_key],

@@ -138,3 +138,49 @@ def test_seek_to_a_row_a_rewritten_file_no_longer_has_is_refused(tmp_path, sim):
         for _ in range(20):
             s.next_tuple()
             sim.advance(0.05)
+
+
+def test_a_segment_done_then_deleted_does_not_stop_a_seek_and_leaves_the_position(tmp_path, sim):
+    # RELIABILITY E25: a processed file archived or deleted must not hang exactly-once; done
+    # segments whose progress is written leave the position, so it does not grow
+    write_parts(tmp_path / "in", parts=3, rows=4)
+    s = spout(tmp_path, "arrow")
+    out = opened(s)
+    assert pump(s, out, 12, sim)
+    for _, m in out.records():
+        s.ack(m)
+    position = roundtrip(s.position())  # before the progress is written: all three listed
+    assert len(position) == 3
+    (tmp_path / "in" / "part-0.parquet").unlink()
+    s.seek(position)
+    assert quiet(s, out, sim) == []
+    assert s.position() == {}  # done, and written by the commit timer meanwhile
+    (tmp_path / "in" / "part-1.parquet").unlink()
+    s.close()
+    new = spout(tmp_path, "arrow")
+    out2 = opened(new)
+    new.seek(position)  # a restart from the older position: the progress says done
+    assert quiet(new, out2, sim) == []
+
+
+def test_a_task_loads_and_rewrites_only_its_own_segments_progress(tmp_path, sim):
+    # the review's note: task 0 loaded task 1's progress at open, and its seek wrote it back
+    # later, stale, over what task 1 had committed since
+    write_parts(tmp_path / "in", parts=6, rows=3)
+    one = spout(tmp_path, "arrow")
+    out1 = opened(one, index=1, tasks=2)
+    assert pump(one, out1, 2, sim)
+    one.ack(out1.records()[0][1])
+    sim.advance(1)
+    one.next_tuple()  # task 1's progress: 1 row of its first segment
+    zero = spout(tmp_path, "arrow")
+    opened(zero, index=0, tasks=2)
+    one.ack(out1.records()[1][1])
+    sim.advance(1)
+    one.next_tuple()  # task 1's progress: 2 rows
+    before = {p.name: p.read_text() for p in (tmp_path / "progress").iterdir()}
+    zero.seek(zero.position())
+    zero.close()
+    after = {p.name: p.read_text() for p in (tmp_path / "progress").iterdir()}
+    assert [n for n in before if before[n] != after.get(n)] == []
+    assert all(zero.merge_positions([{s: 0}], 0, 2) == {s: 0} for s in zero.marks)

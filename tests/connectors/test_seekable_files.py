@@ -170,3 +170,44 @@ def test_seek_to_a_file_that_is_gone_is_refused(tmp_path, sim):
     with pytest.raises(SourceTruncatedError, match=r"FileSpout 'src' \(task 0\): cannot seek to "
                                                      r"a.txt byte 2\d: .* no longer exists"):
         s.seek(position)
+
+
+def test_a_file_read_to_its_end_and_done_then_deleted_does_not_stop_a_seek(tmp_path, sim):
+    # RELIABILITY E25: archiving or deleting a processed file must not hang exactly-once
+    src = source(tmp_path, {"one.txt": ["a", "b"], "two.txt": ["c", "d"]})
+    s = spout(tmp_path, src)
+    out = opened(s)
+    assert pump(s, out, 4, sim)
+    for _, m in out.records():
+        s.ack(m)
+    position = roundtrip(s.position())  # taken before the progress is written: both listed
+    (src / "one.txt").unlink()
+    s.seek(position)
+    assert quiet(s, out, sim) == []
+    # and after a restart, from the progress files alone
+    sim.advance(1)
+    s.next_tuple()  # writes the progress
+    s.close()
+    (src / "two.txt").unlink()
+    new = spout(tmp_path, src)
+    out2 = opened(new)
+    new.seek(position)
+    assert quiet(new, out2, sim) == []
+
+
+def test_the_position_leaves_out_files_done_and_written_so_it_does_not_grow(tmp_path, sim):
+    files = {f"f{k:03}.txt": [f"{k} {i}" for i in range(3)] for k in range(50)}
+    s = spout(tmp_path, source(tmp_path, files))
+    out = opened(s)
+    assert pump(s, out, 150, sim)
+    for _, m in out.records():
+        s.ack(m)
+    sim.advance(1)
+    s.next_tuple()  # the commit timer writes the progress
+    assert s.position() == {}
+    (tmp_path / "in" / "f999.txt").write_text("new\n", encoding="utf-8")
+    assert pump(s, out, 151, sim)
+    assert s.position() == {"f999.txt": 4}
+    # a seek to the position before the new file reads only the new file again
+    s.seek({})
+    assert quiet(s, out, sim) == [(["new"], ("f999.txt", 0))]

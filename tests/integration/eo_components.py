@@ -221,3 +221,161 @@ class Relay(Bolt):
     def declare_output_fields(self, declarer: Any) -> None:
         """``word``, ``index``, ``n``."""
         declarer.declare(Fields("word", "index", "n"))
+
+
+class PartitionedSpout(SeekableSpout):
+    """Emits ``[index, sentence]`` from fixed partitions (sentence ``i`` is in ``p{i % parts}``).
+
+    Task ``k`` of ``n`` reads the partitions ``p`` with ``p % n == k``; its position is
+    ``{"p<p>": sentences of p emitted}``, so a new task count can merge the old positions
+    (``merge_positions``): each partition's entry comes from the task that read it.
+    """
+
+    def __init__(self, sentences: list[str], topology: str, rate: float = 0.0, parts: int = 6) -> None:
+        self.sentences, self.topology, self.rate, self.parts = sentences, topology, rate, parts
+
+    def open(self, conf: dict, context: Any, collector: Any) -> None:
+        """Take this task's partitions; start each at its beginning."""
+        self.collector = collector
+        index, tasks = context.get_this_task_index(), len(context.get_this_component_tasks())
+        self.owned = [p for p in range(self.parts) if p % tasks == index]
+        self.at = {f"p{p}": 0 for p in self.owned}
+        self.started = clock.monotonic()
+        self.emitted = 0
+
+    def _partition(self, p: int) -> list[int]:
+        return list(range(p, len(self.sentences), self.parts))
+
+    def next_tuple(self) -> None:
+        """The next sentence of the first partition with some left."""
+        if self.rate and self.emitted >= self.rate * (clock.monotonic() - self.started):
+            return
+        for p in self.owned:
+            mine, n = self._partition(p), self.at[f"p{p}"]
+            if n < len(mine):
+                self.at[f"p{p}"] = n + 1
+                self.emitted += 1
+                self.collector.emit([mine[n], self.sentences[mine[n]]], msg_id=mine[n])
+                record("eo.emitted", mine[n])
+                return
+
+    def position(self) -> dict:
+        """Per partition read by this task: how many of its sentences were emitted."""
+        return dict(self.at)
+
+    def seek(self, position: dict) -> None:
+        """Emit each partition again from its entry (unlisted ones from the start)."""
+        record("eo.seek", position)
+        self.at = {f"p{p}": int(position.get(f"p{p}", 0)) for p in self.owned}
+
+    @staticmethod
+    def merge_positions(positions: list, index: int, tasks: int) -> dict:
+        """Task ``index`` of ``tasks``: the entries of its partitions from the old positions."""
+        merged: dict = {}
+        for old in positions:
+            for name, n in (old or {}).items():
+                if int(name[1:]) % tasks == index:
+                    merged[name] = n
+        return merged
+
+    def ack(self, msg_id: Any) -> None:
+        """Record the ack."""
+        record("eo.acked", msg_id)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """``index``, ``sentence``."""
+        declarer.declare(Fields("index", "sentence"))
+
+
+def latest_generation(topology: str, component: str) -> dict:
+    """The committed states of ``component``'s newest generation of in-memory namespaces, merged."""
+    prefix = f"{topology}/{component}/"
+    names = [n for n in list(memory._store) if n.startswith(prefix) and "$" not in n]
+    gen = max((int(n.split("@g")[1]) if "@g" in n else 0) for n in names)
+    out: dict = {}
+    for n in names:
+        if (int(n.split("@g")[1]) if "@g" in n else 0) == gen:
+            for k, v in committed(n).items():
+                assert k not in out, f"{k!r} kept by two tasks of {component}"
+                out[k] = v
+    return out
+
+
+class SlipSpout(ListSpout):
+    """A list spout that, once, moves its position past a sentence it does not emit.
+
+    ``how``: "raise" (``next_tuple`` raises after moving on, as a translator that fails) or
+    "emit" (the emit raises and the spout carries on, as a spout that only reports it).
+    The sentence is ``slip`` (by index); the fault fires once per process (``Faults``).
+    """
+
+    def __init__(self, sentences: list[str], topology: str, slip: int, how: str, rate: float = 0.0) -> None:
+        super().__init__(sentences, topology, rate)
+        self.slip, self.how = slip, how
+        Faults.plan[("spout", slip)] = how
+
+    def next_tuple(self) -> None:
+        """As ``ListSpout``'s, but the planned sentence slips once."""
+        if self.at < len(self.mine) and self.mine[self.at] == self.slip and not self.replays \
+                and Faults.take("spout", self.slip) is not None:
+            self.at += 1  # the position moved on, as a spout's bookkeeping does before the emit
+            if self.how == "raise":
+                raise RuntimeError(f"injected failure reading sentence {self.slip}")
+            try:
+                self.collector.emit([self.slip, self.sentences[self.slip]], stream="undeclared")
+            except Exception as e:  # noqa: BLE001 - the spout only reports it, as some do
+                self.collector.report_error(e)
+            return
+        super().next_tuple()
+
+
+class Arrivals(StatefulBolt):
+    """An aligned sink: how often each ``<upstream component>:<index>`` reached it."""
+
+    def prepare(self, conf: dict, context: Any, collector: Any) -> None:
+        """Keep the collector."""
+        self.collector = collector
+
+    def init_state(self, state: Any) -> None:
+        """The committed arrivals."""
+        self.state = state
+
+    def execute(self, tup: Any) -> None:
+        """Count the arrival."""
+        key = f"{tup.component}:{tup[0]}"
+        self.state.put(key, self.state.get(key, 0) + 1)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """Nothing."""
+
+
+class Pass(Relay):
+    """``Relay`` for ``[index, sentence]`` tuples."""
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """``index``, ``sentence``."""
+        declarer.declare(Fields("index", "sentence"))
+
+
+class Lines(StatefulBolt):
+    """An aligned sink: how often each ``line`` reached it; a planned fault fails one line once."""
+
+    def prepare(self, conf: dict, context: Any, collector: Any) -> None:
+        """Keep the collector."""
+        self.collector = collector
+
+    def init_state(self, state: Any) -> None:
+        """The committed arrivals."""
+        self.state = state
+
+    def execute(self, tup: Any) -> None:
+        """Count the line (or fail it, once, if planned)."""
+        line = tup[0]
+        if Faults.take("lines", line) == "failed-exc":
+            raise FailedException(f"injected FailedException at line {line!r}")
+        self.state.put(line, self.state.get(line, 0) + 1)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        """Nothing."""

@@ -27,14 +27,20 @@ from squall.testing.invariants import tally
 from tests.integration import test_checkpoint_restarts as checkpoint_restarts
 from tests.integration.components import RECORD
 from tests.integration.eo_components import (
+    Arrivals,
     Count,
     Faults,
+    Lines,
     ListSpout,
+    PartitionedSpout,
+    Pass,
     PlainSpout,
     Relay,
     Sink,
+    SlipSpout,
     Split,
     committed,
+    latest_generation,
     sentences,
 )
 
@@ -335,3 +341,296 @@ def test_submit_refuses_bolts_whose_executes_end_later():
     with pytest.raises(InvalidTopologyError) as e:
         submit(b.create_topology())
     assert "'async', 'shell'" in str(e.value) and "\n" not in str(e.value)
+
+
+def hold_next_prepare_ack(cluster: LocalCluster) -> threading.Event:
+    """Swallow the checkpoint spout's next PREPARE ack: the record stays PREPARING, every
+    task's transaction staged, as when a rebalance stops the workers mid-checkpoint."""
+    held = threading.Event()
+    running = cluster._get(NAME)
+    (task,) = running.plan.component_tasks[CHECKPOINT_SPOUT]
+    spout = next(w.tasks[task].spout for w in running.workers if task in w.tasks)
+    original = spout.ack
+
+    def ack(msg_id) -> None:
+        if msg_id[1] == "PREPARE" and not held.is_set():
+            held.set()
+            return
+        original(msg_id)
+
+    spout.ack = ack
+    return held
+
+
+def run_rebalanced(moves: list[tuple[str, dict[str, int]]], texts: list[str]) -> dict:
+    """An exactly-once word count from a ``PartitionedSpout``, rebalanced as ``moves`` say:
+    ("committed", parallelism) once a checkpoint committed since the last move, ("preparing",
+    parallelism) while every task has a PREPARE staged."""
+    memory.clear()
+    RECORD.clear()
+    Faults.plan = {}
+    c = conf("exactly_once")
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, c, build(texts, spout=PartitionedSpout(texts, NAME, rate=RATE)))
+        moves = list(moves)
+        since = None
+        held = None
+        for _ in range(1500):
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.5)
+            record, coord = coordinator(cluster)
+            if moves and held is None:
+                when, parallelism = moves[0]
+                if when == "preparing":
+                    held = hold_next_prepare_ack(cluster)
+                elif record.phase is Phase.COMMITTED and since is not None and record.txid > since:
+                    moves.pop(0)
+                    cluster.rebalance(NAME, parallelism=parallelism)
+                    since = None
+                elif since is None and record.phase is Phase.COMMITTED:
+                    since = record.txid
+            elif held is not None and held.is_set():
+                moves.pop(0)
+                cluster.rebalance(NAME, parallelism=parallelism)
+                held = None
+            if not moves and held is None and record.phase is Phase.COMMITTED \
+                    and not coord.recovering and not coord.in_flight \
+                    and _positions_total() == len(texts):
+                break
+        else:
+            raise AssertionError(f"not settled: {coordinator(cluster)}; "
+                                 f"{[e['message'] for e in cluster.get_topology_info(NAME)['errors']]}")
+        errors = [e["message"] for e in cluster.get_topology_info(NAME)["errors"]]
+        cluster.kill_topology(NAME)
+    return {"counts": latest_generation(NAME, "count"), "sink": latest_generation(NAME, "sink"),
+            "errors": errors}
+
+
+def _positions_total() -> int:
+    """Sentences read and committed, over the spout's newest generation of positions."""
+    prefix = f"{NAME}/source/"
+    names = [n for n in list(memory._store) if n.startswith(prefix) and "$" not in n]
+    gen = max((int(n.split("@g")[1]) if "@g" in n else 0) for n in names)
+    total = 0
+    for n in names:
+        if (int(n.split("@g")[1]) if "@g" in n else 0) == gen:
+            total += sum((committed(n).get("position") or {}).values())
+    return total
+
+
+def check_exact(out: dict, texts: list[str]) -> None:
+    words, arrivals = expected(texts)
+    sink = tally(arrivals, Counter(out["sink"]))
+    counts = tally(words, Counter(out["counts"]))
+    assert (sink.lost, sink.duplicated) == ([], []), (sink, out["errors"])
+    assert (counts.lost, counts.duplicated) == ([], []), (counts, out["errors"])
+
+
+@pytest.mark.parametrize("when", ["committed", "preparing"])
+def test_rebalancing_the_spout_2_3_2_keeps_committing_and_counts_exactly(when):
+    # RELIABILITY E20: spout states have generations; each new task merges the old positions
+    texts = sentences(11, SENTENCES)
+    out = run_rebalanced([(when, {"source": 3}), (when, {"source": 2})], texts)
+    check_exact(out, texts)
+
+
+def test_rebalancing_a_stateful_bolt_while_a_prepare_is_staged_counts_exactly():
+    # RELIABILITY E21: the new generation copies committed values only, never txid t's staged
+    # ones, which the ROLLBACK that follows cannot reach
+    texts = sentences(12, SENTENCES)
+    out = run_rebalanced([("committed", {"count": 3}), ("preparing", {"count": 4})], texts)
+    check_exact(out, texts)
+
+
+def test_a_rebalance_of_a_spout_that_cannot_merge_positions_is_refused():
+    memory.clear()
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, conf("exactly_once"), build(["a b"]))
+        with pytest.raises(InvalidTopologyError) as e:
+            cluster.rebalance(NAME, parallelism={"source": 3})
+        assert "'source'" in str(e.value) and "merge_positions" in str(e.value)
+        assert "\n" not in str(e.value)
+        cluster.kill_topology(NAME)
+
+
+@pytest.mark.parametrize("how", ["raise", "emit"])
+def test_a_spout_side_failure_fails_the_next_prepare_and_the_record_is_read_again(how):
+    # RELIABILITY E22: the position already moved past the record; committing it would lose it
+    memory.clear()
+    RECORD.clear()
+    Faults.plan = {}
+    texts = sentences(13, 120)
+    slip = 37
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, conf("exactly_once"),
+                                build(texts, spout=SlipSpout(texts, NAME, slip, how, rate=RATE)))
+        for _ in range(600):
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.5)
+            record, coord = coordinator(cluster)
+            if (record.phase is Phase.COMMITTED and not coord.recovering and not coord.in_flight
+                    and sum(committed(f"{NAME}/source/{i}").get("position", 0)
+                            for i in range(2)) == len(texts)):
+                break
+        errors = [e["message"] for e in cluster.get_topology_info(NAME)["errors"]]
+        cluster.kill_topology(NAME)
+    assert ("spout", slip) not in Faults.plan, "the fault did not strike"
+    words, arrivals = expected(texts)
+    sink = tally(arrivals, Counter(state_of("sink", 1)))
+    assert (sink.lost, sink.duplicated) == ([], []), (sink, errors)
+    assert any(str(slip) in e or "undeclared" in e for e in errors), errors
+
+
+class DropData:
+    """Drops, at seed-picked points, frames from worker ``src`` to ``dst`` that carry data but no
+    ``$checkpoint`` batch: the barrier that follows on the link arrives and completes."""
+
+    def __init__(self, seed: int, src: int, dst: int, drops: int = 3) -> None:
+        self.src, self.dst = src, dst
+        self.points = set(random.Random(seed).sample(range(3, 30), drops))
+        self.seen = 0
+        self.dropped = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, sender: int, receiver: int, frame: bytes) -> list[bytes]:
+        from squall.runtime.checkpoint import CHECKPOINT_STREAM
+        from squall.runtime.serialization import messages_of
+
+        if (sender, receiver) != (self.src, self.dst):
+            return [frame]
+        batches = messages_of(frame)
+        streams = {b[2] for b in batches}
+        if CHECKPOINT_STREAM in streams or not (streams & {"default"}):
+            return [frame]
+        with self.lock:
+            self.seen += 1
+            if self.seen not in self.points:
+                return [frame]
+            self.dropped += 1
+        return []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_data_frames_dropped_between_live_workers_are_read_again(seed):
+    # RELIABILITY E23: in exactly-once mode data is untracked; a lost frame must fail the next
+    # PREPARE (the receiver sees the gap), or the checkpoint commits past records never processed
+    memory.clear()
+    RECORD.clear()
+    Faults.plan = {}
+    texts = sentences(seed, SENTENCES)
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, conf("exactly_once"), build(texts))
+        src = spout_worker(cluster)
+        fault = DropData(seed, src, 1 - src)
+        cluster.set_transport_fault(NAME, fault)
+        for _ in range(1200):
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.5)
+            if fault.dropped == len(fault.points) and settled(cluster, "exactly_once", texts):
+                break
+        else:
+            raise AssertionError(f"not settled: dropped {fault.dropped} of {len(fault.points)}; "
+                                 f"{coordinator(cluster)}")
+        cluster.kill_topology(NAME)
+    words, arrivals = expected(texts)
+    sink = tally(arrivals, Counter(state_of("sink", 1)))
+    counts = tally(words, Counter(state_of("count", 2)))
+    assert (sink.lost, sink.duplicated) == ([], []), sink
+    assert (counts.lost, counts.duplicated) == ([], []), counts
+
+
+def slowed(task, per_step: list[int]) -> None:
+    """Let ``task`` handle at most ``per_step[0]`` queued tuples until the test refills it: a
+    bolt that takes long per tuple, on simulated time (its barriers wait behind its queue)."""
+    original = task.process
+
+    def process(budget: int) -> int:
+        n = min(budget, per_step[0])
+        if n <= 0:
+            return 0
+        done = original(n)
+        per_step[0] -= done
+        return done
+
+    task.process = process  # the round calls the instance's attribute
+
+
+def test_tuples_held_for_alignment_stay_bounded_while_one_input_is_late():
+    # RELIABILITY E24: "fast" runs freely while "slow"'s barriers wait behind "delay", which
+    # takes one tuple per step; what "join" holds for alignment is bounded by the spouts'
+    # pending limit (squall.exactly_once.max.spout.pending; topology.max.spout.pending unset)
+    memory.clear()
+    RECORD.clear()
+    Faults.plan = {}
+    fast_texts, slow_texts = sentences(21, 600), sentences(22, 30)
+    b = TopologyBuilder()
+    b.set_spout("fast", ListSpout(fast_texts, NAME), 1)
+    b.set_spout("slow", ListSpout(slow_texts, NAME), 1)
+    b.set_bolt("delay", Pass(), 1).shuffle_grouping("slow")
+    b.set_bolt("relay", Pass(), 1).shuffle_grouping("fast")
+    b.set_bolt("join", Arrivals(), 1).shuffle_grouping("relay").shuffle_grouping("delay")
+    c = conf("exactly_once")
+    bound = 40
+    c["squall.exactly_once.max.spout.pending"] = bound
+    held: list[int] = []
+    per_step = [0]
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, c, b.create_topology())
+        running = cluster._get(NAME)
+        tasks = {t.component: t for w in running.workers for t in w.tasks.values()}
+        slowed(tasks["delay"], per_step)
+        alignment = tasks["join"].alignment
+        admit = alignment.admit
+
+        def watched(source, item):
+            ok = admit(source, item)
+            held.append(len(alignment.held))
+            return ok
+
+        alignment.admit = watched
+        for _ in range(400):
+            per_step[0] = 1
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.05)
+            arrived = latest_generation(NAME, "join") if any("join/" in n for n in memory._store) else {}
+            if len(arrived) == len(fast_texts) + len(slow_texts):
+                break
+        errors = [e["message"] for e in cluster.get_topology_info(NAME)["errors"]]
+        cluster.kill_topology(NAME)
+    want = Counter({f"relay:{i}": 1 for i in range(len(fast_texts))}
+                   | {f"delay:{i}": 1 for i in range(len(slow_texts))})
+    report = tally(want, Counter(latest_generation(NAME, "join")))
+    assert (report.lost, report.duplicated) == ([], []), (report, errors)
+    assert held and max(held) <= bound, max(held)
+
+
+def test_a_processed_file_deleted_then_a_rollback_still_recovers_and_commits(tmp_path):
+    # RELIABILITY E25 end to end: file a.txt read and committed, then deleted; a failure on
+    # b.txt rolls back to a position that may still list a.txt; the topology must recover
+    from squall.connectors.files import FileSpout
+
+    memory.clear()
+    RECORD.clear()
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.txt").write_text("".join(f"a{i}\n" for i in range(10)), encoding="utf-8")
+    Faults.plan = {("lines", "b3"): "failed-exc"}
+    b = TopologyBuilder()
+    b.set_spout("files", FileSpout(src, "*.txt", progress=tmp_path / "progress",
+                                   commit_interval_secs=0.2, poll_secs=0.1), 1)
+    b.set_bolt("lines", Lines(), 1).shuffle_grouping("files")
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, conf("exactly_once"), b.create_topology())
+        for _ in range(100):
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.2)
+            if len(committed(f"{NAME}/lines/0")) == 10:
+                break
+        (src / "a.txt").unlink()  # processed: archived away
+        (src / "b.txt").write_text("".join(f"b{i}\n" for i in range(10)), encoding="utf-8")
+        for _ in range(300):
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.2)
+            record, coord = coordinator(cluster)
+            if (len(committed(f"{NAME}/lines/0")) == 20 and not Faults.plan
+                    and record.phase is Phase.COMMITTED and not coord.recovering):
+                break
+        errors = [e["message"] for e in cluster.get_topology_info(NAME)["errors"]]
+        cluster.kill_topology(NAME)
+    assert not Faults.plan, "the fault did not strike"
+    assert committed(f"{NAME}/lines/0") == {f"{f}{i}": 1 for f in "ab" for i in range(10)}, errors
+    assert not any("no longer exists" in e for e in errors), errors
