@@ -81,6 +81,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "topology.max.spout.pending": POSITIVE_INT_OR_NONE,
     "topology.max.error.report.per.interval": POSITIVE_INT,
     "topology.error.throttle.interval.secs": POSITIVE_NUMBER,
+    "squall.exactly_once.max.spout.pending": POSITIVE_INT,
     "topology.tick.tuple.freq.secs": POSITIVE_NUMBER_OR_NONE,
     "topology.debug": BOOLEAN,
     "topology.tasks": POSITIVE_INT_OR_NONE,

@@ -137,6 +137,9 @@ MORE_SETTINGS: tuple[Setting, ...] = (
     Setting("topology.sleep.spout.wait.strategy.time.ms", None,
             "Storm's sleep wait strategy time; kept per component"),
     Setting("topology.spout.max.batch.size", 64, "next_tuple calls per spout task per round at most"),
+    Setting("squall.exactly_once.max.spout.pending", 100_000,
+            "topology.max.spout.pending under exactly_once when it is unset: bounds what a spout "
+            "emits past the last barrier, and with it what alignment holds (docs/state.md)"),
     Setting("squall.task.threaded", False,
             "True: a thread per task (the topology's, or one component's), for code that blocks"),
     Setting("topology.component.cpu.pcore.percent", None,
