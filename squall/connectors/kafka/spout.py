@@ -222,10 +222,17 @@ class KafkaSpout(SeekableSpout):
         """``[topic, partition, next offset to emit]`` per partition this task reads or finishes.
 
         A partition taken but not yet read (waiting for its previous owner) is listed at the
-        offset a seek gave it, if any.
+        offset a seek gave it, if any. A record read but not out of the spout (its translator
+        or its emit raised, and it waits for a retry or its dead letter) keeps its partition's
+        position at its offset: a checkpoint never counts it as done.
         """
         book = self.book
         where = {tp: book.upto[tp] for tp in book.assigned | self.handover.draining if tp in book.upto}
+        if self.inflight.held_back:
+            for tp, upto in where.items():
+                low = self.inflight.lowest_held_back(tp)
+                if low is not None and low < upto:
+                    where[tp] = low
         where.update({tp: o for tp, o in book.sought.items() if tp not in where})
         return [[tp[0], tp[1], o] for tp, o in sorted(where.items())]
 
