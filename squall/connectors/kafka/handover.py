@@ -55,12 +55,13 @@ class Handover:
 
     def __init__(self, *, name: str, context: Any, config: KafkaSpoutConfig, owners: Any, handover_s: float,
                  book: Book, health: Health, commits: Commits, fetcher: Fetcher, inflight: InFlight,
-                 gauges: Gauges, monitor: Monitor) -> None:
+                 gauges: Gauges, monitor: Monitor, offset_reset: str = "latest") -> None:
         self.name, self.context, self.config, self.owners = name, context, config, owners
         self.handover_s = handover_s
         self.book, self.health, self.commits, self.fetcher = book, health, commits, fetcher
         self.inflight, self.gauges, self.monitor = inflight, gauges, monitor
         self.at_least_once = config.is_at_least_once()
+        self.offset_reset = offset_reset
         self.task_index = context.get_this_task_index()
         self.task_count = len(context.get_this_component_tasks())
         self.tag = tag_of(context.topology_name, context.component_id)
@@ -93,9 +94,17 @@ class Handover:
             self.monitor.request("committed", sorted(self.waiting))
 
     def take_over(self, committed: dict[TopicPartition, tuple[int, int, int, int]]) -> None:
-        """Start reading each partition whose previous owner released it (or is gone)."""
+        """Start reading each partition whose previous owner released it (or is gone).
+
+        A partition whose start offset the broker no longer holds is refused: it stays
+        waiting (with the offset a seek gave it) and the others of the answer are taken; the
+        refusal is raised after them and again at every refresh until it is resolved. A
+        group offset out of range is refused under ``auto.offset.reset`` ``error``
+        (exactly-once), else reported and moved to the earliest or latest offset.
+        """
         now = clock.monotonic()
         take = []
+        refused: list[SeekOutOfRangeError] = []
         for tp, (offset, code, lo, hi) in sorted(committed.items()):
             since = self.waiting.get(tp)
             if since is None:
@@ -108,25 +117,46 @@ class Handover:
             if busy and now - since < self.handover_s:
                 continue  # its previous owner is finishing it: ask again at the next refresh
             self.book.watermarks[tp] = (lo, hi)
-            start = start_offset(self.config.first_poll_offset_strategy, offset if offset >= 0 else None,
-                                 same_topology, lo, hi)
-            if tp in self.book.sought:  # a seek came before the partition was ours to read
-                start = self.book.sought.pop(tp)
-                check_in_range(self.name, tp, start, lo, hi)
+            try:
+                if tp in self.book.sought:  # a seek came before the partition was ours to read
+                    start = self.book.sought[tp]
+                    check_in_range(self.name, tp, start, lo, hi)
+                else:
+                    start = self.group_start(tp, offset, same_topology, lo, hi)
+            except SeekOutOfRangeError as e:
+                refused.append(e)  # kept waiting, its sought offset kept: refused again next time
+                continue
+            self.book.sought.pop(tp, None)
             del self.waiting[tp]
             take.append((tp, start))
-        if not take:
-            return
-        for tp, start in take:
-            self.book.assigned.add(tp)
-            self.book.fetched[tp] = self.book.upto[tp] = self.book.started[tp] = start
-            if self.at_least_once:
-                self.book.managers[tp] = OffsetManager(tp, start)
-        self.fetcher.assign(take)
-        self.gauges.ensure()
-        # this task is the owner now: a later owner waits for its release
-        self.mark_owner([tp for tp, _ in take], released=False)
-        log.info("%s: reading %s", self.name, ", ".join(f"{tp.topic}-{tp.partition}@{s}" for tp, s in take))
+        if take:
+            for tp, start in take:
+                self.book.assigned.add(tp)
+                self.book.fetched[tp] = self.book.upto[tp] = self.book.started[tp] = start
+                if self.at_least_once:
+                    self.book.managers[tp] = OffsetManager(tp, start)
+            self.fetcher.assign(take)
+            self.gauges.ensure()
+            # this task is the owner now: a later owner waits for its release
+            self.mark_owner([tp for tp, _ in take], released=False)
+            log.info("%s: reading %s", self.name, ", ".join(f"{tp.topic}-{tp.partition}@{s}" for tp, s in take))
+        if refused:
+            raise refused[0]
+
+    def group_start(self, tp: TopicPartition, offset: int, same_topology: bool, lo: int, hi: int) -> int:
+        """Where a partition taken without a seek starts: the group offset, or the strategy's."""
+        start = start_offset(self.config.first_poll_offset_strategy, offset if offset >= 0 else None,
+                             same_topology, lo, hi)
+        if lo <= start <= hi:
+            return start
+        if self.offset_reset == "error":
+            check_in_range(self.name, tp, start, lo, hi)  # raises
+        moved = lo if self.offset_reset in ("earliest", "smallest", "beginning") else hi
+        self.health.collector.report_error(SeekOutOfRangeError(
+            f"{self.name}: {tp.topic}-{tp.partition}'s committed offset {start} is out of range "
+            f"({lo}..{hi}); auto.offset.reset {self.offset_reset!r} starts it at {moved}"
+            + (f" (offsets {start}..{lo - 1} were deleted)" if start < lo else "")))
+        return moved
 
     def commit_acked(self, sync: bool = False) -> None:
         """Commit what is acked (AT_LEAST_ONCE), and release the draining partitions that are done."""

@@ -24,6 +24,7 @@ applies only to a task on a thread of its own, ``squall.task.threaded``).
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from typing import Any
@@ -32,7 +33,7 @@ from squall.api.components import OutputFieldsDeclarer, SeekableSpout
 from squall.connectors.kafka.book import Book
 from squall.connectors.kafka.client import import_client, ktp
 from squall.connectors.kafka.commits import Commits
-from squall.connectors.kafka.config import KafkaSpoutConfig, ProcessingGuarantee
+from squall.connectors.kafka.config import FirstPollOffsetStrategy, KafkaSpoutConfig, ProcessingGuarantee
 from squall.connectors.kafka.fetcher import Fetcher
 from squall.connectors.kafka.gauges import Gauges
 from squall.connectors.kafka.handover import Handover, check_in_range
@@ -90,9 +91,17 @@ class KafkaSpout(SeekableSpout):
     def open(self, conf: dict, context: Any, collector: Any) -> None:
         """Check the broker and topics, take this task's partitions, start the monitor."""
         ck = import_client()
-        cfg = self.config
         self.collector, self.context = collector, context
         self.name = f"KafkaSpout {context.component_id!r} (task {context.task_id})"
+        self.exactly_once = conf.get("topology.guarantee") == "exactly_once"
+        if self.exactly_once and not self.config.is_at_least_once():
+            # the checkpoint's acks drive the commits only under AT_LEAST_ONCE bookkeeping;
+            # commits of fetched offsets would run ahead of the checkpoint and a take-over skip
+            log.warning("%s: exactly-once: processing_guarantee %s is read as AT_LEAST_ONCE",
+                        self.name, self.config.processing_guarantee.name)
+            self.config = copy.copy(self.config)
+            self.config.processing_guarantee = ProcessingGuarantee.AT_LEAST_ONCE
+        cfg = self.config
         threaded = bool(conf.get("squall.task.threaded"))
         poll_timeout_s = cfg.poll_timeout_ms / 1000.0 if threaded else 0.0
         handover_s = float(conf.get("topology.message.timeout.secs") or 30) \
@@ -107,7 +116,8 @@ class KafkaSpout(SeekableSpout):
         self.timers_due = clock.monotonic()  # when the earliest of them expires
         props = {"bootstrap.servers": cfg.bootstrap_servers, "group.id": cfg.group_id,
                  "enable.auto.commit": False, "enable.auto.offset.store": False,
-                 "enable.partition.eof": False, **cfg.consumer_props}
+                 "enable.partition.eof": False,
+                 "auto.offset.reset": offset_reset(cfg, self.exactly_once), **cfg.consumer_props}
         consumer = ck.Consumer({**props, "error_cb": self.health.on_client_error,
                                 "on_commit": self.commits.on_commit})
         owners = ck.Consumer({**props, "group.id": owners_group(cfg.group_id)})
@@ -135,7 +145,8 @@ class KafkaSpout(SeekableSpout):
         self.handover = Handover(name=self.name, context=context, config=cfg, owners=owners,
                                  handover_s=handover_s, book=self.book, health=self.health,
                                  commits=self.commits, fetcher=self.fetcher, inflight=self.inflight,
-                                 gauges=self.gauges, monitor=self.monitor)
+                                 gauges=self.gauges, monitor=self.monitor,
+                                 offset_reset=str(props["auto.offset.reset"]))
         self.handover.reassign(partitions)
 
     def _first_partitions(self, ck: Any, lookup: Any, down: list) -> list[TopicPartition]:
@@ -301,6 +312,20 @@ class KafkaSpout(SeekableSpout):
     def total_lag(self) -> int:
         """The lag summed over this task's partitions (Storm's ``totalSpoutLag``)."""
         return self.gauges.total_lag()
+
+
+def offset_reset(config: KafkaSpoutConfig, exactly_once: bool) -> str:
+    """The consumer's ``auto.offset.reset`` when an offset is out of range: never a silent skip.
+
+    ``error`` in exactly-once mode (the checkpoint would commit the jump), ``earliest`` for
+    the EARLIEST-like strategies, ``latest`` for the others; ``consumer_props`` overrides it.
+    """
+    if exactly_once:
+        return "error"
+    if config.first_poll_offset_strategy in (FirstPollOffsetStrategy.EARLIEST,
+                                             FirstPollOffsetStrategy.UNCOMMITTED_EARLIEST):
+        return "earliest"
+    return "latest"
 
 
 def _rewound(manager: OffsetManager, offset: int) -> OffsetManager:

@@ -240,3 +240,78 @@ def test_a_partition_handed_over_goes_to_the_new_owner_at_the_position_the_old_o
         time.sleep(0.001)
     assert [m for _, m in out2.records()] == [("t-b", 0, 3), ("t-b", 0, 4), ("t-b", 0, 5)]
     assert committed(kafka_broker, topic="t-b")[0] >= 3
+
+
+def test_a_refused_partition_keeps_its_sought_offset_and_the_others_of_the_answer_start_at_theirs(
+        kafka_broker, sim, spouts):
+    # a restarted task seeks to a position listing in-0 (valid) and in-1 (past its end: the
+    # topic was made again). in-0 must start at its sought offset, in-1 must stay refused
+    # (not taken at the group offset) and be refused again at the next refresh
+    kafka_broker.create_topic("in", 2)
+    kafka_broker.produce("in", [f"a{i}".encode() for i in range(6)], partition_of=lambda i: 0)
+    kafka_broker.produce("in", [f"b{i}".encode() for i in range(4)], partition_of=lambda i: 1)
+    s = kafka_spout(kafka_broker, spouts)
+    out = opened(s, EXACTLY_ONCE)
+    s.seek([["in", 0, 3], ["in", 1, 50]])
+    refusals = []
+    deadline = time.monotonic() + 20
+    while len(refusals) < 2 and time.monotonic() < deadline:
+        try:
+            s.next_tuple()
+        except SeekOutOfRangeError as e:
+            refusals.append(str(e))
+        sim.advance(0.05)
+    assert refusals == ["KafkaSpout 'src' (task 1): cannot seek in-1 to offset 50: the partition "
+                        "ends at 4 (the topic was deleted and made again?)"] * 2
+    while len(out.records()) < 3 and time.monotonic() < deadline:
+        try:
+            s.next_tuple()
+        except SeekOutOfRangeError:
+            pass
+        sim.advance(0.05)
+    assert [m for _, m in out.records()] == [("in", 0, o) for o in (3, 4, 5)]
+    assert ("in", 1) not in s.assigned
+    assert s.position() == [["in", 0, 6], ["in", 1, 50]]  # still listed where the seek put it
+
+
+def test_a_group_offset_past_the_end_is_refused_in_exactly_once_and_reported_otherwise(
+        kafka_broker, sim, spouts):
+    # (Tansu has no DeleteRecords: an offset below the start cannot be made here; a group
+    # offset past the end, as a topic made again leaves it, goes through the same check)
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as KTP
+
+    produced(kafka_broker, 5)
+    c = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": "g"})
+    c.commit(offsets=[KTP("in", 0, 40)], asynchronous=False)
+    c.close()
+    eo = kafka_spout(kafka_broker, spouts)
+    out = opened(eo, EXACTLY_ONCE)
+    with pytest.raises(SeekOutOfRangeError, match=r"cannot seek in-0 to offset 40: the partition ends at 5"):
+        pump(eo, out, 1, sim)
+    assert out.records() == [] and ("in", 0) not in eo.assigned
+    assert eo.handover.offset_reset == "error"
+    eo.close()
+    spouts.remove(eo)
+    alo = kafka_spout(kafka_broker, spouts)  # UNCOMMITTED_EARLIEST: auto.offset.reset earliest
+    out2 = opened(alo, {})
+    assert pump(alo, out2, 5, sim)
+    assert [m for _, m in out2.records()] == [("in", 0, o) for o in range(5)]
+    assert [str(e) for e in out2.errors] == [
+        "KafkaSpout 'src' (task 1): in-0's committed offset 40 is out of range (0..5); "
+        "auto.offset.reset 'earliest' starts it at 0"]
+
+
+def test_auto_offset_reset_is_error_under_exactly_once_earliest_for_earliest_strategies_and_overridable(
+        kafka_broker):
+    from squall.connectors.kafka.config import FirstPollOffsetStrategy as S
+    from squall.connectors.kafka.spout import offset_reset
+
+    def cfg(strategy):
+        return KafkaSpoutConfig(kafka_broker.bootstrap, ["in"], first_poll_offset_strategy=strategy)
+
+    assert offset_reset(cfg(S.UNCOMMITTED_EARLIEST), exactly_once=True) == "error"
+    assert offset_reset(cfg(S.EARLIEST), exactly_once=False) == "earliest"
+    assert offset_reset(cfg(S.UNCOMMITTED_EARLIEST), exactly_once=False) == "earliest"
+    assert offset_reset(cfg(S.LATEST), exactly_once=False) == "latest"
+    assert offset_reset(cfg(S.UNCOMMITTED_LATEST), exactly_once=False) == "latest"
