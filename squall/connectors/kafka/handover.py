@@ -10,11 +10,12 @@ commits, and marks the partition released. The new owner starts once it sees the
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from squall.connectors.kafka.book import Book
 from squall.connectors.kafka.client import import_client, ktp
-from squall.connectors.kafka.commits import Commits
+from squall.connectors.kafka.commits import COMMIT_ANSWER_S, Commits
 from squall.connectors.kafka.config import KafkaSpoutConfig
 from squall.connectors.kafka.fetcher import Fetcher
 from squall.connectors.kafka.gauges import Gauges
@@ -67,6 +68,11 @@ class Handover:
         self.tag = tag_of(context.topology_name, context.component_id)
         self.draining: set[TopicPartition] = set()
         self.waiting: dict[TopicPartition, float] = {}
+        self.releases: list[tuple[list, set[TopicPartition]]] = []  # commits to land before marks
+        self.release_key: frozenset | None = None
+        self.marks_wanted: dict[TopicPartition, int] = {}  # owner marks not yet sent
+        self.marks_sent: dict[TopicPartition, int] = {}    # the owner marks' commit in flight
+        self.marks_at = 0.0
 
     def reassign(self, partitions: list[TopicPartition]) -> None:
         """A new partition list: let go of the moved ones, ask whether the new ones are released."""
@@ -139,7 +145,8 @@ class Handover:
             self.gauges.ensure()
             # this task is the owner now: a later owner waits for its release
             self.mark_owner([tp for tp, _ in take], released=False)
-            log.info("%s: reading %s", self.name, ", ".join(f"{tp.topic}-{tp.partition}@{s}" for tp, s in take))
+            log.info("%s: reading %s", self.name,
+                     ", ".join(f"{tp.topic}-{tp.partition}@{s}" for tp, s in take))
         if refused:
             raise refused[0]
 
@@ -163,12 +170,21 @@ class Handover:
         if not self.at_least_once:
             return
         self.commits.commit_acked(sync)
+        self.release_drained(final=sync)
+
+    def release_drained(self, final: bool = False) -> None:
+        """Release each draining partition whose records are all acked (called as acks arrive)."""
         for tp in [tp for tp in self.draining if not self.book.managers[tp].num_uncommitted_offsets()
                    or self.commits.drained(tp)]:
-            self.release({tp})
+            self.release({tp}, final=final)
 
-    def release(self, tps: set[TopicPartition], sync: bool = False) -> None:
-        """Commit where each partition stands, marked released, and forget it."""
+    def release(self, tps: set[TopicPartition], final: bool = False) -> None:
+        """Commit where each partition stands, then mark it released, and forget it.
+
+        The release mark goes out only once the commit landed (the next owner starts from
+        it): ``pump`` sends them in that order without waiting on the task's thread.
+        ``final`` (closing): both now, waiting for the commit while the broker answers.
+        """
         offsets = []
         for tp in tps:
             manager = self.book.managers.pop(tp, None)
@@ -180,17 +196,119 @@ class Handover:
             elif tp in self.book.fetched:
                 offsets.append(ktp(tp, self.book.fetched[tp], self.commits.metadata(released=True)))
             self.forget(tp)
-        if offsets:  # landed before the release is marked: the next owner starts from it
-            self.commits.send(offsets, sync=sync or self.health.down is None)
-        self.mark_owner(tps, released=True)
+        if final:
+            if offsets:
+                self.commits.send(offsets, sync=self.health.down is None)
+            self.mark_owner(tps, released=True, final=True)
+            return
+        self.releases.append((offsets, set(tps)))
+        self.pump()
 
-    def mark_owner(self, tps: Any, released: bool) -> None:
-        """Commit this task as the owner of ``tps`` in the side group (see ``owners``)."""
+    @property
+    def busy(self) -> bool:
+        """Whether releases or owner marks wait to go out (``pump`` has work)."""
+        return bool(self.releases or self.marks_sent or self.marks_wanted)
+
+    def pump(self) -> None:
+        """Send what waits, in order: a release's commit, then (once it landed) its mark."""
+        while self.releases:
+            offsets, tps = self.releases[0]
+            if self.release_key is not None:
+                landed = self.commits.landed(self.release_key)
+                if landed is None:
+                    break  # answered from a later poll of the consumer
+                self.release_key = None
+                if not landed:
+                    continue  # sent again below (its failure went to the health check)
+            elif offsets:
+                self.release_key = self.commits.send_awaited(offsets)
+                break  # None: another commit is on its way; sent at a later call
+            self.releases.pop(0)
+            self.mark_owner(tps, released=True)
+        if self.marks_sent:
+            self.owners.poll(0)  # serves on_owner_commit
+            if self.marks_sent and time.monotonic() - self.marks_at > COMMIT_ANSWER_S:
+                self.on_owner_commit("no answer", [])
+        if self.marks_wanted and not self.marks_sent:
+            self.send_marks()
+
+    def mark_owner(self, tps: Any, released: bool, final: bool = False) -> None:
+        """Commit this task as the owner of ``tps`` in the side group (see ``owners``).
+
+        Asynchronous, one commit at a time: a later mark of a partition is sent only after
+        the earlier one was answered, so it cannot be overtaken (``final``: now, waited for
+        while the broker answers).
+        """
         if not tps:
             return
         code = encode(Owner(self.tag, self.context.task_id, released))
-        try:  # synchronous when it can be: a mark landing after a later one would undo it
-            self.owners.commit(offsets=[ktp(tp, code) for tp in tps],
+        for tp in tps:
+            self.marks_wanted[tp] = code
+        if final:
+            self._final_marks()
+            return
+        if not self.marks_sent:
+            self.send_marks()
+
+    def send_marks(self) -> None:
+        """Send the wanted owner marks as one asynchronous commit."""
+        marks, self.marks_wanted = self.marks_wanted, {}
+        try:
+            self.owners.commit(offsets=[ktp(tp, c) for tp, c in marks.items()], asynchronous=True)
+        except import_client().KafkaException as e:
+            self.health.unreachable(f"commit failed: {e}")
+            self.marks_wanted = {**marks, **self.marks_wanted}
+            return
+        self.marks_sent, self.marks_at = marks, time.monotonic()
+
+    def on_owner_commit(self, error: Any, partitions: list) -> None:
+        """The answer to the owner marks sent (on this task's thread, from ``owners.poll``)."""
+        sent, self.marks_sent = self.marks_sent, {}
+        failed = error is not None or any(k.error is not None for k in partitions or ())
+        if failed:
+            for tp, code in sent.items():
+                self.marks_wanted.setdefault(tp, code)  # a newer mark of it wins
+            if error is not None and not isinstance(error, str):
+                self.health.on_client_error(error)
+            else:
+                self.health.unreachable(f"owner marks not committed: {error or partitions}")
+
+    def recommit(self) -> None:
+        """Commit every partition read again at its committed offset, and its owner mark.
+
+        The groups have no members (partitions are assigned by hand), so the broker expires
+        each offset ``offsets.retention.minutes`` after its last commit: an idle partition's
+        offset, or an owner mark, would otherwise vanish.
+        """
+        offsets = []
+        for tp in sorted(self.book.assigned):
+            manager = self.book.managers.get(tp)
+            if manager is not None:
+                if manager.committed:
+                    offsets.append(ktp(tp, manager.committed_offset, self.commits.metadata()))
+            elif tp in self.book.fetched:
+                offsets.append(ktp(tp, self.book.fetched[tp], self.commits.metadata()))
+        if offsets:
+            self.commits.send(offsets, sync=False)
+        self.mark_owner(sorted(self.book.assigned), released=False)
+
+    def close_out(self) -> None:
+        """Closing: send the releases and owner marks still waiting, now."""
+        for offsets, tps in self.releases:
+            if offsets:
+                self.commits.send(offsets, sync=self.health.down is None)
+            for tp in tps:
+                self.marks_wanted[tp] = encode(Owner(self.tag, self.context.task_id, True))
+        self.releases, self.release_key = [], None
+        marks = {**self.marks_sent, **self.marks_wanted}
+        self.marks_sent, self.marks_wanted = {}, marks
+        if marks:
+            self._final_marks()
+
+    def _final_marks(self) -> None:
+        marks, self.marks_wanted = self.marks_wanted, {}
+        try:
+            self.owners.commit(offsets=[ktp(tp, c) for tp, c in marks.items()],
                                asynchronous=self.health.down is not None)
         except import_client().KafkaException as e:
             self.health.unreachable(f"commit failed: {e}")

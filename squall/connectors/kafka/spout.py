@@ -31,7 +31,7 @@ from typing import Any
 
 from squall.api.components import OutputFieldsDeclarer, SeekableSpout
 from squall.connectors.kafka.book import Book
-from squall.connectors.kafka.client import import_client, ktp
+from squall.connectors.kafka.client import import_client
 from squall.connectors.kafka.commits import Commits
 from squall.connectors.kafka.config import FirstPollOffsetStrategy, KafkaSpoutConfig, ProcessingGuarantee
 from squall.connectors.kafka.fetcher import Fetcher
@@ -104,8 +104,16 @@ class KafkaSpout(SeekableSpout):
         cfg = self.config
         threaded = bool(conf.get("squall.task.threaded"))
         poll_timeout_s = cfg.poll_timeout_ms / 1000.0 if threaded else 0.0
-        handover_s = float(conf.get("topology.message.timeout.secs") or 30) \
+        # the new owner's wait for a release: acks come within the message timeout
+        # (at-least-once) or at a checkpoint commit (exactly-once), and a broker that was down
+        # gets the release at the next commit period at the latest
+        handover_s = max(float(conf.get("topology.message.timeout.secs") or 30),
+                         cfg.offset_commit_period_ms / 1000.0) \
             + 2 * cfg.partition_refresh_period_ms / 1000.0
+        if self.exactly_once:
+            handover_s += float(conf.get("topology.state.checkpoint.interval.ms") or 1000) / 1000.0
+        self.handover_s = handover_s
+        self.acked = False  # acks arrived since next_tuple last looked
         self.book = Book()
         self.health = Health(self.name, cfg.bootstrap_servers, collector)
         self.inflight = InFlight(cfg, self.book, collector, self.name, context)
@@ -113,6 +121,7 @@ class KafkaSpout(SeekableSpout):
         self.commit_timer = Timer(TIMER_DELAY_MS, cfg.offset_commit_period_ms)
         self.refresh_timer = Timer(TIMER_DELAY_MS, cfg.partition_refresh_period_ms)
         self.metrics_timer = Timer(0, cfg.metrics_time_bucket_size_in_secs * 1000)
+        self.recommit_timer = Timer(cfg.offset_recommit_period_ms, cfg.offset_recommit_period_ms)
         self.timers_due = clock.monotonic()  # when the earliest of them expires
         props = {"bootstrap.servers": cfg.bootstrap_servers, "group.id": cfg.group_id,
                  "enable.auto.commit": False, "enable.auto.offset.store": False,
@@ -120,7 +129,8 @@ class KafkaSpout(SeekableSpout):
                  "auto.offset.reset": offset_reset(cfg, self.exactly_once), **cfg.consumer_props}
         consumer = ck.Consumer({**props, "error_cb": self.health.on_client_error,
                                 "on_commit": self.commits.on_commit})
-        owners = ck.Consumer({**props, "group.id": owners_group(cfg.group_id)})
+        owners = ck.Consumer({**props, "group.id": owners_group(cfg.group_id),
+                              "on_commit": self._on_owner_commit})
         self.fetcher = Fetcher(consumer, cfg, self.book, self.health, self.commits, poll_timeout_s)
         self.commits.bind(consumer, self.fetcher.serve)
         down: list[Any] = []
@@ -149,6 +159,9 @@ class KafkaSpout(SeekableSpout):
                                  offset_reset=str(props["auto.offset.reset"]))
         self.handover.reassign(partitions)
 
+    def _on_owner_commit(self, error: Any, partitions: list) -> None:
+        self.handover.on_owner_commit(error, partitions)
+
     def _first_partitions(self, ck: Any, lookup: Any, down: list) -> list[TopicPartition]:
         """The partitions, asked for until OPEN_TIMEOUT_S; refused at once when every broker is down."""
         deadline = time.monotonic() + OPEN_TIMEOUT_S  # a network wait: real time, even when simulating
@@ -170,7 +183,8 @@ class KafkaSpout(SeekableSpout):
         sync = self.health.down is None
         try:
             self.handover.commit_acked(sync=sync)
-            self.handover.release(set(self.book.managers) | self.book.assigned, sync=sync)
+            self.handover.close_out()
+            self.handover.release(set(self.book.managers) | self.book.assigned, final=True)
         finally:
             self.monitor.close()
             self.fetcher.consumer.close()
@@ -190,8 +204,13 @@ class KafkaSpout(SeekableSpout):
                 if answer is None:
                     break
                 self._on_answer(*answer)
+        if self.acked:
+            self.acked = False
+            self._after_acks()
         if clock.monotonic() >= self.timers_due:
             self._run_timers()
+        if self.handover.busy:
+            self.handover.pump()
         if self.inflight.emit_due():
             return
         while True:
@@ -203,6 +222,14 @@ class KafkaSpout(SeekableSpout):
             if self.inflight.emit(record, msg_id):
                 return
 
+    def _after_acks(self) -> None:
+        # a drained partition is released at once (its new owner waits for that); in
+        # exactly-once mode acks come at a checkpoint's COMMIT: the group offset follows it
+        if self.handover.draining:
+            self.handover.release_drained()
+        if self.exactly_once:
+            self.commits.commit_acked(sync=False)
+
     def _run_timers(self) -> None:
         if self.refresh_timer.is_expired_reset_on_true():
             self.monitor.request("partitions")
@@ -213,7 +240,10 @@ class KafkaSpout(SeekableSpout):
                 self.handover.commit_acked()
             elif self.config.processing_guarantee is ProcessingGuarantee.NO_GUARANTEE:
                 self.commits.commit_positions(sync=False)
-        self.timers_due = min(t.next_due for t in (self.refresh_timer, self.metrics_timer, self.commit_timer))
+        if self.recommit_timer.is_expired_reset_on_true():
+            self.handover.recommit()
+        self.timers_due = min(t.next_due for t in (self.refresh_timer, self.metrics_timer, self.commit_timer,
+                                                   self.recommit_timer))
 
     def _on_answer(self, kind: str, payload: Any, error: str | None) -> None:
         if error is not None:
@@ -282,13 +312,19 @@ class KafkaSpout(SeekableSpout):
                              f"[topic, partition, offset]") from None
 
     def _check_range(self, tp: TopicPartition, offset: int) -> None:
-        ck = import_client()
-        try:
-            lo, hi = self.fetcher.consumer.get_watermark_offsets(ktp(tp), timeout=OPEN_TIMEOUT_S,
-                                                                 cached=False)
-        except ck.KafkaException as e:
-            raise ConnectionError(f"{self.name}: cannot seek {tp.topic}-{tp.partition} to offset "
-                                  f"{offset}: its offsets cannot be read: {e}") from None
+        """Refuse an offset out of the partition's last known range, without a broker call.
+
+        The watermarks are those read at the take-over or the last metrics period (the
+        monitor reads them again now): the end only grows, so what this task fetched counts
+        as held; a start that moved since is caught at the fetch (``auto.offset.reset``
+        ``error`` under exactly-once, reported).
+        """
+        self.monitor.request("watermarks", sorted(self.book.assigned))
+        known = self.book.watermarks.get(tp)
+        if known is None:
+            return
+        lo, hi = known
+        hi = max(hi, self.book.fetched.get(tp, hi), self.book.upto.get(tp, hi))
         check_in_range(self.name, tp, offset, lo, hi)
 
     # ---- ack / fail / metrics --------------------------------------------------------------
@@ -296,6 +332,7 @@ class KafkaSpout(SeekableSpout):
     def ack(self, msg_id: Any) -> None:
         """Its tree completed: the offset may now be committed."""
         self.inflight.ack(msg_id)
+        self.acked = True
 
     def fail(self, msg_id: Any) -> None:
         """Its tree failed: retry after the backoff, or give it up."""

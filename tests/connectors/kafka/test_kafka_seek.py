@@ -315,3 +315,42 @@ def test_auto_offset_reset_is_error_under_exactly_once_earliest_for_earliest_str
     assert offset_reset(cfg(S.UNCOMMITTED_EARLIEST), exactly_once=False) == "earliest"
     assert offset_reset(cfg(S.LATEST), exactly_once=False) == "latest"
     assert offset_reset(cfg(S.UNCOMMITTED_LATEST), exactly_once=False) == "latest"
+
+
+@pytest.mark.parametrize("conf", [EXACTLY_ONCE, {}], ids=["exactly_once", "at_least_once"])
+def test_a_drained_partition_is_released_when_its_acks_arrive_not_at_the_commit_timer(
+        kafka_broker, sim, spouts, conf):
+    # the default commit period (30 s) is longer than the new owner's wait (message timeout
+    # 10 s + 2 refreshes): a release at the commit timer comes after the new owner gave up
+    # and started at the group offset, reading again what the old one had acked
+    kafka_broker.create_topic("t-b", 1)
+    kafka_broker.produce("t-b", [f"b{i}".encode() for i in range(6)])
+    conf = {**conf, "topology.message.timeout.secs": 10}
+
+    def task(index):
+        s = KafkaSpout(KafkaSpoutConfig(kafka_broker.bootstrap, topic_pattern=r"t-.*", group_id="g",
+                                        partition_refresh_period_ms=500))
+        spouts.append(s)
+        return s, opened(s, conf, index=index, tasks=2)
+
+    old, out = task(0)
+    assert pump(old, out, 6, sim)
+    new, out2 = task(1)
+    kafka_broker.create_topic("t-a", 1)
+    deadline = time.monotonic() + 20
+    while ("t-b", 0) not in old.handover.draining and time.monotonic() < deadline:
+        old.next_tuple()
+        new.next_tuple()
+        sim.advance(0.05)
+    assert ("t-b", 0) in old.handover.draining
+    for _, m in out.records():
+        old.ack(m)  # the trees complete (at-least-once) or the checkpoint commits (exactly-once)
+    start = clock.monotonic()
+    while clock.monotonic() - start < 15 and time.monotonic() < deadline + 20:
+        old.next_tuple()
+        new.next_tuple()
+        sim.advance(0.05)
+        time.sleep(0.001)
+    assert ("t-b", 0) in new.assigned
+    assert new.book.started[("t-b", 0)] == 6
+    assert [m for _, m in out2.records() if m[0] == "t-b"] == []
