@@ -273,24 +273,25 @@ class Handover:
             else:
                 self.health.unreachable(f"owner marks not committed: {error or partitions}")
 
-    def recommit(self) -> None:
+    def recommit(self) -> bool:
         """Commit every partition read again at its committed offset, and its owner mark.
 
         The groups have no members (partitions are assigned by hand), so the broker expires
         each offset ``offsets.retention.minutes`` after its last commit: an idle partition's
-        offset, or an owner mark, would otherwise vanish.
+        offset, or an owner mark, would otherwise vanish. False: not sent yet (a commit was
+        in flight), to be called again.
         """
         offsets = []
         for tp in sorted(self.book.assigned):
             manager = self.book.managers.get(tp)
-            if manager is not None:
-                if manager.committed:
-                    offsets.append(ktp(tp, manager.committed_offset, self.commits.metadata()))
+            if manager is not None:  # (where it was taken, if nothing was committed since)
+                offsets.append(ktp(tp, manager.committed_offset, self.commits.metadata()))
             elif tp in self.book.fetched:
                 offsets.append(ktp(tp, self.book.fetched[tp], self.commits.metadata()))
-        if offsets:
-            self.commits.send(offsets, sync=False)
+        if offsets and self.commits.send(offsets, sync=False) is None and self.health.down is None:
+            return False  # another commit is on its way: again at the next call
         self.mark_owner(sorted(self.book.assigned), released=False)
+        return True
 
     def close_out(self) -> None:
         """Closing: send the releases and owner marks still waiting, now."""

@@ -240,8 +240,8 @@ class KafkaSpout(SeekableSpout):
                 self.handover.commit_acked()
             elif self.config.processing_guarantee is ProcessingGuarantee.NO_GUARANTEE:
                 self.commits.commit_positions(sync=False)
-        if self.recommit_timer.is_expired_reset_on_true():
-            self.handover.recommit()
+        if self.recommit_timer.is_expired_reset_on_true() and not self.handover.recommit():
+            self.recommit_timer.expire_now()
         self.timers_due = min(t.next_due for t in (self.refresh_timer, self.metrics_timer, self.commit_timer,
                                                    self.recommit_timer))
 
