@@ -8,7 +8,7 @@ import time
 import pytest
 
 from squall import SeekableSpout
-from squall.connectors.kafka import KafkaSpout, KafkaSpoutConfig
+from squall.connectors.kafka import KafkaSpout, KafkaSpoutConfig, RetryExponentialBackoff
 from squall.connectors.kafka.handover import SeekOutOfRangeError, check_in_range
 from squall.connectors.kafka.offsets import TopicPartition
 from squall.runtime import clock
@@ -354,3 +354,35 @@ def test_a_drained_partition_is_released_when_its_acks_arrive_not_at_the_commit_
     assert ("t-b", 0) in new.assigned
     assert new.book.started[("t-b", 0)] == 6
     assert [m for _, m in out2.records() if m[0] == "t-b"] == []
+
+
+def test_a_record_whose_emit_raised_holds_the_position_and_is_emitted_again(kafka_broker, sim, spouts):
+    # exactly-once emits are untracked: no fail comes for an emit that raised (an oversized
+    # tuple), so the spout retries it itself, and the position never passes it meanwhile
+    produced(kafka_broker, 10)
+    s = kafka_spout(kafka_broker, spouts, retry=RetryExponentialBackoff(initial_delay_ms=5000))
+    out = opened(s, EXACTLY_ONCE)
+    emit = out.emit
+    refuse = {5}
+
+    def emit_or_raise(values, stream="default", msg_id=None):
+        if msg_id is not None and msg_id[2] in refuse:
+            raise ValueError(f"tuple too large at offset {msg_id[2]}")
+        return emit(values, stream, msg_id)
+
+    out.emit = emit_or_raise
+    raised = []
+    deadline = time.monotonic() + 20
+    while len(out.records()) < 9 and time.monotonic() < deadline:
+        try:
+            s.next_tuple()
+        except ValueError as e:
+            raised.append(str(e))
+        sim.advance(0.05)
+    assert raised == ["tuple too large at offset 5"]
+    assert [m[2] for _, m in out.records()] == [0, 1, 2, 3, 4, 6, 7, 8, 9]
+    assert s.position() == [["in", 0, 5]]
+    refuse.clear()
+    assert pump(s, out, 10, sim)  # the retry, after its backoff
+    assert out.records()[-1][1] == ("in", 0, 5)
+    assert s.position() == [["in", 0, 10]]
