@@ -2,9 +2,10 @@
 
 The task that reads a partition records itself as its owner (``owners``: a side consumer
 group, since not every broker keeps commit metadata), and when a new partition list moves
-the partition away, it stops fetching, lets what it emitted finish (retries included),
-commits, and marks the partition released. The new owner starts once it sees the release
-(or after the owner stayed silent for ``handover_s``: a dead owner releases nothing).
+the partition away, it stops fetching, lets what it emitted finish (retries included), and
+as its last ack arrives commits and (once the commit landed) marks the partition released.
+The new owner starts once it sees the release (or after the owner stayed silent for
+``handover_s``: a dead owner releases nothing).
 """
 
 from __future__ import annotations

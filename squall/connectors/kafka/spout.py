@@ -12,14 +12,16 @@ it goes to ``__dead_letter`` and counts as done once its dead letter is acked.
 Handing a partition over: the task that reads a partition records itself as its owner
 (``owners``: a side consumer group, since not every broker keeps commit metadata), and when a
 new partition list moves the partition away, it stops fetching, lets what it emitted finish
-(retries included), commits, and marks the partition released. The new owner starts once it
-sees the release (or after the owner stayed silent for ``topology.message.timeout.secs`` plus
-two refresh periods: a dead owner releases nothing), so a reassignment itself neither loses
-nor repeats a record.
+(retries included), and as its last ack arrives commits and marks the partition released.
+The new owner starts once it sees the release (or after the owner stayed silent for the
+larger of ``topology.message.timeout.secs`` and ``offset_commit_period_ms``, plus two refresh
+periods, plus a checkpoint interval in exactly-once mode: a dead owner releases nothing), so a
+reassignment itself neither loses nor repeats a record.
 
 Calls that wait on the broker (listing partitions, committed offsets, watermarks) run on a
-thread of the spout's own (``monitor``); ``next_tuple`` never waits (``poll_timeout_ms``
-applies only to a task on a thread of its own, ``squall.task.threaded``).
+thread of the spout's own (``monitor``); commits and owner marks are sent asynchronously;
+``next_tuple`` never waits (``poll_timeout_ms`` applies only to a task on a thread of its own,
+``squall.task.threaded``). Only ``close`` waits for its commits, while the broker answers.
 """
 
 from __future__ import annotations
