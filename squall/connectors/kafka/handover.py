@@ -74,6 +74,7 @@ class Handover:
         self.marks_wanted: dict[TopicPartition, int] = {}  # owner marks not yet sent
         self.marks_sent: dict[TopicPartition, int] = {}    # the owner marks' commit in flight
         self.marks_at = 0.0
+        self.orphans: dict[TopicPartition, int] = {}  # see release_orphans
 
     def reassign(self, partitions: list[TopicPartition]) -> None:
         """A new partition list: let go of the moved ones, ask whether the new ones are released."""
@@ -172,6 +173,28 @@ class Handover:
             return
         self.commits.commit_acked(sync)
         self.release_drained(final=sync)
+
+    def release_orphans(self, owners: dict[TopicPartition, int]) -> None:
+        """Release orphans: partitions this task's marks hold but it neither reads nor hands over.
+
+        A seek listed them: this task was handing them over when its previous instance
+        died. Each is released at the listed offset, since the checkpoint holds what came
+        before it.
+        """
+        orphans, self.orphans = self.orphans, {}
+        released = []
+        for tp, offset in sorted(orphans.items()):
+            owner = decode(owners.get(tp))
+            if owner is None or owner.tag != self.tag or owner.task != self.context.task_id \
+                    or owner.released or tp in self.book.assigned or tp in self.draining \
+                    or tp in self.waiting:
+                continue
+            released.append(tp)
+            self.releases.append(([ktp(tp, offset, self.commits.metadata(released=True))], {tp}))
+        if released:
+            log.info("%s: releasing %s, handed over by this task before it restarted", self.name,
+                     ", ".join(f"{tp.topic}-{tp.partition}@{orphans[tp]}" for tp in released))
+            self.pump()
 
     def release_drained(self, final: bool = False) -> None:
         """Release each draining partition whose records are all acked (called as acks arrive)."""

@@ -258,6 +258,8 @@ class KafkaSpout(SeekableSpout):
             self.handover.take_over(payload)
         elif kind == "watermarks":
             self.book.watermarks.update(payload)
+        elif kind == "owner_marks":
+            self.handover.release_orphans(payload)
 
     # ---- positions (a seekable spout) ------------------------------------------------------
 
@@ -294,6 +296,14 @@ class KafkaSpout(SeekableSpout):
         book = self.book
         book.sought = {tp: o for tp, o in offsets.items() if tp in self.handover.waiting}
         ours = book.assigned | self.handover.draining
+        # listed, yet neither read nor waited for here: a partition this task was handing
+        # over when it died. If the owner marks still name this task, it is released at the
+        # listed offset (the checkpoint holds what came before), not left to its new owner's
+        # fallback to the group offset, which lags the checkpoint
+        orphans = {tp: o for tp, o in offsets.items() if tp not in ours and tp not in self.handover.waiting}
+        if orphans:
+            self.handover.orphans = orphans
+            self.monitor.request("owner_marks", sorted(orphans))
         for tp in sorted(ours):
             offset = offsets.get(tp, book.started.get(tp, book.upto.get(tp, 0)))
             if tp in book.assigned:

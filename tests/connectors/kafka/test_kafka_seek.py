@@ -386,3 +386,44 @@ def test_a_record_whose_emit_raised_holds_the_position_and_is_emitted_again(kafk
     assert pump(s, out, 10, sim)  # the retry, after its backoff
     assert out.records()[-1][1] == ("in", 0, 5)
     assert s.position() == [["in", 0, 10]]
+
+
+def test_a_task_that_died_handing_a_partition_over_releases_it_at_its_position_after_the_restart(
+        kafka_broker, sim, spouts):
+    # task 0 reads t-b-0 (records 0-5 emitted, the checkpoint at 3); a topic sorting first
+    # moves t-b-0 to task 1 while task 0 drains it, then task 0 dies. Its restarted instance
+    # seeks to the checkpoint: it must release t-b-0 at 3, where task 1 starts, rather than
+    # leave task 1 to give up waiting and start at the group offset (nothing committed: 0)
+    kafka_broker.create_topic("t-b", 1)
+    kafka_broker.produce("t-b", [f"b{i}".encode() for i in range(6)])
+
+    def task(index):
+        s = KafkaSpout(KafkaSpoutConfig(kafka_broker.bootstrap, topic_pattern=r"t-.*", group_id="g",
+                                        partition_refresh_period_ms=500))
+        spouts.append(s)
+        return s, opened(s, EXACTLY_ONCE, index=index, tasks=2)
+
+    old, out = task(0)
+    assert pump(old, out, 3, sim)
+    position = roundtrip(old.position())
+    assert position == [["t-b", 0, 3]]
+    assert pump(old, out, 6, sim)
+    new, out2 = task(1)
+    kafka_broker.create_topic("t-a", 1)
+    deadline = time.monotonic() + 20
+    while ("t-b", 0) not in old.handover.draining and time.monotonic() < deadline:
+        old.next_tuple()
+        new.next_tuple()
+        sim.advance(0.05)
+    assert ("t-b", 0) in old.handover.draining
+    # task 0 dies (no close: nothing released); its new instance seeks to the checkpoint
+    restarted, out3 = task(0)
+    restarted.seek(position)
+    start = clock.monotonic()
+    while len(out2.records()) < 3 and clock.monotonic() - start < 10 and time.monotonic() < deadline + 20:
+        restarted.next_tuple()
+        new.next_tuple()
+        sim.advance(0.05)
+        time.sleep(0.001)
+    assert [m for _, m in out2.records()] == [("t-b", 0, 3), ("t-b", 0, 4), ("t-b", 0, 5)]
+    assert [m for _, m in out3.records() if m[0] == "t-b"] == []
