@@ -262,8 +262,7 @@ class RedisStreamSpout(ReliableSpout, SeekableSpout):
         if not entries:
             self._cursor = self._sought = None
             return
-        self._cursor = entries[-1][0]
-        self._take(entries)
+        self._take(entries, pending=True)
 
     def _claim(self) -> None:
         idle_ms = int(self.claim_idle_secs * 1000)
@@ -274,16 +273,21 @@ class RedisStreamSpout(ReliableSpout, SeekableSpout):
             self.client.xack(self.stream, self.group, *reply[2])
         self._take(reply[1])
 
-    def _take(self, entries: list) -> None:
+    def _take(self, entries: list, pending: bool = False) -> None:
+        # ``pending``: a replay of this consumer's own entries, whose cursor moves past each
+        # entry only once it is taken: a refusal leaves it before the missing entry, so the
+        # next read refuses again rather than skipping the rest of the batch
         for entry_id, data in entries:
-            if data is None:  # trimmed away while pending (before Redis 7's deleted list)
+            if not data:  # deleted or trimmed while pending (redis-py gives {} or None; XADD needs a field)
                 if self._sought is not None:
                     raise SourceTrimmedError(
                         f"RedisStreamSpout {self.name!r}: cannot seek to {self._sought}: entry "
                         f"{_text(entry_id)} after it was trimmed from stream {self.stream!r}")
                 self._acks.append(entry_id)
-                continue
-            self._buffer.append((entry_id, [data.get(f) for f in self.fields]))
+            else:
+                self._buffer.append((entry_id, [data.get(f) for f in self.fields]))
+            if pending:
+                self._cursor = entry_id
 
     # ---- acks and outages ------------------------------------------------------------------
 

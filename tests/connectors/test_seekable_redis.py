@@ -136,3 +136,31 @@ def test_a_position_that_is_not_an_entry_id_is_refused(redis_server, redis_clien
 
 def test_entry_ids_order_as_redis_orders_them():
     assert entry_key("10-2") < entry_key("10-10") < entry_key("11-0") == entry_key(b"11-0")
+
+
+def test_an_entry_deleted_after_the_position_is_refused_at_every_read_and_the_later_ones_stay_pending(
+        redis_server, redis_client, sim):
+    # pending e1..e5 after the position; e2 deleted (XDEL): the refusal must repeat, and
+    # e3..e5 must neither be skipped nor acked (the next seek past them would lose them)
+    ids = fill(redis_client, 6)
+    s = spout(redis_server)
+    out = opened(s, EXACTLY_ONCE)
+    assert pump(s, out, 1, sim)
+    position = s.position()
+    assert pump(s, out, 6, sim)
+    redis_client.xdel("in", ids[2])
+    s.seek(position)
+    start = len(out.emitted)
+    refusals = []
+    for _ in range(20):
+        try:
+            s.next_tuple()
+        except SourceTrimmedError as e:
+            refusals.append(str(e))
+        sim.advance(0.05)
+    assert [m for _, m in out.records(start)] == [ids[1]]
+    assert len(refusals) >= 10 and set(refusals) == {
+        f"RedisStreamSpout 'src-0': cannot seek to {ids[0]}: entry {ids[2]} after it was trimmed "
+        f"from stream 'in'"}
+    pending = {e["message_id"] for e in redis_client.xpending_range("in", "g", min="-", max="+", count=10)}
+    assert {ids[3], ids[4], ids[5]} <= pending

@@ -3,7 +3,9 @@
 Key and message come from fields (Storm's ``FieldNameBasedTupleToKafkaMapper``, "key" and
 "message" by default), the topic is fixed or read from a field. An input is acked only once
 the broker confirmed its record (failed if delivery failed, so the spout replays it), or at
-once with ``fire_and_forget``. The producer's delivery reports are served by a thread of the
+once with ``fire_and_forget``; failed at once when the producer's queue is full, rather than
+waiting for room. The producer is idempotent (``enable.idempotence``) unless
+``producer_props`` says otherwise. The producer's delivery reports are served by a thread of the
 bolt's own and handed to the task with ``context.call_soon``, so the task never waits on the
 broker.
 
@@ -74,9 +76,11 @@ class KafkaBolt(Bolt):
         ck = import_client()
         self.collector, self.context = collector, context
         self.name = f"KafkaBolt {context.component_id!r} (task {context.task_id})"
-        self.producer = ck.Producer({"bootstrap.servers": self.bootstrap_servers,
+        # idempotence: librdkafka's retries then neither duplicate nor reorder a record
+        self.producer = ck.Producer({"bootstrap.servers": self.bootstrap_servers, "enable.idempotence": True,
                                      "error_cb": self._on_client_error, **self.producer_props})
         self._down: str | None = None
+        self._full = False  # the producer's queue was full (reported once)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="kafka-bolt-deliveries", daemon=True)
         self._thread.start()
@@ -91,12 +95,19 @@ class KafkaBolt(Bolt):
         value = _as_bytes(self.name, self.message_field, tup[self.message_field], "message")
         key = _as_bytes(self.name, self.key_field, key, "key")
         callback = None if self.fire_and_forget else (lambda err, msg, tup=tup: self._delivered(tup, err))
-        while True:
-            try:
-                self.producer.produce(topic, value=value, key=key, on_delivery=callback)
-                break
-            except BufferError:  # the producer's queue is full: let deliveries drain
-                self.producer.poll(SERVE_S)
+        try:
+            self.producer.produce(topic, value=value, key=key, on_delivery=callback)
+        except BufferError:
+            # the producer's queue is full (the broker is slow or down): waiting for room
+            # could hold the worker for message.timeout.ms, so the input fails now and the
+            # spout replays it (reported once until a record is delivered again)
+            if not self._full:
+                self._full = True
+                self.collector.report_error(KafkaDeliveryError(
+                    f"{self.name}: the producer's queue is full (queue.buffering.max.messages); "
+                    f"failing inputs until the broker takes records again"))
+            self.collector.fail(tup)
+            return
         if self.fire_and_forget:
             self.collector.ack(tup)
 
@@ -107,6 +118,7 @@ class KafkaBolt(Bolt):
     def _verdict(self, tup: Tuple, error: Any) -> None:
         if error is None:
             self._down = None
+            self._full = False
             self.collector.ack(tup)
             return
         self.collector.report_error(KafkaDeliveryError(f"{self.name}: delivery failed: {error}"))

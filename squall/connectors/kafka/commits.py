@@ -31,6 +31,7 @@ class Commits:
         self.consumer: Any = None
         self.serve: Callable[[], None] = lambda: None
         self.pending: tuple[frozenset, float] | None = None  # the async commit in flight
+        self.answered: dict[frozenset, bool] = {}  # async commits waited for: key -> landed
 
     def bind(self, consumer: Any, serve: Callable[[], None]) -> None:
         """The consumer to commit with, and what serves its callbacks (one poll)."""
@@ -65,10 +66,11 @@ class Commits:
         if offsets:
             self.send(offsets, sync)
 
-    def send(self, offsets: list, sync: bool) -> None:
+    def send(self, offsets: list, sync: bool) -> frozenset | None:
         """Commit ``offsets``; one asynchronous commit at a time.
 
         Two in flight may land out of order (the later first, then the earlier over it).
+        Returns the asynchronous commit's key (see ``landed``), or None when nothing was sent.
         """
         ck = import_client()
         try:
@@ -76,16 +78,33 @@ class Commits:
                 self.settle()
                 done = self.consumer.commit(offsets=offsets, asynchronous=False)
                 self.on_commit(None, done)
-                return
+                return None
             if self.pending is not None:
                 if time.monotonic() - self.pending[1] < COMMIT_ANSWER_S:
-                    return  # the next commit period sends what is ready then
+                    return None  # the next commit period sends what is ready then
                 log.warning("%s: no answer to a commit in %ss; committing again", self.name,
                             COMMIT_ANSWER_S)
-            self.pending = (commit_key(offsets), time.monotonic())
+            key = commit_key(offsets)
+            self.pending = (key, time.monotonic())
             self.consumer.commit(offsets=offsets, asynchronous=True)
+            return key
         except ck.KafkaException as e:
+            self.pending = None
             self.health.unreachable(f"commit failed: {e}")
+            return None
+
+    def send_awaited(self, offsets: list) -> frozenset | None:
+        """``send`` asynchronously, its answer kept for ``landed`` (None: not sent, try again)."""
+        key = self.send(offsets, sync=False)
+        if key is not None:
+            self.answered.pop(key, None)
+        return key
+
+    def landed(self, key: frozenset) -> bool | None:
+        """Whether the commit ``key`` landed (True), failed (False), or is not answered yet (None)."""
+        if self.pending is not None and self.pending[0] == key:
+            return None
+        return self.answered.pop(key, False)
 
     def settle(self) -> None:
         """Wait (up to the call timeout) for the answer to an asynchronous commit in flight."""
@@ -95,8 +114,12 @@ class Commits:
 
     def on_commit(self, error: Any, partitions: list) -> None:
         """The broker's answer to a commit (called on this task's thread, from poll)."""
-        if self.pending is not None and commit_key(partitions or ()) == self.pending[0]:
+        key = commit_key(partitions or ())
+        if self.pending is not None and key == self.pending[0]:
             self.pending = None
+        self.answered[key] = error is None and all(k.error is None for k in partitions or ())
+        if len(self.answered) > 64:  # answers nobody waits for (the periodic commits')
+            self.answered.pop(next(iter(self.answered)))
         if error is not None:
             self.health.on_client_error(error)
             return

@@ -68,7 +68,10 @@ class KafkaSpoutConfig:
     instead names the default stream's fields for a plain callable. ``consumer_props`` are
     passed to the consumer as they are (librdkafka's property names).
     ``metrics_time_bucket_size_in_secs``: how often the earliest and latest offsets are read
-    for the lag figures.
+    for the lag figures. ``offset_recommit_period_ms``: how often every partition read has its
+    committed offset and owner mark committed again (the groups have no members, so the broker
+    expires each offset ``offsets.retention.minutes`` after its last commit: keep this well
+    below it; the default, one day, is a seventh of Kafka's default seven days).
     """
 
     def __init__(self, bootstrap_servers: str, topics: Iterable[str] | None = None, *,
@@ -83,6 +86,7 @@ class KafkaSpoutConfig:
                  record_fields: Fields | Iterable[str] | None = None,
                  emit_null_tuples: bool = False, tuple_tracking: bool = False,
                  metrics_time_bucket_size_in_secs: float = 60,
+                 offset_recommit_period_ms: float = 86_400_000,
                  consumer_props: dict[str, Any] | None = None) -> None:
         owner = "KafkaSpoutConfig"
         if not isinstance(bootstrap_servers, str) or not bootstrap_servers.strip():
@@ -134,6 +138,8 @@ class KafkaSpoutConfig:
         self.tuple_tracking = bool(tuple_tracking)
         self.metrics_time_bucket_size_in_secs = _positive(owner, "metrics_time_bucket_size_in_secs",
                                                           metrics_time_bucket_size_in_secs)
+        self.offset_recommit_period_ms = _positive(owner, "offset_recommit_period_ms",
+                                                   offset_recommit_period_ms)
         self.consumer_props = dict(consumer_props or {})
 
     def subscribes(self, topic: str) -> bool:
@@ -157,5 +163,6 @@ class KafkaSpoutConfig:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("offset_recommit_period_ms", 86_400_000)  # pickled before it existed
         self.__dict__.update(state)
         self._pattern = re.compile(self.topic_pattern) if self.topic_pattern is not None else None

@@ -6,7 +6,7 @@ from collections import deque
 from typing import Any
 
 from squall.connectors.kafka.book import Book
-from squall.connectors.kafka.client import ktp
+from squall.connectors.kafka.client import import_client, ktp
 from squall.connectors.kafka.commits import Commits
 from squall.connectors.kafka.config import KafkaSpoutConfig, ProcessingGuarantee
 from squall.connectors.kafka.health import Health
@@ -106,7 +106,16 @@ class Fetcher:
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         """Fetch ``tp`` again from ``offset``, dropping what was fetched of it but not emitted."""
-        self.consumer.seek(ktp(tp, offset))
+        ck = import_client()
+        try:
+            self.consumer.seek(ktp(tp, offset))
+        except ck.KafkaException as e:
+            if e.args[0].code() != ck.KafkaError._STATE:
+                raise
+            # just assigned, not yet fetching (librdkafka refuses the seek: "Erroneous
+            # state"): assigning it again at the offset does what the seek would
+            self.consumer.incremental_unassign([ktp(tp)])
+            self.consumer.incremental_assign([ktp(tp, offset)])
         self.buffer = deque(r for r in self.buffer if (r.topic(), r.partition()) != tp)
         self.held.pop(tp, None)
         self.book.fetched[tp] = self.book.upto[tp] = offset

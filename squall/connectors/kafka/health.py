@@ -31,6 +31,11 @@ class Health:
             self.unreachable(str(error))
         elif code == ck.KafkaError.UNKNOWN_TOPIC_OR_PART:
             self.collector.report_error(RuntimeError(f"{self.name}: {error}"))
+        elif code in (ck.KafkaError._AUTO_OFFSET_RESET, ck.KafkaError.OFFSET_OUT_OF_RANGE):
+            # the fetch position is no longer held (retention): with auto.offset.reset
+            # ``error`` the partition stops here; the others moved it, reported either way
+            self.collector.report_error(RuntimeError(
+                f"{self.name}: a fetch offset is out of range (records deleted?): {error}"))
         else:
             log.warning("%s: %s", self.name, error)
 

@@ -31,6 +31,9 @@ class InFlight:
         self.fails: dict[tuple, int] = {}
         self.letters: dict[tuple, Letter] = {}
         self.letters_due: deque[tuple] = deque()
+        # per partition, offsets read but not out of the spout: the translator or the emit
+        # raised, a retry or a dead letter waits; ``position()`` stays below them
+        self.held_back: dict[tuple, set[int]] = {}
 
     def emit_due(self) -> bool:
         """Emit one failed dead letter or one retry that is due; whether one was."""
@@ -54,6 +57,7 @@ class InFlight:
                 f"{msg_id[2]}: {type(e).__name__}: {e}"))
             if self.at_least_once:
                 self.track(msg_id, record)
+                self.hold_back(msg_id)
                 self.fail_with_reason(msg_id, Failure("error", describe(e), self.component, self.task_id))
             return True
         stream = "default"
@@ -64,16 +68,42 @@ class InFlight:
                 manager = self.book.managers[(msg_id[0], msg_id[1])]
                 manager.add_to_emit_msgs(msg_id[2])
                 manager.add_to_ack_msgs(msg_id[2])
+                self.let_go(msg_id)
             return False
         values = out if type(out) is list else [] if out is None else list(out)
         if self.at_least_once:
             self.track(msg_id, record)
-            self.collector.emit(values, stream=stream, msg_id=msg_id)
+            try:
+                self.collector.emit(values, stream=stream, msg_id=msg_id)
+            except Exception as e:
+                # exactly-once emits are untracked, so no ``fail`` comes: retry it here (a
+                # tracked emit's ``fail`` that follows is a second verdict, ignored)
+                self.hold_back(msg_id)
+                self.fail_with_reason(msg_id, Failure("error", describe(e), self.component, self.task_id))
+                raise
+            self.let_go(msg_id)
         elif self.config.tuple_tracking:
             self.collector.emit(values, stream=stream, msg_id=msg_id)
         else:
             self.collector.emit(values, stream=stream)
         return True
+
+    def hold_back(self, mid: tuple) -> None:
+        """``mid`` was read but did not leave the spout: the position stays below it."""
+        self.held_back.setdefault((mid[0], mid[1]), set()).add(mid[2])
+
+    def let_go(self, mid: tuple) -> None:
+        """``mid`` left the spout (as a tuple or a dead letter), or is done or forgotten."""
+        held = self.held_back.get((mid[0], mid[1]))
+        if held is not None:
+            held.discard(mid[2])
+            if not held:
+                del self.held_back[(mid[0], mid[1])]
+
+    def lowest_held_back(self, tp: tuple) -> int | None:
+        """The lowest offset of ``tp`` read but not out of the spout, if any."""
+        held = self.held_back.get(tp)
+        return min(held) if held else None
 
     def track(self, msg_id: tuple, record: Any) -> None:
         """Keep ``record`` until its tree completes or is given up."""
@@ -97,6 +127,8 @@ class InFlight:
     def done(self, mid: tuple) -> None:
         """``mid`` is finished (acked, or its dead letter acked): its offset counts as acked."""
         self.emitted.discard(mid)
+        if self.held_back:
+            self.let_go(mid)
         del self.records[mid]
         if self.fails:
             self.fails.pop(mid, None)
@@ -134,7 +166,9 @@ class InFlight:
         """Emit the dead letter of ``mid`` (again, after its emit failed)."""
         letter = self.letters.get(mid)
         if letter is not None:
+            self.hold_back(mid)
             self.collector.emit(list(letter), stream=DEAD_LETTER_STREAM, msg_id=_DeadLetterId(mid))
+            self.let_go(mid)
 
     def rewind(self, tp: TopicPartition, offset: int) -> None:
         """A seek of ``tp`` to ``offset`` (a committed checkpoint's): done below it, forgotten from it."""
@@ -150,6 +184,7 @@ class InFlight:
     def forget(self, tp: TopicPartition, offset: int = 0) -> None:
         """Drop what is in flight of ``tp`` at or past ``offset``, without ``fail``."""
         for m in [m for m in self.records if TopicPartition(m[0], m[1]) == tp and m[2] >= offset]:
+            self.let_go(m)
             self.emitted.discard(m)
             self.records.pop(m, None)
             self.fails.pop(m, None)

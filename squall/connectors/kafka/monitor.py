@@ -23,7 +23,7 @@ CALL_TIMEOUT_S = 2.0  # a broker that has not answered in this long counts as un
 
 
 class Monitor:
-    """A thread answering ``partitions``, ``committed`` and ``watermarks`` requests.
+    """A thread answering ``partitions``, ``committed``, ``owner_marks`` and ``watermarks`` requests.
 
     Each answer is ``(kind, payload, error)``: ``error`` is the text of the broker error
     (the call failed) or None.
@@ -84,6 +84,10 @@ class Monitor:
         owners = read_committed(self._owners, tps)
         return {tp: (offset, owners[tp][0], *marks[tp])
                 for tp, (offset, _) in read_committed(self._consumer, tps).items()}
+
+    def _owner_marks(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """Per partition: the owner's code in the side group (negative: none)."""
+        return {tp: code for tp, (code, _) in read_committed(self._owners, tps).items()}
 
     def _watermarks(self, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
         from confluent_kafka import TopicPartition as KTP

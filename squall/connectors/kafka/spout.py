@@ -12,27 +12,30 @@ it goes to ``__dead_letter`` and counts as done once its dead letter is acked.
 Handing a partition over: the task that reads a partition records itself as its owner
 (``owners``: a side consumer group, since not every broker keeps commit metadata), and when a
 new partition list moves the partition away, it stops fetching, lets what it emitted finish
-(retries included), commits, and marks the partition released. The new owner starts once it
-sees the release (or after the owner stayed silent for ``topology.message.timeout.secs`` plus
-two refresh periods: a dead owner releases nothing), so a reassignment itself neither loses
-nor repeats a record.
+(retries included), and as its last ack arrives commits and marks the partition released.
+The new owner starts once it sees the release (or after the owner stayed silent for the
+larger of ``topology.message.timeout.secs`` and ``offset_commit_period_ms``, plus two refresh
+periods, plus a checkpoint interval in exactly-once mode: a dead owner releases nothing), so a
+reassignment itself neither loses nor repeats a record.
 
 Calls that wait on the broker (listing partitions, committed offsets, watermarks) run on a
-thread of the spout's own (``monitor``); ``next_tuple`` never waits (``poll_timeout_ms``
-applies only to a task on a thread of its own, ``squall.task.threaded``).
+thread of the spout's own (``monitor``); commits and owner marks are sent asynchronously;
+``next_tuple`` never waits (``poll_timeout_ms`` applies only to a task on a thread of its own,
+``squall.task.threaded``). Only ``close`` waits for its commits, while the broker answers.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from typing import Any
 
 from squall.api.components import OutputFieldsDeclarer, SeekableSpout
 from squall.connectors.kafka.book import Book
-from squall.connectors.kafka.client import import_client, ktp
+from squall.connectors.kafka.client import import_client
 from squall.connectors.kafka.commits import Commits
-from squall.connectors.kafka.config import KafkaSpoutConfig, ProcessingGuarantee
+from squall.connectors.kafka.config import FirstPollOffsetStrategy, KafkaSpoutConfig, ProcessingGuarantee
 from squall.connectors.kafka.fetcher import Fetcher
 from squall.connectors.kafka.gauges import Gauges
 from squall.connectors.kafka.handover import Handover, check_in_range
@@ -90,13 +93,29 @@ class KafkaSpout(SeekableSpout):
     def open(self, conf: dict, context: Any, collector: Any) -> None:
         """Check the broker and topics, take this task's partitions, start the monitor."""
         ck = import_client()
-        cfg = self.config
         self.collector, self.context = collector, context
         self.name = f"KafkaSpout {context.component_id!r} (task {context.task_id})"
+        self.exactly_once = conf.get("topology.guarantee") == "exactly_once"
+        if self.exactly_once and not self.config.is_at_least_once():
+            # the checkpoint's acks drive the commits only under AT_LEAST_ONCE bookkeeping;
+            # commits of fetched offsets would run ahead of the checkpoint and a take-over skip
+            log.warning("%s: exactly-once: processing_guarantee %s is read as AT_LEAST_ONCE",
+                        self.name, self.config.processing_guarantee.name)
+            self.config = copy.copy(self.config)
+            self.config.processing_guarantee = ProcessingGuarantee.AT_LEAST_ONCE
+        cfg = self.config
         threaded = bool(conf.get("squall.task.threaded"))
         poll_timeout_s = cfg.poll_timeout_ms / 1000.0 if threaded else 0.0
-        handover_s = float(conf.get("topology.message.timeout.secs") or 30) \
+        # the new owner's wait for a release: acks come within the message timeout
+        # (at-least-once) or at a checkpoint commit (exactly-once), and a broker that was down
+        # gets the release at the next commit period at the latest
+        handover_s = max(float(conf.get("topology.message.timeout.secs") or 30),
+                         cfg.offset_commit_period_ms / 1000.0) \
             + 2 * cfg.partition_refresh_period_ms / 1000.0
+        if self.exactly_once:
+            handover_s += float(conf.get("topology.state.checkpoint.interval.ms") or 1000) / 1000.0
+        self.handover_s = handover_s
+        self.acked = False  # acks arrived since next_tuple last looked
         self.book = Book()
         self.health = Health(self.name, cfg.bootstrap_servers, collector)
         self.inflight = InFlight(cfg, self.book, collector, self.name, context)
@@ -104,13 +123,16 @@ class KafkaSpout(SeekableSpout):
         self.commit_timer = Timer(TIMER_DELAY_MS, cfg.offset_commit_period_ms)
         self.refresh_timer = Timer(TIMER_DELAY_MS, cfg.partition_refresh_period_ms)
         self.metrics_timer = Timer(0, cfg.metrics_time_bucket_size_in_secs * 1000)
+        self.recommit_timer = Timer(cfg.offset_recommit_period_ms, cfg.offset_recommit_period_ms)
         self.timers_due = clock.monotonic()  # when the earliest of them expires
         props = {"bootstrap.servers": cfg.bootstrap_servers, "group.id": cfg.group_id,
                  "enable.auto.commit": False, "enable.auto.offset.store": False,
-                 "enable.partition.eof": False, **cfg.consumer_props}
+                 "enable.partition.eof": False,
+                 "auto.offset.reset": offset_reset(cfg, self.exactly_once), **cfg.consumer_props}
         consumer = ck.Consumer({**props, "error_cb": self.health.on_client_error,
                                 "on_commit": self.commits.on_commit})
-        owners = ck.Consumer({**props, "group.id": owners_group(cfg.group_id)})
+        owners = ck.Consumer({**props, "group.id": owners_group(cfg.group_id),
+                              "on_commit": self._on_owner_commit})
         self.fetcher = Fetcher(consumer, cfg, self.book, self.health, self.commits, poll_timeout_s)
         self.commits.bind(consumer, self.fetcher.serve)
         down: list[Any] = []
@@ -135,8 +157,12 @@ class KafkaSpout(SeekableSpout):
         self.handover = Handover(name=self.name, context=context, config=cfg, owners=owners,
                                  handover_s=handover_s, book=self.book, health=self.health,
                                  commits=self.commits, fetcher=self.fetcher, inflight=self.inflight,
-                                 gauges=self.gauges, monitor=self.monitor)
+                                 gauges=self.gauges, monitor=self.monitor,
+                                 offset_reset=str(props["auto.offset.reset"]))
         self.handover.reassign(partitions)
+
+    def _on_owner_commit(self, error: Any, partitions: list) -> None:
+        self.handover.on_owner_commit(error, partitions)
 
     def _first_partitions(self, ck: Any, lookup: Any, down: list) -> list[TopicPartition]:
         """The partitions, asked for until OPEN_TIMEOUT_S; refused at once when every broker is down."""
@@ -159,7 +185,8 @@ class KafkaSpout(SeekableSpout):
         sync = self.health.down is None
         try:
             self.handover.commit_acked(sync=sync)
-            self.handover.release(set(self.book.managers) | self.book.assigned, sync=sync)
+            self.handover.close_out()
+            self.handover.release(set(self.book.managers) | self.book.assigned, final=True)
         finally:
             self.monitor.close()
             self.fetcher.consumer.close()
@@ -179,8 +206,13 @@ class KafkaSpout(SeekableSpout):
                 if answer is None:
                     break
                 self._on_answer(*answer)
+        if self.acked:
+            self.acked = False
+            self._after_acks()
         if clock.monotonic() >= self.timers_due:
             self._run_timers()
+        if self.handover.busy:
+            self.handover.pump()
         if self.inflight.emit_due():
             return
         while True:
@@ -192,6 +224,14 @@ class KafkaSpout(SeekableSpout):
             if self.inflight.emit(record, msg_id):
                 return
 
+    def _after_acks(self) -> None:
+        # a drained partition is released at once (its new owner waits for that); in
+        # exactly-once mode acks come at a checkpoint's COMMIT: the group offset follows it
+        if self.handover.draining:
+            self.handover.release_drained()
+        if self.exactly_once:
+            self.commits.commit_acked(sync=False)
+
     def _run_timers(self) -> None:
         if self.refresh_timer.is_expired_reset_on_true():
             self.monitor.request("partitions")
@@ -202,7 +242,10 @@ class KafkaSpout(SeekableSpout):
                 self.handover.commit_acked()
             elif self.config.processing_guarantee is ProcessingGuarantee.NO_GUARANTEE:
                 self.commits.commit_positions(sync=False)
-        self.timers_due = min(t.next_due for t in (self.refresh_timer, self.metrics_timer, self.commit_timer))
+        if self.recommit_timer.is_expired_reset_on_true() and not self.handover.recommit():
+            self.recommit_timer.expire_now()
+        self.timers_due = min(t.next_due for t in (self.refresh_timer, self.metrics_timer, self.commit_timer,
+                                                   self.recommit_timer))
 
     def _on_answer(self, kind: str, payload: Any, error: str | None) -> None:
         if error is not None:
@@ -215,6 +258,8 @@ class KafkaSpout(SeekableSpout):
             self.handover.take_over(payload)
         elif kind == "watermarks":
             self.book.watermarks.update(payload)
+        elif kind == "owner_marks":
+            self.handover.release_orphans(payload)
 
     # ---- positions (a seekable spout) ------------------------------------------------------
 
@@ -222,10 +267,17 @@ class KafkaSpout(SeekableSpout):
         """``[topic, partition, next offset to emit]`` per partition this task reads or finishes.
 
         A partition taken but not yet read (waiting for its previous owner) is listed at the
-        offset a seek gave it, if any.
+        offset a seek gave it, if any. A record read but not out of the spout (its translator
+        or its emit raised, and it waits for a retry or its dead letter) keeps its partition's
+        position at its offset: a checkpoint never counts it as done.
         """
         book = self.book
         where = {tp: book.upto[tp] for tp in book.assigned | self.handover.draining if tp in book.upto}
+        if self.inflight.held_back:
+            for tp, upto in where.items():
+                low = self.inflight.lowest_held_back(tp)
+                if low is not None and low < upto:
+                    where[tp] = low
         where.update({tp: o for tp, o in book.sought.items() if tp not in where})
         return [[tp[0], tp[1], o] for tp, o in sorted(where.items())]
 
@@ -244,6 +296,14 @@ class KafkaSpout(SeekableSpout):
         book = self.book
         book.sought = {tp: o for tp, o in offsets.items() if tp in self.handover.waiting}
         ours = book.assigned | self.handover.draining
+        # listed, yet neither read nor waited for here: a partition this task was handing
+        # over when it died. If the owner marks still name this task, it is released at the
+        # listed offset (the checkpoint holds what came before), not left to its new owner's
+        # fallback to the group offset, which lags the checkpoint
+        orphans = {tp: o for tp, o in offsets.items() if tp not in ours and tp not in self.handover.waiting}
+        if orphans:
+            self.handover.orphans = orphans
+            self.monitor.request("owner_marks", sorted(orphans))
         for tp in sorted(ours):
             offset = offsets.get(tp, book.started.get(tp, book.upto.get(tp, 0)))
             if tp in book.assigned:
@@ -264,13 +324,19 @@ class KafkaSpout(SeekableSpout):
                              f"[topic, partition, offset]") from None
 
     def _check_range(self, tp: TopicPartition, offset: int) -> None:
-        ck = import_client()
-        try:
-            lo, hi = self.fetcher.consumer.get_watermark_offsets(ktp(tp), timeout=OPEN_TIMEOUT_S,
-                                                                 cached=False)
-        except ck.KafkaException as e:
-            raise ConnectionError(f"{self.name}: cannot seek {tp.topic}-{tp.partition} to offset "
-                                  f"{offset}: its offsets cannot be read: {e}") from None
+        """Refuse an offset out of the partition's last known range, without a broker call.
+
+        The watermarks are those read at the take-over or the last metrics period (the
+        monitor reads them again now): the end only grows, so what this task fetched counts
+        as held; a start that moved since is caught at the fetch (``auto.offset.reset``
+        ``error`` under exactly-once, reported).
+        """
+        self.monitor.request("watermarks", sorted(self.book.assigned))
+        known = self.book.watermarks.get(tp)
+        if known is None:
+            return
+        lo, hi = known
+        hi = max(hi, self.book.fetched.get(tp, hi), self.book.upto.get(tp, hi))
         check_in_range(self.name, tp, offset, lo, hi)
 
     # ---- ack / fail / metrics --------------------------------------------------------------
@@ -278,6 +344,7 @@ class KafkaSpout(SeekableSpout):
     def ack(self, msg_id: Any) -> None:
         """Its tree completed: the offset may now be committed."""
         self.inflight.ack(msg_id)
+        self.acked = True
 
     def fail(self, msg_id: Any) -> None:
         """Its tree failed: retry after the backoff, or give it up."""
@@ -294,6 +361,20 @@ class KafkaSpout(SeekableSpout):
     def total_lag(self) -> int:
         """The lag summed over this task's partitions (Storm's ``totalSpoutLag``)."""
         return self.gauges.total_lag()
+
+
+def offset_reset(config: KafkaSpoutConfig, exactly_once: bool) -> str:
+    """The consumer's ``auto.offset.reset`` when an offset is out of range: never a silent skip.
+
+    ``error`` in exactly-once mode (the checkpoint would commit the jump), ``earliest`` for
+    the EARLIEST-like strategies, ``latest`` for the others; ``consumer_props`` overrides it.
+    """
+    if exactly_once:
+        return "error"
+    if config.first_poll_offset_strategy in (FirstPollOffsetStrategy.EARLIEST,
+                                             FirstPollOffsetStrategy.UNCOMMITTED_EARLIEST):
+        return "earliest"
+    return "latest"
 
 
 def _rewound(manager: OffsetManager, offset: int) -> OffsetManager:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from squall import SeekableSpout
-from squall.connectors.kafka import KafkaSpout, KafkaSpoutConfig
+from squall.connectors.kafka import KafkaSpout, KafkaSpoutConfig, RetryExponentialBackoff
 from squall.connectors.kafka.handover import SeekOutOfRangeError, check_in_range
 from squall.connectors.kafka.offsets import TopicPartition
 from squall.runtime import clock
@@ -240,3 +240,189 @@ def test_a_partition_handed_over_goes_to_the_new_owner_at_the_position_the_old_o
         time.sleep(0.001)
     assert [m for _, m in out2.records()] == [("t-b", 0, 3), ("t-b", 0, 4), ("t-b", 0, 5)]
     assert committed(kafka_broker, topic="t-b")[0] >= 3
+
+
+def test_a_refused_partition_keeps_its_sought_offset_and_the_others_of_the_answer_start_at_theirs(
+        kafka_broker, sim, spouts):
+    # a restarted task seeks to a position listing in-0 (valid) and in-1 (past its end: the
+    # topic was made again). in-0 must start at its sought offset, in-1 must stay refused
+    # (not taken at the group offset) and be refused again at the next refresh
+    kafka_broker.create_topic("in", 2)
+    kafka_broker.produce("in", [f"a{i}".encode() for i in range(6)], partition_of=lambda i: 0)
+    kafka_broker.produce("in", [f"b{i}".encode() for i in range(4)], partition_of=lambda i: 1)
+    s = kafka_spout(kafka_broker, spouts)
+    out = opened(s, EXACTLY_ONCE)
+    s.seek([["in", 0, 3], ["in", 1, 50]])
+    refusals = []
+    deadline = time.monotonic() + 20
+    while len(refusals) < 2 and time.monotonic() < deadline:
+        try:
+            s.next_tuple()
+        except SeekOutOfRangeError as e:
+            refusals.append(str(e))
+        sim.advance(0.05)
+    assert refusals == ["KafkaSpout 'src' (task 1): cannot seek in-1 to offset 50: the partition "
+                        "ends at 4 (the topic was deleted and made again?)"] * 2
+    while len(out.records()) < 3 and time.monotonic() < deadline:
+        try:
+            s.next_tuple()
+        except SeekOutOfRangeError:
+            pass
+        sim.advance(0.05)
+    assert [m for _, m in out.records()] == [("in", 0, o) for o in (3, 4, 5)]
+    assert ("in", 1) not in s.assigned
+    assert s.position() == [["in", 0, 6], ["in", 1, 50]]  # still listed where the seek put it
+
+
+def test_a_group_offset_past_the_end_is_refused_in_exactly_once_and_reported_otherwise(
+        kafka_broker, sim, spouts):
+    # (Tansu has no DeleteRecords: an offset below the start cannot be made here; a group
+    # offset past the end, as a topic made again leaves it, goes through the same check)
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as KTP
+
+    produced(kafka_broker, 5)
+    c = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": "g"})
+    c.commit(offsets=[KTP("in", 0, 40)], asynchronous=False)
+    c.close()
+    eo = kafka_spout(kafka_broker, spouts)
+    out = opened(eo, EXACTLY_ONCE)
+    with pytest.raises(SeekOutOfRangeError, match=r"cannot seek in-0 to offset 40: the partition ends at 5"):
+        pump(eo, out, 1, sim)
+    assert out.records() == [] and ("in", 0) not in eo.assigned
+    assert eo.handover.offset_reset == "error"
+    eo.close()
+    spouts.remove(eo)
+    alo = kafka_spout(kafka_broker, spouts)  # UNCOMMITTED_EARLIEST: auto.offset.reset earliest
+    out2 = opened(alo, {})
+    assert pump(alo, out2, 5, sim)
+    assert [m for _, m in out2.records()] == [("in", 0, o) for o in range(5)]
+    assert [str(e) for e in out2.errors] == [
+        "KafkaSpout 'src' (task 1): in-0's committed offset 40 is out of range (0..5); "
+        "auto.offset.reset 'earliest' starts it at 0"]
+
+
+def test_auto_offset_reset_is_error_under_exactly_once_earliest_for_earliest_strategies_and_overridable(
+        kafka_broker):
+    from squall.connectors.kafka.config import FirstPollOffsetStrategy as S
+    from squall.connectors.kafka.spout import offset_reset
+
+    def cfg(strategy):
+        return KafkaSpoutConfig(kafka_broker.bootstrap, ["in"], first_poll_offset_strategy=strategy)
+
+    assert offset_reset(cfg(S.UNCOMMITTED_EARLIEST), exactly_once=True) == "error"
+    assert offset_reset(cfg(S.EARLIEST), exactly_once=False) == "earliest"
+    assert offset_reset(cfg(S.UNCOMMITTED_EARLIEST), exactly_once=False) == "earliest"
+    assert offset_reset(cfg(S.LATEST), exactly_once=False) == "latest"
+    assert offset_reset(cfg(S.UNCOMMITTED_LATEST), exactly_once=False) == "latest"
+
+
+@pytest.mark.parametrize("conf", [EXACTLY_ONCE, {}], ids=["exactly_once", "at_least_once"])
+def test_a_drained_partition_is_released_when_its_acks_arrive_not_at_the_commit_timer(
+        kafka_broker, sim, spouts, conf):
+    # the default commit period (30 s) is longer than the new owner's wait (message timeout
+    # 10 s + 2 refreshes): a release at the commit timer comes after the new owner gave up
+    # and started at the group offset, reading again what the old one had acked
+    kafka_broker.create_topic("t-b", 1)
+    kafka_broker.produce("t-b", [f"b{i}".encode() for i in range(6)])
+    conf = {**conf, "topology.message.timeout.secs": 10}
+
+    def task(index):
+        s = KafkaSpout(KafkaSpoutConfig(kafka_broker.bootstrap, topic_pattern=r"t-.*", group_id="g",
+                                        partition_refresh_period_ms=500))
+        spouts.append(s)
+        return s, opened(s, conf, index=index, tasks=2)
+
+    old, out = task(0)
+    assert pump(old, out, 6, sim)
+    new, out2 = task(1)
+    kafka_broker.create_topic("t-a", 1)
+    deadline = time.monotonic() + 20
+    while ("t-b", 0) not in old.handover.draining and time.monotonic() < deadline:
+        old.next_tuple()
+        new.next_tuple()
+        sim.advance(0.05)
+    assert ("t-b", 0) in old.handover.draining
+    for _, m in out.records():
+        old.ack(m)  # the trees complete (at-least-once) or the checkpoint commits (exactly-once)
+    start = clock.monotonic()
+    while clock.monotonic() - start < 15 and time.monotonic() < deadline + 20:
+        old.next_tuple()
+        new.next_tuple()
+        sim.advance(0.05)
+        time.sleep(0.001)
+    assert ("t-b", 0) in new.assigned
+    assert new.book.started[("t-b", 0)] == 6
+    assert [m for _, m in out2.records() if m[0] == "t-b"] == []
+
+
+def test_a_record_whose_emit_raised_holds_the_position_and_is_emitted_again(kafka_broker, sim, spouts):
+    # exactly-once emits are untracked: no fail comes for an emit that raised (an oversized
+    # tuple), so the spout retries it itself, and the position never passes it meanwhile
+    produced(kafka_broker, 10)
+    s = kafka_spout(kafka_broker, spouts, retry=RetryExponentialBackoff(initial_delay_ms=5000))
+    out = opened(s, EXACTLY_ONCE)
+    emit = out.emit
+    refuse = {5}
+
+    def emit_or_raise(values, stream="default", msg_id=None):
+        if msg_id is not None and msg_id[2] in refuse:
+            raise ValueError(f"tuple too large at offset {msg_id[2]}")
+        return emit(values, stream, msg_id)
+
+    out.emit = emit_or_raise
+    raised = []
+    deadline = time.monotonic() + 20
+    while len(out.records()) < 9 and time.monotonic() < deadline:
+        try:
+            s.next_tuple()
+        except ValueError as e:
+            raised.append(str(e))
+        sim.advance(0.05)
+    assert raised == ["tuple too large at offset 5"]
+    assert [m[2] for _, m in out.records()] == [0, 1, 2, 3, 4, 6, 7, 8, 9]
+    assert s.position() == [["in", 0, 5]]
+    refuse.clear()
+    assert pump(s, out, 10, sim)  # the retry, after its backoff
+    assert out.records()[-1][1] == ("in", 0, 5)
+    assert s.position() == [["in", 0, 10]]
+
+
+def test_a_task_that_died_handing_a_partition_over_releases_it_at_its_position_after_the_restart(
+        kafka_broker, sim, spouts):
+    # task 0 reads t-b-0 (records 0-5 emitted, the checkpoint at 3); a topic sorting first
+    # moves t-b-0 to task 1 while task 0 drains it, then task 0 dies. Its restarted instance
+    # seeks to the checkpoint: it must release t-b-0 at 3, where task 1 starts, rather than
+    # leave task 1 to give up waiting and start at the group offset (nothing committed: 0)
+    kafka_broker.create_topic("t-b", 1)
+    kafka_broker.produce("t-b", [f"b{i}".encode() for i in range(6)])
+
+    def task(index):
+        s = KafkaSpout(KafkaSpoutConfig(kafka_broker.bootstrap, topic_pattern=r"t-.*", group_id="g",
+                                        partition_refresh_period_ms=500))
+        spouts.append(s)
+        return s, opened(s, EXACTLY_ONCE, index=index, tasks=2)
+
+    old, out = task(0)
+    assert pump(old, out, 3, sim)
+    position = roundtrip(old.position())
+    assert position == [["t-b", 0, 3]]
+    assert pump(old, out, 6, sim)
+    new, out2 = task(1)
+    kafka_broker.create_topic("t-a", 1)
+    deadline = time.monotonic() + 20
+    while ("t-b", 0) not in old.handover.draining and time.monotonic() < deadline:
+        old.next_tuple()
+        new.next_tuple()
+        sim.advance(0.05)
+    assert ("t-b", 0) in old.handover.draining
+    # task 0 dies (no close: nothing released); its new instance seeks to the checkpoint
+    restarted, out3 = task(0)
+    restarted.seek(position)
+    while len(out2.records()) < 3 and time.monotonic() < deadline + 30:
+        restarted.next_tuple()
+        new.next_tuple()
+        sim.advance(0.05)
+        time.sleep(0.005)
+    assert [m for _, m in out2.records()][:3] == [("t-b", 0, 3), ("t-b", 0, 4), ("t-b", 0, 5)]
+    assert [m for _, m in out3.records() if m[0] == "t-b"] == []

@@ -425,3 +425,39 @@ def test_position_and_seek_read_a_partition_again_from_a_recorded_offset(kafka_b
                     step=0.05, limit=200)
     finally:
         spout.close()
+
+
+def test_committed_offsets_and_owner_marks_are_committed_again_before_retention_expires_them(
+        kafka_broker, sim):
+    # the groups have no members (partitions are assigned by hand), so the broker expires
+    # each offset offsets.retention.minutes after its last commit. Tansu does not expire
+    # offsets; deleting the (empty) groups drops them the same way
+    from tests.connectors.seeking import opened, pump
+
+    kafka_broker.create_topic("in", 1)
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(4)])
+    s = KafkaSpout(spout_config(kafka_broker.bootstrap))
+    out = opened(s)
+    try:
+        assert pump(s, out, 4, sim)
+        for _, m in out.records():
+            s.ack(m)
+        deadline = time.monotonic() + 20
+        while committed(kafka_broker)[0] != 4 and time.monotonic() < deadline:
+            s.next_tuple()
+            sim.advance(0.05)
+        assert committed(kafka_broker)[0] == 4
+        for group in ("g", owners_group("g")):
+            kafka_broker.admin().delete_consumer_groups([group])[group].result(timeout=10)
+        assert committed(kafka_broker)[0] < 0
+        sim.advance(24 * 3600)  # the default offset_recommit_period_ms: one day
+        while (committed(kafka_broker)[0] != 4 or committed(kafka_broker, group=owners_group("g"))[0] < 0) \
+                and time.monotonic() < deadline + 20:
+            s.next_tuple()
+            sim.advance(0.05)
+            time.sleep(0.01)
+        assert committed(kafka_broker)[0] == 4
+        owner = decode(committed(kafka_broker, group=owners_group("g"))[0])
+        assert owner == Owner(tag_of("t", "src"), 1, False)
+    finally:
+        s.close()
