@@ -2,7 +2,7 @@
 
 >>> import inspect
 >>> list(inspect.signature(load_yaml).parameters)
-['path', 'properties', 'env']
+['path', 'properties', 'env', 'params']
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from squall.runtime.checkpoint import CHECKPOINT_SPOUT, Action, Barrier, Phase, 
 from squall.runtime.checkpoint_spout import RECORD_KEY, CheckpointSpout
 from squall.runtime.stateful import StatefulBoltTask
 from squall.state import memory
+from tests.state.spout_context import spout_context
 
 TOPOLOGY = "ckm"
 CONF = {"topology.state.provider": "squall.state.memory.InMemoryStateProvider",
@@ -115,7 +116,7 @@ class Model:
     def _start(self, name: str) -> None:
         if name == SPOUT:
             spout = CheckpointSpout()
-            context = SimpleNamespace(topology_name=TOPOLOGY)
+            context = spout_context(TOPOLOGY)
             spout.open(CONF, context, SimpleNamespace(emit=self._spout_emit, report_error=self._error))
             self.tasks[name] = spout
             return

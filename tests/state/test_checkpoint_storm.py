@@ -27,6 +27,7 @@ from squall.runtime.stateful import StatefulBoltTask
 from squall.runtime.tasks import BoltTask
 from squall.state import memory
 from squall.state.memory import InMemoryStateProvider
+from tests.state.spout_context import spout_context
 
 TOPOLOGY = "storm"
 CONF = {"topology.state.provider": "squall.state.memory.InMemoryStateProvider",
@@ -65,7 +66,7 @@ def open_spout(record: tuple[int, str] | None = None):
         state.put(RECORD_KEY, list(record))
         state.commit(1)
     spout, out = CheckpointSpout(), Recorder()
-    spout.open(CONF, SimpleNamespace(topology_name=TOPOLOGY), out)
+    spout.open(CONF, spout_context(TOPOLOGY), out)
     return spout, out
 
 
