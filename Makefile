@@ -9,7 +9,7 @@ COMPILED := squall/_compiled.json
 HOT := $(wildcard squall/api/tuple.py squall/api/tuple.pxd squall/runtime/*.pxd) \
 	$(patsubst %.pxd,%.py,$(wildcard squall/runtime/*.pxd)) squall/_speedups.py scripts/compile.py setup.py
 
-.PHONY: setup compile demo test test-fast faults lint bench bench-full bench-clean soak clean
+.PHONY: setup compile demo test test-fast faults lint bench bench-full bench-clean soak docs clean
 
 $(STAMP): pyproject.toml setup.py scripts/setup.sh scripts/setup-java.sh scripts/setup-redis.sh scripts/setup-zookeeper.sh \
 	scripts/setup-node.sh scripts/setup-chromium.sh scripts/setup-prometheus.sh
@@ -58,6 +58,11 @@ bench-full: $(STAMP) $(COMPILED)
 # the chaos soak (not part of make test): SOAK_MINUTES=10 by default
 soak: $(STAMP) $(COMPILED)
 	$(PY) -m benchmarks.chaos --minutes $(or $(SOAK_MINUTES),10)
+
+# the documentation site (MkDocs, Material theme) from docs/ into site/; --strict: a broken
+# link or a page missing from mkdocs.yml's nav fails (tests/unit/test_docs_site.py does the same)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 bench-clean:
 	rm -rf .bench benchmarks/results/*.json benchmarks/results/*.png
