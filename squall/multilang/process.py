@@ -11,7 +11,7 @@ hand-over makes the task's worker run a round. After a read that did not fill it
 the reader waits ``READ_COALESCE_SECS`` and takes what arrived meanwhile with it. On a
 Spark worker, whose rounds each cost ZeroMQ polls and a frame to every peer, one round per
 write doubled the worker's CPU per sentence and starved the subprocesses of the cores
-(docs/performance.md, "Multilang over Spark").
+(docs/performance-history.md, "Multilang over Spark").
 """
 
 from __future__ import annotations
