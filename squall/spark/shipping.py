@@ -72,6 +72,18 @@ def _append(spark_conf: dict[str, Any], key: str, value: str) -> str:
     return f"{current},{value}" if current else value
 
 
+# connector clients packed when the environment is packed before any topology is known
+UNKNOWN_TOPOLOGY_CLIENTS = ("confluent-kafka", "redis")
+
+
+def _installed(dist: str) -> bool:
+    try:
+        md.distribution(dist)
+    except md.PackageNotFoundError:
+        return False
+    return True
+
+
 def packages_for(conf: dict, topology: StormTopology | None) -> list[str]:
     """``squall.spark.env.packages`` and what ``topology``'s components need (``squall.spark.needs``).
 
@@ -79,6 +91,13 @@ def packages_for(conf: dict, topology: StormTopology | None) -> list[str]:
     for a needed package that is not installed here, where ``auto`` packs from.
     """
     packages = _packages(conf)
+    if topology is None:
+        # started before its first topology (SparkCluster.start()): which connectors the later
+        # topologies use is unknown, so the small clients installed here go along (pyarrow,
+        # for the DataFrame connectors, is large: list it in squall.spark.env.packages)
+        for dist in UNKNOWN_TOPOLOGY_CLIENTS:
+            if dist not in packages and _installed(dist):
+                packages.append(dist)
     for dist, who in topology_needs(conf, topology).items():
         try:
             md.distribution(dist)

@@ -21,6 +21,7 @@ from squall.spark import settings as S
 from squall.spark.environment import PYTHON_IN_ARCHIVE
 from squall.spark.errors import SparkSetupError
 from squall.spark.shipping import check_shipped, environment_settings
+from tests.integration.components import ListSpout
 from tests.spark.test_environment import bare_env, unpack
 from tests.spark.test_environment import bare_python as bare_python  # noqa: F401 - a fixture
 
@@ -87,9 +88,25 @@ def test_a_needed_package_not_installed_is_refused_in_one_line(monkeypatch, tmp_
 def test_a_later_topology_needing_what_the_running_environment_lacks_is_refused(tmp_path):
     first = Config()
     first[S.ENV_CACHE_DIR] = str(tmp_path / "cache")
-    _, packed = environment_settings(first, MASTER, {})  # a SparkContext started for another topology
+    plain = TopologyBuilder()
+    plain.set_spout("lines", ListSpout([["a b"]]))  # needs nothing beyond squall
+    plain.set_bolt("parse", Parse()).shuffle_grouping("lines")
+    # a SparkContext started for another topology, one that needed no connector
+    _, packed = environment_settings(first, MASTER, {}, plain.create_topology())
     assert packed is not None
     conf, topology = kafka_redis_topology()
     with pytest.raises(SparkSetupError, match=r"component 'events' .* needs the confluent-kafka package .* "
                                               r"squall\.spark\.env\.packages"):
         check_shipped(packed, conf, topology)
+
+
+def test_an_environment_packed_before_any_topology_takes_the_installed_clients(tmp_path):
+    # SparkCluster.start() before its first submit: the later topologies' connectors are unknown
+    first = Config()
+    first[S.ENV_CACHE_DIR] = str(tmp_path / "cache")
+    _, packed = environment_settings(first, MASTER, {})
+    assert packed is not None
+    names = {d.split("==", 1)[0].lower() for d in packed.distributions}
+    assert {"confluent-kafka", "redis"} <= names, packed.distributions
+    conf, topology = kafka_redis_topology()
+    check_shipped(packed, conf, topology)  # not refused
