@@ -84,7 +84,8 @@ CONF_KEYS: dict[str, tuple[str, str]] = {
     "nimbus.token.file": ("token_file", "the token file"),
     "nimbus.log.dir": ("log_dir", "where topology masters' logs go"),
     "nimbus.url": ("url", "how clients reach this Nimbus (told by a standby)"),
-    "nimbus.http.timeout.secs": ("http_timeout_secs", "a request (its line, headers and body) must arrive within this; slower connections are cut"),
+    "nimbus.http.timeout.secs": ("http_timeout_secs", "a request (its line, headers and body) must "
+                                                      "arrive within this; slower connections are cut"),
     "nimbus.max.wait.secs": ("max_wait_secs", "the longest wait_secs a request may ask for"),
     "nimbus.tls.cert": ("tls_cert", "serve HTTPS with this certificate chain (PEM; also --tls-cert)"),
     "nimbus.tls.key": ("tls_key", "the private key of nimbus.tls.cert (PEM; also --tls-key)"),
