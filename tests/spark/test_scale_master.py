@@ -1,0 +1,78 @@
+"""The real topology master against 200 simulated workers (issue 37): what must hold at any size.
+
+The workers are ``benchmarks.scale_sim``'s: the real sealed coordination protocol with
+realistic heartbeats, many per process; only launching them as Spark jobs is replaced.
+The master's own store beat (``TopologyApp``) writes to a real SQLite store.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+
+import pytest
+
+from benchmarks.scale import NAME, CountingStore, NoSpark, wait_for
+from benchmarks.scale_sim import SimJobs, word_count
+from squall.spark import settings as S
+from squall.spark.app import TopologyApp
+from squall.spark.master import TopologyMaster
+from squall.store import open_store
+from squall.store import keys as K
+
+WORKERS = 200
+# ZooKeeper refuses a request over jute.maxbuffer (1 MB by default): every record must fit
+ZK_LIMIT = 0xFFFFF
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+@pytest.fixture
+def running(tmp_path):
+    topology, conf, plan = word_count(WORKERS, {S.HEARTBEAT_TIMEOUT: 3.0})
+    secret = secrets.token_bytes(32)
+    master = TopologyMaster(NAME, topology, conf, plan, sc=NoSpark(), secret=secret)
+    jobs = SimJobs(NAME, secret, master.address, plan, 1.0, pools=2)
+    master.jobs = jobs
+    store = CountingStore(open_store(f"sqlite:{tmp_path}/store.db"))
+    store.put(K.topology_key(NAME), {"epoch": 1, "name": NAME})
+    app = TopologyApp(store, None, NAME, 1)
+    beats = threading.Thread(target=app._heartbeat_until_exit, daemon=True)
+    try:
+        master.start(timeout=200)
+        app.master, app.state = master, K.RUNNING
+        beats.start()
+        yield master, jobs, store
+    finally:
+        app._exit.set()
+        if beats.is_alive():
+            beats.join(30)
+        master.stop()
+        jobs.close()
+        store.close()
+
+
+def test_master_at_200_workers_welcomes_notices_deactivates_and_stores_within_limits(running):
+    master, jobs, store = running
+    # every worker welcomed, and started, each in its own slot
+    assert master.calls.call(lambda: all(s.current and s.current.started for s in master.registry.slots))
+    assert jobs.stats()["welcomes"] == WORKERS
+    # a deactivate, then an activate, confirmed by every worker
+    for active in (False, True):
+        master.set_active(active, timeout=60)
+        seq = master._active_seq
+        assert master.calls.call(lambda s=seq: [i.worker for i in master.registry.current() if i.applied < s]) == []
+    # a silent worker is noticed (declared dead) and runs again under a new launch
+    slot = master.registry.slots[WORKERS // 2]
+    launch = slot.launch
+    jobs.silence(slot.index)
+    assert wait_for(lambda: master.calls.call(
+        lambda: slot.launch > launch and slot.current is not None and slot.current.started), 60)
+    assert slot.restarts == 1 and "no heartbeat" in (slot.last_error or "")
+    # the others were never taken for dead meanwhile
+    assert sum(s.restarts for s in master.registry.slots) == 1
+    # the store got every record kind of a beat, none over ZooKeeper's limit
+    assert wait_for(lambda: {"masters", "taskbeats", "assignments"} <= set(store.largest), 30)
+    time.sleep(2.0)  # beats after the relaunch, with the new assignment
+    assert max(store.largest.values()) < ZK_LIMIT, store.largest
