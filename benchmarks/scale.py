@@ -21,9 +21,11 @@ plane (real worker processes); docs/scale.md says so.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import math
 import os
+import pstats
 import resource
 import secrets
 import tempfile
@@ -33,11 +35,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.scale_nimbus import nimbus_pages
 from benchmarks.scale_sim import SimJobs, word_count
 from squall.spark import settings as S
 from squall.spark.app import TopologyApp
+from squall.spark.loop_calls import LoopCalls
 from squall.spark.master import TopologyMaster
-from squall.store import Store, open_store
+from squall.store import Store, StoreError, open_store
 from squall.store import keys as K
 
 NAME = "scale"
@@ -52,6 +56,8 @@ class CountingStore:
         self.writes = 0
         self.bytes = 0
         self.largest: dict[str, int] = {}
+        self.refused = 0  # writes the store refused (ZooKeeper: a record over jute.maxbuffer)
+        self.refused_largest = 0
         self._lock = threading.Lock()
 
     def _wrote(self, key: str, value: dict | None) -> None:
@@ -66,6 +72,7 @@ class CountingStore:
         """Forget what was counted."""
         with self._lock:
             self.writes, self.bytes, self.largest = 0, 0, {}
+            self.refused, self.refused_largest = 0, 0
 
     def get(self, key: str) -> dict | None:
         """See ``Store.get``."""
@@ -84,10 +91,34 @@ class CountingStore:
         return made
 
     def update(self, key: str, fn: Callable[[dict | None], dict | None]) -> dict | None:
-        """See ``Store.update``."""
-        new = self.store.update(key, fn)
+        """See ``Store.update``; a write the store refuses is counted in ``refused`` (with its size)."""
+        tried: list[dict | None] = []
+
+        def write(old: dict | None) -> dict | None:
+            tried.append(fn(old))
+            return tried[-1]
+        try:
+            new = self.store.update(key, write)
+        except StoreError:
+            with self._lock:
+                self.refused += 1
+                size = len(json.dumps(tried[-1])) if tried and tried[-1] is not None else 0
+                self.refused_largest = max(self.refused_largest, size)
+            raise
         self._wrote(key, new)
         return new
+
+    def delete(self, key: str) -> None:
+        """See ``Store.delete``."""
+        self.store.delete(key)
+
+    def children(self, prefix: str) -> dict[str, dict]:
+        """See ``Store.children``."""
+        return self.store.children(prefix)
+
+    def election(self, info: dict[str, Any]) -> Any:
+        """See ``Store.election``."""
+        return self.store.election(info)
 
     def close(self) -> None:
         """See ``Store.close``."""
@@ -101,7 +132,7 @@ class NoSpark:
 
 
 def rss_mib() -> float:
-    """This process's resident set now, in MiB."""
+    """The resident set of this process now, in MiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
@@ -118,18 +149,43 @@ def wait_for(check: Callable[[], bool], timeout: float, step: float = 0.02) -> b
     return False
 
 
-def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None = None) -> dict[str, Any]:
-    """Every figure at ``n`` simulated workers, with the store at ``store_uri``."""
+def profiled(target: Callable[[], None], path: str | None) -> Callable[[], None]:
+    """``target`` run under cProfile, its figures written to ``path`` (as is without a path)."""
+    if path is None:
+        return target
+
+    def run() -> None:
+        prof = cProfile.Profile()
+        try:
+            prof.runcall(target)
+        finally:
+            with open(path, "w") as f:
+                pstats.Stats(prof, stream=f).sort_stats("cumulative").print_stats(40)
+                pstats.Stats(prof, stream=f).sort_stats("tottime").print_stats(30)
+    return run
+
+
+def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None = None,
+            profile: str | None = None) -> dict[str, Any]:
+    """Every figure at ``n`` simulated workers, with the store at ``store_uri``.
+
+    ``profile``: a path prefix; the master's loop thread and its store beat are profiled
+    (``PREFIX-loop.txt``, ``PREFIX-beat.txt``).
+    """
     topology, conf, plan = word_count(n, conf)
     secret = secrets.token_bytes(32)
     master = TopologyMaster(NAME, topology, conf, plan, sc=NoSpark(), secret=secret)  # type: ignore[arg-type]
     jobs = SimJobs(NAME, secret, master.address, plan, float(conf.get(S.HEARTBEAT, 1.0)), pools=pools)
-    master.jobs = jobs  # type: ignore[assignment] - the one part replaced: no Spark jobs
+    master.jobs = jobs  # type: ignore[assignment]  # the one part replaced: no Spark jobs
+    if profile:
+        master._thread = threading.Thread(target=profiled(master._loop, f"{profile}-loop.txt"), daemon=True)
+        master.calls = LoopCalls(master._thread)
     store = CountingStore(open_store(store_uri))
     store.put(K.topology_key(NAME), {"epoch": 1, "name": NAME})
-    app = TopologyApp(store, None, NAME, 1)  # type: ignore[arg-type] - blobs are not read by a beat
-    out: dict[str, Any] = {"workers": n, "tasks": len(plan.task_component)}
-    beat_thread = threading.Thread(target=app._heartbeat_until_exit, daemon=True)
+    app = TopologyApp(store, None, NAME, 1)  # type: ignore[arg-type]  # no blobs: a beat reads none
+    out: dict[str, Any] = {"workers": n, "tasks": len(plan.task_component)}  # with ackers and system tasks
+    beats = profiled(app._heartbeat_until_exit, profile and f"{profile}-beat.txt")
+    beat_thread = threading.Thread(target=beats, daemon=True)
     try:
         t0 = time.monotonic()
         master.start(timeout=max(120.0, n * 0.5))
@@ -154,10 +210,16 @@ def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None
         out["store_mb_per_s"] = store.bytes / elapsed / 1e6
         out["largest_record_kib"] = max(store.largest.values(), default=0) / 1024
         out["largest_records_kib"] = {k: round(v / 1024, 1) for k, v in sorted(store.largest.items())}
+        out["refused_writes_per_s"] = store.refused / elapsed
+        out["refused_largest_kib"] = store.refused_largest / 1024
         t = time.monotonic()
         info = master.info()
         out["info_s"] = time.monotonic() - t
         out["info_mb"] = len(json.dumps(info)) / 1e6
+        pages = nimbus_pages(info, topology, conf)
+        out.update(pages)
+        for page in ("rest_topology", "rest_component", "metrics"):  # the master's part, then Nimbus's
+            out[f"{page}_s"] = out["info_s"] + pages["info_dumps_s"] + pages[f"{page}_nimbus_s"]
         for active, key in ((False, "deactivate_s"), (True, "activate_s")):
             t = time.monotonic()
             master.set_active(active)
@@ -179,8 +241,8 @@ def silent_worker(master: TopologyMaster, jobs: SimJobs, index: int) -> dict[str
     launch = master.calls.call(lambda: slot.launch)
     t = time.monotonic()
     jobs.silence(index)
-    noticed = wait_for(lambda: master.calls.call(lambda: slot.relaunch_at is not None or slot.launch > launch),
-                       120.0)
+    noticed = wait_for(lambda: master.calls.call(
+        lambda: slot.relaunch_at is not None or slot.launch > launch), 120.0)
     noticed_s = time.monotonic() - t
     back = wait_for(lambda: master.calls.call(
         lambda: slot.launch > launch and slot.current is not None and slot.current.started), 120.0)
@@ -197,8 +259,14 @@ ROWS = [
     ("master_rss_mib", "MiB", "<= 1024"),
     ("sim_cores", "cores", "(the simulator, not squall)"),
     ("heartbeats_per_s", "/s", "N"),
-    ("info_s", "s", "REST page <= 1 s"),
-    ("info_mb", "MB", "REST page <= 2 MB"),
+    ("info_s", "s", "(the master's part of each page)"),
+    ("info_mb", "MB", ""),
+    ("rest_topology_s", "s", "<= 1"),
+    ("rest_topology_mb", "MB", "<= 2"),
+    ("rest_component_s", "s", ""),
+    ("rest_component_mb", "MB", ""),
+    ("metrics_s", "s", ""),
+    ("metrics_mb", "MB", ""),
     ("deactivate_s", "s", "<= 2"),
     ("activate_s", "s", ""),
     ("silent_noticed_s", "s", "<= 5"),
@@ -206,6 +274,8 @@ ROWS = [
     ("store_writes_per_s", "/s", "<= 100 (ZooKeeper)"),
     ("store_mb_per_s", "MB/s", ""),
     ("largest_record_kib", "KiB", "<= 512"),
+    ("refused_writes_per_s", "/s", "0"),
+    ("refused_largest_kib", "KiB", ""),
 ]
 
 
@@ -250,6 +320,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--heartbeat-timeout", type=float,
                    help=f"{S.HEARTBEAT_TIMEOUT} (default: squall's own)")
     p.add_argument("--json", help="also write the figures to this file")
+    p.add_argument("--profile", help="a path prefix: cProfile the master's loop and store beat at each N")
     return p.parse_args(argv)
 
 
@@ -272,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
                 for n in ns:
                     uri = zk.uri(f"/scale{n}") if zk else f"sqlite:{tmp}/store-{n}.db"
                     print(f"# N={n} on {kind} ...", flush=True)
-                    results.append(measure(n, uri, window, args.pools, conf))
+                    results.append(measure(n, uri, window, args.pools, conf,
+                                           args.profile and f"{args.profile}-{kind}-{n}"))
                     print(json.dumps(results[-1]), flush=True)
                 every[kind] = results
                 print(table(results, kind), flush=True)

@@ -68,15 +68,18 @@ def word_count(workers: int, extra_conf: dict | None = None) -> tuple[Any, dict,
 
 
 def task_metrics(plan: TaskPlan, worker: int, rng: random.Random) -> list[dict]:
-    """What a busy worker's heartbeat carries for its tasks: counters, histograms, streams and,
-    for each spout task, ``LATENCY_SAMPLES`` recent complete latencies (as a worker ships them)."""
+    """What a busy worker's heartbeat carries for its tasks.
+
+    Counters, histograms, streams and, for each spout task, ``LATENCY_SAMPLES`` recent
+    complete latencies (as a worker ships them).
+    """
     out = []
     for task in plan.worker_tasks(worker):
         component = plan.task_component[task]
         if component.startswith("__") and component != "__acker":
             continue
-        m = TaskMetrics(component, task, emitted=rng.randint(10**5, 10**7), transferred=rng.randint(10**5, 10**7),
-                        acked=rng.randint(10**5, 10**7), executed=rng.randint(10**5, 10**7),
+        big = [rng.randint(10**5, 10**7) for _ in range(4)]
+        m = TaskMetrics(component, task, emitted=big[0], transferred=big[1], acked=big[2], executed=big[3],
                         exec_sampled_ms=1234.5, exec_samples=20_000, process_ms=2345.6,
                         process_samples=20_000, capacity=0.3)
         for _ in range(50):
@@ -140,6 +143,7 @@ def _pool(conn: Connection, heartbeat: float, plan: TaskPlan) -> None:
     stats = {"register_wait_max": 0.0, "late_welcomes": 0, "welcomes": 0, "address_msgs": 0,
              "address_bytes": 0, "heartbeats": 0}
     master_timeout = 30.0
+    w: _SimWorker | None
 
     def close(w: _SimWorker) -> None:
         poller.unregister(w.sock)
@@ -161,9 +165,9 @@ def _pool(conn: Connection, heartbeat: float, plan: TaskPlan) -> None:
                     metrics = metrics_cache.get(spec["index"])
                     if metrics is None:
                         metrics = metrics_cache[spec["index"]] = task_metrics(plan, spec["index"], rng)
-                    w = _SimWorker(ctx, spec, metrics)
-                    by_sock[w.sock] = by_index[w.index] = w
-                    poller.register(w.sock, zmq.POLLIN)
+                    new = _SimWorker(ctx, spec, metrics)
+                    by_sock[new.sock] = by_index[new.index] = new
+                    poller.register(new.sock, zmq.POLLIN)
                 elif cmd[0] == "cancel":
                     w2 = by_index.get(cmd[1])
                     if w2 is not None and w2.launch == cmd[2]:

@@ -18,8 +18,8 @@ from benchmarks.scale_sim import SimJobs, word_count
 from squall.spark import settings as S
 from squall.spark.app import TopologyApp
 from squall.spark.master import TopologyMaster
-from squall.store import open_store
 from squall.store import keys as K
+from squall.store import open_store
 
 WORKERS = 200
 # ZooKeeper refuses a request over jute.maxbuffer (1 MB by default): every record must fit
@@ -62,7 +62,9 @@ def test_master_at_200_workers_welcomes_notices_deactivates_and_stores_within_li
     for active in (False, True):
         master.set_active(active, timeout=60)
         seq = master._active_seq
-        assert master.calls.call(lambda s=seq: [i.worker for i in master.registry.current() if i.applied < s]) == []
+        behind = master.calls.call(lambda s=seq: [i.worker for i in master.registry.current()
+                                                  if i.applied < s])
+        assert behind == []
     # a silent worker is noticed (declared dead) and runs again under a new launch
     slot = master.registry.slots[WORKERS // 2]
     launch = slot.launch
