@@ -37,6 +37,7 @@ from typing import Any
 
 from benchmarks.scale_nimbus import nimbus_pages
 from benchmarks.scale_sim import SimJobs, word_count
+from squall.nimbus.monitor import CHECK_SECS
 from squall.spark import settings as S
 from squall.spark.app import TopologyApp
 from squall.spark.loop_calls import LoopCalls
@@ -220,6 +221,7 @@ def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None
         out.update(pages)
         for page in ("rest_topology", "rest_component", "metrics"):  # the master's part, then Nimbus's
             out[f"{page}_s"] = out["info_s"] + pages["info_dumps_s"] + pages[f"{page}_nimbus_s"]
+        out["nimbus_cores_est"] = nimbus_cores(store, pages["info_dumps_s"])
         for active, key in ((False, "deactivate_s"), (True, "activate_s")):
             t = time.monotonic()
             master.set_active(active)
@@ -229,10 +231,28 @@ def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None
         app._exit.set()
         if beat_thread.is_alive():
             beat_thread.join(30)
+        t = time.monotonic()
         master.stop()
+        out["stop_s"] = time.monotonic() - t
+        if "submit_s" in out:  # TopologyApp.rebalance: the old master's stop, then a new one's start
+            out["rebalance_s"] = out["stop_s"] + out["submit_s"]
         jobs.close()
         store.close()
     return out
+
+
+def nimbus_cores(store: CountingStore, info_dumps_s: float) -> float:
+    """Nimbus's CPU for this topology, from its periodic reads (not a running Nimbus).
+
+    Its monitor reads ``masters/NAME`` every ``CHECK_SECS`` (1 s); its observer reads it
+    again and loads the master's whole ``info`` every 10 s. Loading JSON takes about as
+    long as dumping it: the dump time measured on the master stands for the load.
+    """
+    t = time.monotonic()
+    for _ in range(5):
+        store.get(K.master_key(NAME))
+    record_s = (time.monotonic() - t) / 5
+    return record_s / CHECK_SECS + (record_s + info_dumps_s) / 10.0
 
 
 def silent_worker(master: TopologyMaster, jobs: SimJobs, index: int) -> dict[str, float]:
@@ -267,10 +287,13 @@ ROWS = [
     ("rest_component_mb", "MB", ""),
     ("metrics_s", "s", ""),
     ("metrics_mb", "MB", ""),
+    ("nimbus_cores_est", "cores", "<= 0.25 (estimated: see docs/scale.md)"),
     ("deactivate_s", "s", "<= 2"),
     ("activate_s", "s", ""),
     ("silent_noticed_s", "s", "<= 5"),
     ("silent_relaunched_s", "s", ""),
+    ("stop_s", "s", ""),
+    ("rebalance_s", "s", "(stop + submit)"),
     ("store_writes_per_s", "/s", "<= 100 (ZooKeeper)"),
     ("store_mb_per_s", "MB/s", ""),
     ("largest_record_kib", "KiB", "<= 512"),
