@@ -7,6 +7,8 @@ The master's own store beat (``TopologyApp``) writes to a real SQLite store.
 
 from __future__ import annotations
 
+import json
+import random
 import secrets
 import threading
 import time
@@ -17,9 +19,11 @@ from benchmarks.scale import NAME, CountingStore, NoSpark, wait_for
 from benchmarks.scale_sim import SimJobs, word_count
 from squall.spark import settings as S
 from squall.spark.app import TopologyApp
+from squall.spark.liveness import PROGRESS, TaskLiveness
 from squall.spark.master import TopologyMaster
 from squall.store import keys as K
 from squall.store import open_store
+from squall.store import taskrecords as R
 
 WORKERS = 200
 # ZooKeeper refuses a request over jute.maxbuffer (1 MB by default): every record must fit
@@ -78,3 +82,20 @@ def test_master_at_200_workers_welcomes_notices_deactivates_and_stores_within_li
     assert wait_for(lambda: {"masters", "taskbeats", "assignments"} <= set(store.largest), 30)
     time.sleep(2.0)  # beats after the relaunch, with the new assignment
     assert max(store.largest.values()) < ZK_LIMIT, store.largest
+
+
+@pytest.mark.xfail(strict=True, reason="taskbeats/NAME is one record of about 280 B per task: "
+                   "over 1 MB past about 3,700 tasks (docs/scale.md)")
+def test_taskbeats_record_of_1000_workers_fits_a_zookeeper_node():
+    # the master's own task report for 1,000 workers of 10 tasks (and an acker) each, as stored
+    _, _, plan = word_count(1000)
+    liveness = TaskLiveness()
+    rng = random.Random(1)
+    for worker in range(plan.num_workers):
+        tasks = {t: plan.task_component[t] for t in plan.worker_tasks(worker)}
+        liveness.started(worker, 10_000 + worker, tasks)
+        liveness.observe(worker, 10_000 + worker, [
+            {"task": t, "component": c, **{k: rng.randint(10**5, 10**7) for k in PROGRESS}}
+            for t, c in tasks.items()])
+    record = R.beats_record(1, liveness.report(), time.time())
+    assert len(json.dumps(record)) < ZK_LIMIT
