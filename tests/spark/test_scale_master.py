@@ -7,7 +7,6 @@ The master's own store beat (``TopologyApp``) writes to a real SQLite store.
 
 from __future__ import annotations
 
-import json
 import random
 import secrets
 import threading
@@ -26,8 +25,6 @@ from squall.store import open_store
 from squall.store import taskrecords as R
 
 WORKERS = 200
-# ZooKeeper refuses a request over jute.maxbuffer (1 MB by default): every record must fit
-ZK_LIMIT = 0xFFFFF
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -78,16 +75,14 @@ def test_master_at_200_workers_welcomes_notices_deactivates_and_stores_within_li
     assert slot.restarts == 1 and "no heartbeat" in (slot.last_error or "")
     # the others were never taken for dead meanwhile
     assert sum(s.restarts for s in master.registry.slots) == 1
-    # the store got every record kind of a beat, none over ZooKeeper's limit
+    # the store got every record kind of a beat, none over half a ZooKeeper node (its limit is 1 MB)
     assert wait_for(lambda: {"masters", "taskbeats", "assignments"} <= set(store.largest), 30)
     time.sleep(2.0)  # beats after the relaunch, with the new assignment
-    assert max(store.largest.values()) < ZK_LIMIT, store.largest
+    assert max(store.largest.values()) <= R.RECORD_BYTES, store.largest
 
 
-@pytest.mark.xfail(strict=True, reason="taskbeats/NAME is one record of about 280 B per task: "
-                   "over 1 MB past about 3,700 tasks (docs/scale.md)")
-def test_taskbeats_record_of_1000_workers_fits_a_zookeeper_node():
-    # the master's own task report for 1,000 workers of 10 tasks (and an acker) each, as stored
+def test_task_records_of_1000_workers_are_stored_in_records_under_the_limit(tmp_path):
+    # the master's own task report for 1,000 workers of 10 tasks (and an acker) each
     _, _, plan = word_count(1000)
     liveness = TaskLiveness()
     rng = random.Random(1)
@@ -97,5 +92,22 @@ def test_taskbeats_record_of_1000_workers_fits_a_zookeeper_node():
         liveness.observe(worker, 10_000 + worker, [
             {"task": t, "component": c, **{k: rng.randint(10**5, 10**7) for k in PROGRESS}}
             for t, c in tasks.items()])
-    record = R.beats_record(1, liveness.report(), time.time())
-    assert len(json.dumps(record)) < ZK_LIMIT
+    report = liveness.report()
+    store = CountingStore(open_store(f"sqlite:{tmp_path}/store.db"))
+    app = TopologyApp(store, None, NAME, 1)
+    app._store_records({"tasks": report, "errors": []}, [])
+    # stored as the application's beat stores it: no record past half a ZooKeeper node
+    assert max(store.largest.values()) <= R.RECORD_BYTES, store.largest
+    # and read back whole, by a relaunched master and by Nimbus
+    back = R.tasks_from(R.read_beats(store, NAME), time.time())
+    assert [t["task"] for t in back] == [t["task"] for t in report]
+    assert back[-1]["pid"] == report[-1]["pid"] and back[-1]["emitted"] == report[-1]["emitted"]
+    # fewer tasks later (a rebalance): the stale parts are not read
+    app._store_records({"tasks": report[:10], "errors": []}, [])
+    assert [t["task"] for t in R.tasks_from(R.read_beats(store, NAME), time.time())] == \
+        [t["task"] for t in report[:10]]
+    # deleted with the topology's other records
+    assert store.children(K.taskbeats_key(NAME))
+    R.delete_beat_parts(store, NAME)
+    assert store.children(K.taskbeats_key(NAME)) == {}
+    store.close()
