@@ -23,6 +23,7 @@ from squall.spark.master import TopologyMaster
 from squall.store import keys as K
 from squall.store import open_store
 from squall.store import taskrecords as R
+from tests.nimbus.zookeeper_server import ZooKeeperServer
 
 WORKERS = 200
 
@@ -81,7 +82,18 @@ def test_master_at_200_workers_welcomes_notices_deactivates_and_stores_within_li
     assert max(store.largest.values()) <= R.RECORD_BYTES, store.largest
 
 
-def test_task_records_of_1000_workers_are_stored_in_records_under_the_limit(tmp_path):
+@pytest.fixture(params=["sqlite", "zookeeper"])
+def store_uri(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:{tmp_path}/store.db"
+        return
+    server = ZooKeeperServer(tmp_path / "zk")
+    server.start()
+    yield server.uri("/scale")
+    server.stop()
+
+
+def test_task_records_of_1000_workers_are_stored_in_records_under_the_limit(store_uri):
     # the master's own task report for 1,000 workers of 10 tasks (and an acker) each
     _, _, plan = word_count(1000)
     liveness = TaskLiveness()
@@ -93,7 +105,7 @@ def test_task_records_of_1000_workers_are_stored_in_records_under_the_limit(tmp_
             {"task": t, "component": c, **{k: rng.randint(10**5, 10**7) for k in PROGRESS}}
             for t, c in tasks.items()])
     report = liveness.report()
-    store = CountingStore(open_store(f"sqlite:{tmp_path}/store.db"))
+    store = CountingStore(open_store(store_uri))
     app = TopologyApp(store, None, NAME, 1)
     app._store_records({"tasks": report, "errors": []}, [])
     # stored as the application's beat stores it: no record past half a ZooKeeper node
