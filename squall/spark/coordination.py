@@ -26,7 +26,9 @@ worker -> master
 master -> worker
     ``welcome``   {addresses, nonces, active}: registration accepted; the peers' addresses
                   and transport nonces.
-    ``addresses`` {addresses, nonces}: the map changed (a worker came back elsewhere).
+    ``addresses`` {addresses, nonces}: the workers whose process changed (a worker came
+                  back, maybe elsewhere), merged into the map (only theirs: never the
+                  whole map again).
     ``activate`` / ``deactivate`` {seq}: spouts on or off; answered with ``applied``.
     ``debug``     {rate, components}: sample emitted tuples at ``rate`` (0 turns it off),
                   of ``components`` only when given.

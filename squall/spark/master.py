@@ -107,6 +107,7 @@ class TopologyMaster:
                               lambda *end: self.calls.post(functools.partial(self._job_ended, *end)))
         self.placement = PlacementCheck(self._pins)
         self.placement_notes: list[str] = []  # the scheduler's notes on asks it could not honour
+        self._registered: set[int] = set()  # workers registered this loop pass (``_announce``)
 
     # ---- API (any thread) ------------------------------------------------------------
 
@@ -220,7 +221,6 @@ class TopologyMaster:
                     self.links.send(current.identity, co.STOP, graceful=True)
                 launches[index] = self.registry.slots[index].launch
                 self.registry.restart(index)
-            self.links.broadcast_addresses()
             return launches
         before = self.calls.call(restart)
         deadline = time.monotonic() + timeout
@@ -258,8 +258,19 @@ class TopologyMaster:
                     self._handle(ident, parts)
                 self.calls.run_pending()
                 self._supervise()
+                self._announce()
             except Exception:  # noqa: BLE001 - the master must outlive any one bad event
                 log.exception("topology master %r: error in its loop", self.name)
+
+    def _announce(self) -> None:
+        """Tell every worker the addresses of the processes that registered this pass, in one message.
+
+        Only theirs: workers merge it into their map, and the address of a worker that
+        died is never taken out (frames for it wait for its next process).
+        """
+        if self._registered:
+            workers, self._registered = self._registered, set()
+            self.links.broadcast_addresses(workers)
 
     def _supervise(self) -> None:
         if self._stopping:
@@ -305,7 +316,6 @@ class TopologyMaster:
                     self.name, index, slot.launch, reason, delay)
         if self._starting and slot.failures >= START_FAILURES:
             self._fail_start(f"worker {index} failed {slot.failures} times: {reason}")
-        self.links.broadcast_addresses()
 
     def _fail_start(self, reason: str) -> None:
         if self._start_error is None:
@@ -383,7 +393,7 @@ class TopologyMaster:
                    active=self.active)
         if self.debug["rate"]:
             self.links.send(ident, co.DEBUG, **self.debug)
-        self.links.broadcast_addresses(skip=ident)
+        self._registered.add(msg["worker"])  # the others learn its address at the end of this pass
 
     def _placed_well(self, ident: bytes, msg: dict) -> bool:
         """False (and a relaunch) for a worker that started away from its assigned host."""

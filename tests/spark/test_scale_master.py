@@ -59,7 +59,10 @@ def test_master_at_200_workers_welcomes_notices_deactivates_and_stores_within_li
     master, jobs, store = running
     # every worker welcomed, and started, each in its own slot
     assert master.calls.call(lambda: all(s.current and s.current.started for s in master.registry.slots))
-    assert jobs.stats()["welcomes"] == WORKERS
+    started = jobs.stats()
+    assert started["welcomes"] == WORKERS
+    # each worker was told each other's address about once, not the whole map each time (N x N)
+    assert started["address_bytes"] <= 100 * WORKERS ** 2, started
     # a deactivate, then an activate, confirmed by every worker
     for active in (False, True):
         master.set_active(active, timeout=60)
@@ -74,6 +77,8 @@ def test_master_at_200_workers_welcomes_notices_deactivates_and_stores_within_li
     assert wait_for(lambda: master.calls.call(
         lambda: slot.launch > launch and slot.current is not None and slot.current.started), 60)
     assert slot.restarts == 1 and "no heartbeat" in (slot.last_error or "")
+    told = jobs.stats()["address_bytes"] - started["address_bytes"]
+    assert told <= 100 * WORKERS, told  # the others learn the one new address
     # the others were never taken for dead meanwhile
     assert sum(s.restarts for s in master.registry.slots) == 1
     # the store got every record kind of a beat, none over half a ZooKeeper node (its limit is 1 MB)
