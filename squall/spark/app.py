@@ -308,7 +308,7 @@ class TopologyApp:
             entry["app_id"] = self.sc.applicationId
         records = None
         if self.master is not None and state == K.RUNNING and not self._exit.is_set():
-            info = self.master.info()
+            info = self.master.beat_info()  # counters only: the whole info is for Nimbus's pages
             entry["summary"] = self._summary(info)
             entry["placement"] = placement_record(self.master.plan, info["workers"])
             entry["versions"] = {str(k): v for k, v in self.master.worker_versions().items()}

@@ -43,7 +43,7 @@ from squall.spark import settings as S
 from squall.spark.jobs import SparkJobs
 from squall.spark.liveness import TaskLiveness
 from squall.spark.loop_calls import LoopCalls
-from squall.spark.master_info import master_info
+from squall.spark.master_info import beat_info, master_info
 from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
@@ -201,6 +201,10 @@ class TopologyMaster:
     def info(self) -> dict:
         """``get_topology_info`` for this topology."""
         return self.calls.call(self._info)
+
+    def beat_info(self) -> dict:
+        """What the application's store heartbeat needs of ``info`` (``master_info.beat_info``), cheaply."""
+        return self.calls.call(self._beat_info)
 
     def run_version(self, indices: list[int], code: WorkerCode, timeout: float) -> None:
         """Restart workers ``indices`` on ``code``; return once they run it, else raise.
@@ -424,6 +428,12 @@ class TopologyMaster:
                            self.started_at, versions)
         info["tasks"] = self.liveness.report()
         info["placement_notes"] = self.placement_notes + self.placement.notes()
+        return info
+
+    def _beat_info(self) -> dict:
+        versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
+        info = beat_info(self.status, self.plan, self.registry, list(self.errors), self.started_at, versions)
+        info["tasks"] = self.liveness.report()
         return info
 
     def _close(self) -> None:

@@ -20,6 +20,7 @@ from squall.spark import settings as S
 from squall.spark.app import TopologyApp
 from squall.spark.liveness import PROGRESS, TaskLiveness
 from squall.spark.master import TopologyMaster
+from squall.spark.placement import placement_record
 from squall.store import keys as K
 from squall.store import open_store
 from squall.store import taskrecords as R
@@ -45,7 +46,7 @@ def running(tmp_path):
         master.start(timeout=200)
         app.master, app.state = master, K.RUNNING
         beats.start()
-        yield master, jobs, store
+        yield master, jobs, store, app
     finally:
         app._exit.set()
         if beats.is_alive():
@@ -56,7 +57,7 @@ def running(tmp_path):
 
 
 def test_master_at_200_workers_welcomes_notices_deactivates_and_stores_within_limits(running):
-    master, jobs, store = running
+    master, jobs, store, app = running
     # every worker welcomed, and started, each in its own slot
     assert master.calls.call(lambda: all(s.current and s.current.started for s in master.registry.slots))
     started = jobs.stats()
@@ -73,6 +74,7 @@ def test_master_at_200_workers_welcomes_notices_deactivates_and_stores_within_li
     # a silent worker is noticed (declared dead) and runs again under a new launch
     slot = master.registry.slots[WORKERS // 2]
     launch = slot.launch
+    assert wait_for(lambda: master.calls.call(lambda: bool(slot.current.metrics)), 30)  # it has beaten
     jobs.silence(slot.index)
     assert wait_for(lambda: master.calls.call(
         lambda: slot.launch > launch and slot.current is not None and slot.current.started), 60)
@@ -81,6 +83,12 @@ def test_master_at_200_workers_welcomes_notices_deactivates_and_stores_within_li
     assert told <= 100 * WORKERS, told  # the others learn the one new address
     # the others were never taken for dead meanwhile
     assert sum(s.restarts for s in master.registry.slots) == 1
+    # the store's heartbeat, from counters only, says what the whole info says (dead processes' counters too)
+    full, brief = master.calls.call(lambda: (master._info(), master._beat_info()))
+    assert {**app._summary(full), "uptime_secs": 0} == {**app._summary(brief), "uptime_secs": 0}
+    assert placement_record(master.plan, full["workers"]) == placement_record(master.plan, brief["workers"])
+    assert brief["errors"] == full["errors"] and len(brief["tasks"]) == len(full["tasks"])
+    assert master.registry.carried  # the relaunched worker's first process counts
     # the store got every record kind of a beat, none over half a ZooKeeper node (its limit is 1 MB)
     assert wait_for(lambda: {"masters", "taskbeats", "assignments"} <= set(store.largest), 30)
     time.sleep(2.0)  # beats after the relaunch, with the new assignment
