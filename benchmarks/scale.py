@@ -213,6 +213,8 @@ def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None
         sim1 = jobs.stats()
         out["sim_cores"] = (sim1["cpu"] - sim0["cpu"]) / elapsed
         out["heartbeats_per_s"] = (sim1["heartbeats"] - sim0["heartbeats"]) / elapsed
+        beats = max(1, sim1["heartbeats"] - sim0["heartbeats"])
+        out["heartbeat_kb"] = (sim1["heartbeat_bytes"] - sim0["heartbeat_bytes"]) / beats / 1000
         out["store_writes_per_s"] = store.writes / elapsed
         out["store_mb_per_s"] = store.bytes / elapsed / 1e6
         out["largest_record_kib"] = max(store.largest.values(), default=0) / 1024
@@ -285,6 +287,7 @@ ROWS = [
     ("master_rss_mib", "MiB", "<= 1024"),
     ("sim_cores", "cores", "(the simulator, not squall)"),
     ("heartbeats_per_s", "/s", "N"),
+    ("heartbeat_kb", "KB", "(one worker's)"),
     ("info_s", "s", "(the master's part of each page)"),
     ("info_mb", "MB", ""),
     ("rest_topology_s", "s", "<= 1"),

@@ -84,13 +84,13 @@ def task_metrics(plan: TaskPlan, worker: int, rng: random.Random) -> list[dict]:
                         process_samples=20_000, capacity=0.3)
         for _ in range(50):
             m.exec_hist[bucket_index(rng.expovariate(1.0))] += 1
-        if component == "spout":
+        if component == "spout":  # a busy spout's ring holds more than a heartbeat ships
             for _ in range(co.LATENCY_SAMPLES):
                 ms = rng.lognormvariate(1.5, 0.8)
                 m.complete_recent.append(ms)
                 m.complete_hist[bucket_index(ms)] += 1
             m.complete_ms, m.complete_samples = 9000.0, co.LATENCY_SAMPLES
-        d = co.metrics_to_dict(m)
+        d = co.metrics_to_dict(m, co.latency_samples(len(plan.component_tasks[component])))
         d["streams"] = {"out": {"default": [m.emitted, m.transferred]}, "in": {}}
         out.append(d)
     return out
@@ -116,15 +116,18 @@ class _SimWorker:
         self.send(co.REGISTER, attempt=0, pid=self.pid, host=socket.gethostname(),
                   address=f"tcp://127.0.0.1:{40000 + self.index}", nonce=os.urandom(8))
 
-    def send(self, t: str, **fields: Any) -> None:
+    def send(self, t: str, **fields: Any) -> int:
         fields.update(worker=self.index, launch=self.launch)
-        self.sock.send_multipart(self.link.seal(t, **fields), zmq.NOBLOCK)
+        parts = self.link.seal(t, **fields)
+        self.sock.send_multipart(parts, zmq.NOBLOCK)
+        return len(parts[1])
 
-    def beat(self) -> None:
+    def beat(self) -> int:
+        """Send a heartbeat; its size in bytes."""
         for m in self.metrics:  # counters move, as in a busy worker
             m["emitted"] += 1000
             m["executed"] += 1000
-        self.send(co.HEARTBEAT, metrics=self.metrics, errors=[], rejected_frames=0, stuck=[],
+        return self.send(co.HEARTBEAT, metrics=self.metrics, errors=[], rejected_frames=0, stuck=[],
                   corrupt_frames=0, samples=[], transfer={"sent": 1, "received": 1},
                   usage={"rss": 100 << 20, "cpu": 0.05})
 
@@ -141,7 +144,7 @@ def _pool(conn: Connection, heartbeat: float, plan: TaskPlan) -> None:
     rng = random.Random(os.getpid())
     metrics_cache: dict[int, list[dict]] = {}
     stats = {"register_wait_max": 0.0, "late_welcomes": 0, "welcomes": 0, "address_msgs": 0,
-             "address_bytes": 0, "heartbeats": 0}
+             "address_bytes": 0, "heartbeats": 0, "heartbeat_bytes": 0}
     master_timeout = 30.0
     w: _SimWorker | None
 
@@ -218,7 +221,7 @@ def _pool(conn: Connection, heartbeat: float, plan: TaskPlan) -> None:
             if w is None or w.launch != launch:
                 continue
             if not w.silent:
-                w.beat()
+                stats["heartbeat_bytes"] += w.beat()
                 stats["heartbeats"] += 1
             heapq.heappush(beats, (now + heartbeat, index, launch))
 
