@@ -354,6 +354,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--pools", type=int, default=4, help="processes hosting the simulated workers")
     p.add_argument("--heartbeat-timeout", type=float,
                    help=f"{S.HEARTBEAT_TIMEOUT} (default: squall's own)")
+    p.add_argument("--start-timeout", type=float, default=300.0,
+                   help="seconds the workers have to start at each N (a start that fails is reported)")
     p.add_argument("--json", help="also write the figures to this file")
     p.add_argument("--profile", help="a path prefix: cProfile the master's loop and store beat at each N")
     return p.parse_args(argv)
@@ -379,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
                     uri = zk.uri(f"/scale{n}") if zk else f"sqlite:{tmp}/store-{n}.db"
                     print(f"# N={n} on {kind} ...", flush=True)
                     results.append(measure(n, uri, window, args.pools, conf,
-                                           args.profile and f"{args.profile}-{kind}-{n}"))
+                                           args.profile and f"{args.profile}-{kind}-{n}", args.start_timeout))
                     print(json.dumps(results[-1]), flush=True)
                 every[kind] = results
                 print(table(results, kind), flush=True)
