@@ -28,6 +28,7 @@ import os
 import pstats
 import resource
 import secrets
+import shutil
 import tempfile
 import threading
 import time
@@ -344,12 +345,22 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def zookeeper_installed() -> bool:
+    """Whether the tests' ZooKeeper server can be started here (``scripts/setup-zookeeper.sh``)."""
+    try:
+        from tests.nimbus.zookeeper_server import zookeeper_classpath
+    except ImportError:
+        return False
+    return zookeeper_classpath() is not None and shutil.which("java") is not None
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="N = 10, 100, 1000 with short windows")
     p.add_argument("--workers", type=int, nargs="*", help="the N to run (default 10 100 1000)")
-    p.add_argument("--store", choices=["sqlite", "zk"], nargs="*", default=["sqlite"],
-                   help="the stores to run on (zk starts a ZooKeeper server)")
+    p.add_argument("--store", choices=["sqlite", "zk"], nargs="*",
+                   help="the stores to run on (zk starts a ZooKeeper server; default: both when "
+                        "ZooKeeper is installed, else sqlite)")
     p.add_argument("--window", type=float, help="seconds of steady state measured at each N")
     p.add_argument("--pools", type=int, default=4, help="processes hosting the simulated workers")
     p.add_argument("--heartbeat-timeout", type=float,
@@ -364,11 +375,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     ns = args.workers or [10, 100, 1000]
+    stores = args.store or (["sqlite", "zk"] if zookeeper_installed() else ["sqlite"])
     window = args.window or (5.0 if args.quick else 20.0)
     conf = {S.HEARTBEAT_TIMEOUT: args.heartbeat_timeout} if args.heartbeat_timeout else {}
     every: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="squall-scale-") as tmp:
-        for kind in args.store:
+        for kind in stores:
             zk = None
             if kind == "zk":
                 from tests.nimbus.zookeeper_server import ZooKeeperServer  # the tests' own server
