@@ -60,6 +60,7 @@ class Lifecycle(NimbusCore):
             }
             if not self.store.create(K.topology_key(name), rec):
                 raise Conflict(f"topology {name!r} is already running; kill it first or pick another name")
+            taskrecords.delete_beat_parts(self.store, name)
             for key in K.master_key(name), *K.task_record_keys(name):  # left by an earlier topology
                 self.store.delete(key)
             try:
@@ -140,7 +141,7 @@ class Lifecycle(NimbusCore):
         if live is None:  # no master answers (relaunching, or down): what the last one stored
             stored = taskrecords.errors_from(self.store.get(K.task_errors_key(name)))
             out.update(errors=stored if texts else without_texts(stored),
-                       tasks=taskrecords.tasks_from(self.store.get(K.taskbeats_key(name)), time.time()))
+                       tasks=taskrecords.tasks_from(taskrecords.read_beats(self.store, name), time.time()))
         out["assignment"] = self.store.get(K.assignment_key(name))
         now = self.now()
         num = len(out["workers"]) or rec.get("num_workers") or 0
@@ -255,6 +256,7 @@ class Lifecycle(NimbusCore):
         self.stop_master(rec, wait_secs)
         self.store.delete(K.topology_key(name))
         self.store.delete(K.master_key(name))
+        taskrecords.delete_beat_parts(self.store, name)
         for key in K.task_record_keys(name):
             self.store.delete(key)
         self.store.delete(history_key(name))

@@ -240,7 +240,7 @@ class TopologyApp:
         """Carry on from the errors and task heartbeats a previous master stored."""
         try:
             errors = R.errors_from(self.store.get(K.task_errors_key(self.name)))
-            tasks = R.tasks_from(self.store.get(K.taskbeats_key(self.name)), time.time())
+            tasks = R.tasks_from(R.read_beats(self.store, self.name), time.time())
         except StoreError as e:
             log.warning("topology %r: the stored task records cannot be read: %s", self.name, e)
             return
@@ -251,7 +251,10 @@ class TopologyApp:
     def _store_records(self, info: dict, placement: list[dict]) -> None:
         """Write JStorm's records (task heartbeats, errors, assignment) if this epoch is current."""
         now = time.time()
-        self._write_current(K.taskbeats_key(self.name), R.beats_record(self.epoch, info["tasks"], now))
+        parts = R.beats_records(self.epoch, info["tasks"], now)
+        for i in range(len(parts) - 1, -1, -1):  # the first, which counts the parts, last
+            key = K.taskbeats_part_key(self.name, i) if i else K.taskbeats_key(self.name)
+            self._write_current(key, parts[i])
         if info["errors"] != self._stored_errors:
             self._write_current(K.task_errors_key(self.name), R.errors_record(self.epoch, info["errors"]))
             self._stored_errors = list(info["errors"])
@@ -305,7 +308,7 @@ class TopologyApp:
             entry["app_id"] = self.sc.applicationId
         records = None
         if self.master is not None and state == K.RUNNING and not self._exit.is_set():
-            info = self.master.info()
+            info = self.master.beat_info()  # counters only: the whole info is for Nimbus's pages
             entry["summary"] = self._summary(info)
             entry["placement"] = placement_record(self.master.plan, info["workers"])
             entry["versions"] = {str(k): v for k, v in self.master.worker_versions().items()}

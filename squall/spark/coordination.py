@@ -26,7 +26,9 @@ worker -> master
 master -> worker
     ``welcome``   {addresses, nonces, active}: registration accepted; the peers' addresses
                   and transport nonces.
-    ``addresses`` {addresses, nonces}: the map changed (a worker came back elsewhere).
+    ``addresses`` {addresses, nonces}: the workers whose process changed (a worker came
+                  back, maybe elsewhere), merged into the map (only theirs: never the
+                  whole map again).
     ``activate`` / ``deactivate`` {seq}: spouts on or off; answered with ``applied``.
     ``debug``     {rate, components}: sample emitted tuples at ``rate`` (0 turns it off),
                   of ``components`` only when given.
@@ -68,6 +70,10 @@ MAX_MESSAGE_BYTES = 64 << 20  # zmq.MAXMSGSIZE of the coordination sockets (hear
 
 # Recent complete latencies shipped per spout task and heartbeat: enough for p50/p99.
 LATENCY_SAMPLES = 2000
+# ... and at most this many per component, whatever its parallelism (``latency_samples``):
+# the master sorts them all for each info, and each heartbeat carries its share.
+COMPONENT_LATENCY_SAMPLES = 200_000
+MIN_LATENCY_SAMPLES = 100
 ADDITIVE = ("emitted", "transferred", "acked", "failed", "executed", "exec_sampled_ms",
             "exec_samples", "process_ms", "process_samples", "complete_ms", "complete_samples")
 
@@ -144,15 +150,24 @@ def identity(topology: str, worker: int, launch: int, attempt: int, pid: int) ->
     return f"{topology}/{worker}/{launch}/{attempt}/{pid}".encode()
 
 
-def metrics_to_dict(m: TaskMetrics) -> dict:
-    """A task's metrics as plain data for a heartbeat."""
+def latency_samples(spout_tasks: int) -> int:
+    """Complete latencies shipped per spout task of a component of ``spout_tasks`` tasks.
+
+    >>> latency_samples(2), latency_samples(2000), latency_samples(10**6)
+    (2000, 100, 100)
+    """
+    return max(MIN_LATENCY_SAMPLES, min(LATENCY_SAMPLES, COMPONENT_LATENCY_SAMPLES // max(1, spout_tasks)))
+
+
+def metrics_to_dict(m: TaskMetrics, samples: int = LATENCY_SAMPLES) -> dict:
+    """A task's metrics as plain data for a heartbeat, with its latest ``samples`` complete latencies."""
     out: dict[str, Any] = {}
     for name in METRIC_FIELDS:
         value = getattr(m, name)
         if isinstance(value, deque):
             for _ in range(3):  # the loop thread may append meanwhile
                 try:
-                    value = list(value)[-LATENCY_SAMPLES:]
+                    value = list(value)[-samples:]
                     break
                 except RuntimeError:
                     continue

@@ -43,7 +43,7 @@ from squall.spark import settings as S
 from squall.spark.jobs import SparkJobs
 from squall.spark.liveness import TaskLiveness
 from squall.spark.loop_calls import LoopCalls
-from squall.spark.master_info import master_info
+from squall.spark.master_info import beat_info, master_info
 from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
@@ -107,6 +107,7 @@ class TopologyMaster:
                               lambda *end: self.calls.post(functools.partial(self._job_ended, *end)))
         self.placement = PlacementCheck(self._pins)
         self.placement_notes: list[str] = []  # the scheduler's notes on asks it could not honour
+        self._registered: set[int] = set()  # workers registered this loop pass (``_announce``)
 
     # ---- API (any thread) ------------------------------------------------------------
 
@@ -201,6 +202,10 @@ class TopologyMaster:
         """``get_topology_info`` for this topology."""
         return self.calls.call(self._info)
 
+    def beat_info(self) -> dict:
+        """What the application's store heartbeat needs of ``info`` (``master_info.beat_info``), cheaply."""
+        return self.calls.call(self._beat_info)
+
     def run_version(self, indices: list[int], code: WorkerCode, timeout: float) -> None:
         """Restart workers ``indices`` on ``code``; return once they run it, else raise.
 
@@ -220,7 +225,6 @@ class TopologyMaster:
                     self.links.send(current.identity, co.STOP, graceful=True)
                 launches[index] = self.registry.slots[index].launch
                 self.registry.restart(index)
-            self.links.broadcast_addresses()
             return launches
         before = self.calls.call(restart)
         deadline = time.monotonic() + timeout
@@ -258,8 +262,19 @@ class TopologyMaster:
                     self._handle(ident, parts)
                 self.calls.run_pending()
                 self._supervise()
+                self._announce()
             except Exception:  # noqa: BLE001 - the master must outlive any one bad event
                 log.exception("topology master %r: error in its loop", self.name)
+
+    def _announce(self) -> None:
+        """Tell every worker the addresses of the processes that registered this pass, in one message.
+
+        Only theirs: workers merge it into their map, and the address of a worker that
+        died is never taken out (frames for it wait for its next process).
+        """
+        if self._registered:
+            workers, self._registered = self._registered, set()
+            self.links.broadcast_addresses(workers)
 
     def _supervise(self) -> None:
         if self._stopping:
@@ -305,7 +320,6 @@ class TopologyMaster:
                     self.name, index, slot.launch, reason, delay)
         if self._starting and slot.failures >= START_FAILURES:
             self._fail_start(f"worker {index} failed {slot.failures} times: {reason}")
-        self.links.broadcast_addresses()
 
     def _fail_start(self, reason: str) -> None:
         if self._start_error is None:
@@ -383,7 +397,7 @@ class TopologyMaster:
                    active=self.active)
         if self.debug["rate"]:
             self.links.send(ident, co.DEBUG, **self.debug)
-        self.links.broadcast_addresses(skip=ident)
+        self._registered.add(msg["worker"])  # the others learn its address at the end of this pass
 
     def _placed_well(self, ident: bytes, msg: dict) -> bool:
         """False (and a relaunch) for a worker that started away from its assigned host."""
@@ -414,6 +428,12 @@ class TopologyMaster:
                            self.started_at, versions)
         info["tasks"] = self.liveness.report()
         info["placement_notes"] = self.placement_notes + self.placement.notes()
+        return info
+
+    def _beat_info(self) -> dict:
+        versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
+        info = beat_info(self.status, self.plan, self.registry, list(self.errors), self.started_at, versions)
+        info["tasks"] = self.liveness.report()
         return info
 
     def _close(self) -> None:

@@ -11,9 +11,11 @@ import time
 
 from squall.runtime.info import topology_info
 from squall.runtime.metrics import TaskMetrics
-from squall.runtime.plan import TaskPlan
+from squall.runtime.plan import SYSTEM, TaskPlan
 from squall.spark import coordination as co
 from squall.spark.registry import Incarnation, Slot, WorkerRegistry
+
+SUMMED = ("emitted", "acked", "failed")  # what the stored summary adds up (TopologyApp._summary)
 
 
 def master_info(name: str, status: str, plan: TaskPlan, registry: WorkerRegistry, errors: list[dict],
@@ -30,6 +32,35 @@ def master_info(name: str, status: str, plan: TaskPlan, registry: WorkerRegistry
             metrics.append(co.metrics_from_dict({"component": plan.task_component[task], "task": task},
                                                 counters))
     now = time.monotonic()
+    stuck = [s for inc in registry.current() for s in inc.stuck]
+    return topology_info(name, status, plan, metrics, errors, now - started_at,
+                         workers=workers_info(plan, registry, versions, now), stuck=stuck)
+
+
+def beat_info(status: str, plan: TaskPlan, registry: WorkerRegistry, errors: list[dict],
+              started_at: float, versions: dict[int, int]) -> dict:
+    """The part of ``master_info`` the application's store heartbeat uses, from counters only.
+
+    Per component only its tasks and the ``SUMMED`` counters: no task's metrics rebuilt, no
+    latency sample sorted (``master_info`` does both, too much for every second at 1,000
+    workers: docs/scale.md).
+    """
+    totals = {c: dict.fromkeys(SUMMED, 0) for c in plan.component_tasks if c != SYSTEM}
+    live = [(d.get("task"), d) for inc in registry.current() for d in inc.metrics]
+    for task, d in [*live, *registry.carried.items()]:  # a task's dead processes count too
+        comp = totals.get(plan.task_component.get(task, ""))  # type: ignore[arg-type]
+        if comp is not None:
+            for key in SUMMED:
+                comp[key] += d.get(key, 0)
+    now = time.monotonic()
+    return {"status": status, "num_workers": plan.num_workers, "uptime_secs": round(now - started_at, 3),
+            "components": {c: {"tasks": list(plan.component_tasks[c]), **t} for c, t in totals.items()},
+            "workers": workers_info(plan, registry, versions, now), "errors": errors}
+
+
+def workers_info(plan: TaskPlan, registry: WorkerRegistry, versions: dict[int, int],
+                 now: float) -> list[dict]:
+    """Every worker's entry (``worker_info``) with its code version and assigned host."""
     workers = []
     for slot in registry.slots:
         worker = worker_info(plan, slot, slot.current, now)
@@ -38,9 +69,7 @@ def master_info(name: str, status: str, plan: TaskPlan, registry: WorkerRegistry
             worker["assigned_host"] = plan.worker_hosts[slot.index]
             worker["resources"] = plan.worker_resources[slot.index]
         workers.append(worker)
-    stuck = [s for inc in registry.current() for s in inc.stuck]
-    return topology_info(name, status, plan, metrics, errors, now - started_at, workers=workers,
-                         stuck=stuck)
+    return workers
 
 
 def worker_info(plan: TaskPlan, slot: Slot, inc: Incarnation | None, now: float) -> dict:

@@ -163,9 +163,17 @@ class ZmqTransport:
     # ---- any thread ------------------------------------------------------------------
 
     def set_peers(self, addresses: dict[int, str], nonces: dict[int, bytes] | None = None) -> None:
-        """Hand over the peers' addresses (worker index -> ``tcp://host:port``) and nonces."""
+        """Hand over peers' addresses (worker index -> ``tcp://host:port``) and nonces.
+
+        Merged into what this transport has: a map may name only the peers that changed
+        (the master tells every worker of each new process, not the whole map again).
+        """
         with self._lock:
-            self._pending = (dict(addresses), dict(nonces or {}))
+            if self._pending is None:
+                self._pending = (dict(addresses), dict(nonces or {}))
+            else:  # maps not applied yet: the later one wins, peer by peer
+                self._pending[0].update(addresses)
+                self._pending[1].update(nonces or {})
         self.wake()
 
     def wake(self) -> None:

@@ -9,7 +9,7 @@ master sends them. Threads: used only by the master's loop thread, which owns th
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import zmq
@@ -78,11 +78,25 @@ class WorkerLinks:
         for inc in self.registry.current():
             self.send(inc.identity, t, **fields)
 
-    def broadcast_addresses(self, skip: bytes | None = None) -> None:
-        """Tell every current worker (but ``skip``) the workers' addresses and nonces."""
+    def broadcast_addresses(self, workers: Iterable[int] | None = None) -> None:
+        """Tell every current worker the addresses and nonces of ``workers`` (None: all) but its own.
+
+        Workers merge a map into theirs (``ZmqTransport.set_peers``): naming only the workers
+        that changed keeps a change to N small messages (the whole map to every worker is N x N).
+        """
         addresses, nonces = self.registry.addresses(), self.registry.nonces()
+        if workers is not None:
+            wanted = set(workers)
+            addresses = {i: a for i, a in addresses.items() if i in wanted}
+            nonces = {i: n for i, n in nonces.items() if i in wanted}
         for inc in self.registry.current():
-            if inc.identity != skip:
+            if inc.worker in addresses:  # its own entry: it knows it (its welcome has the rest)
+                mine = {i: a for i, a in addresses.items() if i != inc.worker}
+                if not mine:
+                    continue
+                self.send(inc.identity, co.ADDRESSES, addresses=mine,
+                          nonces={i: n for i, n in nonces.items() if i != inc.worker})
+            else:
                 self.send(inc.identity, co.ADDRESSES, addresses=addresses, nonces=nonces)
 
     def close(self) -> None:

@@ -265,11 +265,15 @@ class _MasterLink:
         sent_errors = 0  # ErrorLog's cursor: the errors sent so far
         next_beat = 0.0
         usage = ProcessUsage()  # this process's RSS and CPU, in every heartbeat
+        # complete latencies per spout task: fewer the more tasks its component has (coordination)
+        latencies = {c: co.latency_samples(len(ts)) for c, ts in spec.plan.component_tasks.items()}
         while True:
             now = time.monotonic()
             if now >= next_beat:
                 new, sent_errors = errors.since(sent_errors, ERRORS_PER_HEARTBEAT)
-                metrics = [co.metrics_to_dict(t.metrics) for t in list(worker.tasks.values())]
+                metrics = [
+                    co.metrics_to_dict(t.metrics, latencies.get(t.metrics.component, co.LATENCY_SAMPLES))
+                    for t in list(worker.tasks.values())]
                 tap = worker.tap
                 samples = tap.drain() if isinstance(tap, TupleSampler) else []
                 self.send(co.HEARTBEAT, metrics=metrics, errors=new,

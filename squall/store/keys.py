@@ -67,6 +67,11 @@ def taskbeats_key(name: str) -> str:
     return f"{TASKBEATS}/{name}"
 
 
+def taskbeats_part_key(name: str, part: int) -> str:
+    """The key of part ``part`` (from 1) of topology ``name``'s task heartbeats (``taskrecords``)."""
+    return f"{TASKBEATS}/{name}/{part}"
+
+
 def task_errors_key(name: str) -> str:
     """The key of the errors topology ``name``'s tasks reported (the newest kept)."""
     return f"{TASKERRORS}/{name}"

@@ -5,7 +5,11 @@ assignment in ZooKeeper, so that they outlive any daemon. squall's topology mast
 the same records with its own heartbeat (once a second), each tagged with its epoch:
 
 - ``taskbeats/<name>``: per task, its component, worker, process id, start time (when its
-  current process started it), latest heartbeat, latest progress and counters;
+  current process started it), latest heartbeat, latest progress and counters. About 280
+  bytes per task: past ``RECORD_BYTES`` the tasks are split into parts, the first at
+  ``taskbeats/<name>`` (with ``parts``, their number) and the others at
+  ``taskbeats/<name>/<i>`` (``beats_records``, ``read_beats``), so that 10,000 tasks fit
+  ZooKeeper's nodes;
 - ``taskerrors/<name>``: the newest ``ERRORS_KEPT`` errors, messages cut to their first
   ``MESSAGE_CHARS`` characters and tracebacks to their last ``TRACEBACK_CHARS``, and only
   as many as fit in ``RECORD_BYTES`` of JSON (a ZooKeeper node holds at most 1 MiB, and a
@@ -28,6 +32,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from squall.store.keys import taskbeats_key, taskbeats_part_key
+
 ERRORS_KEPT = 100
 MESSAGE_CHARS = 1200  # the reporting worker cuts at 1000, plus its note of errors not reported
 TRACEBACK_CHARS = 4000
@@ -39,6 +45,49 @@ def beats_record(epoch: int, tasks: Iterable[dict], now: float) -> dict:
     """``taskbeats/<name>``'s value for the master's task report ``tasks``."""
     return {"epoch": epoch, "time": now,
             "tasks": {str(t["task"]): {k: v for k, v in t.items() if k not in AGES} for t in tasks}}
+
+
+def beats_records(epoch: int, tasks: Iterable[dict], now: float) -> list[dict]:
+    """``beats_record`` in parts of at most ``RECORD_BYTES`` of JSON each; the first says how many.
+
+    >>> parts = beats_records(1, [{"task": t, "component": "c" * 1000} for t in range(1200)], 0.0)
+    >>> len(parts), parts[0]["parts"], sum(len(p["tasks"]) for p in parts)
+    (3, 3, 1200)
+    """
+    whole = beats_record(epoch, tasks, now)["tasks"]
+    parts: list[dict] = [{}]
+    size = 0
+    for key, entry in whole.items():
+        entry_bytes = len(json.dumps(entry)) + len(key) + 6
+        if size + entry_bytes > RECORD_BYTES - 200 and parts[-1]:  # 200: the record's other fields
+            parts.append({})
+            size = 0
+        parts[-1][key] = entry
+        size += entry_bytes
+    out = [{"epoch": epoch, "time": now, "tasks": p} for p in parts]
+    out[0]["parts"] = len(out)
+    return out
+
+
+def read_beats(store: Any, name: str) -> dict | None:
+    """``taskbeats/<name>`` with the tasks of all its parts (of the same epoch), or None."""
+    head = store.get(taskbeats_key(name))
+    if not isinstance(head, dict) or not isinstance(head.get("tasks"), dict):
+        return head
+    tasks = dict(head["tasks"])
+    parts = head.get("parts")
+    for i in range(1, parts if isinstance(parts, int) else 1):
+        part = store.get(taskbeats_part_key(name, i))
+        same = isinstance(part, dict) and part.get("epoch") == head.get("epoch")
+        if same and isinstance(part.get("tasks"), dict):
+            tasks.update(part["tasks"])
+    return {**head, "tasks": tasks}
+
+
+def delete_beat_parts(store: Any, name: str) -> None:
+    """Delete the parts ``taskbeats/<name>/<i>`` (with the topology's other records)."""
+    for last in store.children(taskbeats_key(name)):
+        store.delete(f"{taskbeats_key(name)}/{last}")
 
 
 def tasks_from(record: Any, now: float) -> list[dict]:
