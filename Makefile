@@ -28,7 +28,7 @@ compile: $(STAMP)
 demo: $(STAMP) $(COMPILED)
 	$(PY) -m examples.word_count --seconds 10 --workers 2
 
-# the exactly-once fault loop on Spark runs 4 of its 20 seeds here; `make faults` runs all
+# the exactly-once fault loops on Spark run a few seeds here (4 of 20, 3 of 10); `make faults` runs all
 SQUALL_FAULT_SEEDS ?= 4
 
 test: $(STAMP) $(COMPILED)
@@ -39,9 +39,11 @@ test: $(STAMP) $(COMPILED)
 test-fast: $(STAMP) $(COMPILED)
 	$(PY) -m pytest -m "not slow"
 
-# every seed of the exactly-once fault loop (tests/spark/test_exactly_once_faults.py): ~10 min
+# every seed of the exactly-once fault loops on Spark (worker SIGKILLs and lost frames, 20 seeds;
+# SIGKILLs and Kafka partition moves, 10 seeds): about 15 min
 faults: $(STAMP) $(COMPILED)
-	SQUALL_FAULT_SEEDS=all $(PY) -m pytest -q -s tests/spark/test_exactly_once_faults.py
+	SQUALL_FAULT_SEEDS=all $(PY) -m pytest -q -s tests/spark/test_exactly_once_faults.py \
+		tests/spark/test_exactly_once_kafka_faults.py
 
 # lint-imports: the layers and no circles (pyproject.toml's [tool.importlinter], docs/architecture.md)
 lint: $(STAMP)
