@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from types import SimpleNamespace
 
 import zmq
 
@@ -80,7 +81,9 @@ def first_heartbeat(errors: ErrorLog) -> tuple[int, dict]:
     secret = b"s" * 32
     router = ctx.socket(zmq.ROUTER)
     port = router.bind_to_random_port("tcp://127.0.0.1")
-    spec = WorkerSpec(topology_name="flood", topology=None, conf={}, plan=None, index=0, launch=1,
+    # the link reads the plan's spout task counts only (how many latency samples each ships)
+    plan = SimpleNamespace(component_tasks={})
+    spec = WorkerSpec(topology_name="flood", topology=None, conf={}, plan=plan, index=0, launch=1,
                       master_address=f"tcp://127.0.0.1:{port}", heartbeat_secs=0.05, secret=secret)
     link = _MasterLink(ctx, spec, 0, "tcp://127.0.0.1:1", b"n" * 16)
     served = threading.Thread(target=link.serve, args=(_Worker(), _Transport(), errors), daemon=True)
