@@ -146,25 +146,11 @@ class ExactlyOnceSpoutTask(SpoutTask):
             waiting += len(ids)
         return waiting < limit
 
-    def next_tuple(self) -> int:
-        """Call the spout's ``next_tuple`` once; an exception out of it fails the next PREPARE.
-
-        Its emits are untracked, so no ``ack_soon``/``fail_soon`` fills up, and chains are
-        off when checkpointing; the base class's drains run anyway should one fill.
-        """
-        before = self.metrics.emitted
-        self.calls += 1
-        try:
-            self.spout.next_tuple()
-        except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, and roll back
-            self.collector.fail_next_prepare(  # type: ignore[attr-defined]
-                f"next_tuple raised {type(e).__name__}: {e}")
-            self.host.report_error(self, e)
-        if self._completed_soon:
-            self._run_completed_soon()
-        if self._ack_soon:
-            self._run_acks_soon()
-        return self.metrics.emitted - before
+    def next_tuple_raised(self, error: BaseException) -> None:
+        """An exception out of the spout's ``next_tuple`` fails the next PREPARE, and is reported."""
+        self.collector.fail_next_prepare(  # type: ignore[attr-defined]
+            f"next_tuple raised {type(error).__name__}: {error}")
+        self.host.report_error(self, error)
 
     def frames_lost(self, reason: str) -> None:
         """Frames to or from this task were lost between live workers (``Transfer.lost_frames``)."""

@@ -108,7 +108,7 @@ class SpoutTask(Task):
         try:
             self.spout.next_tuple()
         except (Exception, SystemExit) as e:  # noqa: BLE001 - user code (sys.exit too): report, carry on
-            self.host.report_error(self, e)
+            self.next_tuple_raised(e)
         if self._completed_soon:
             self._run_completed_soon()
         if self._ack_soon:
@@ -121,6 +121,10 @@ class SpoutTask(Task):
                 # failed at its emit (here, not downstream): no latency
                 self._failed(msg_id, now, [None, self.component, self.task_id, None])
         return self.metrics.emitted - before
+
+    def next_tuple_raised(self, error: BaseException) -> None:
+        """The spout's ``next_tuple`` raised ``error``: report it (the task carries on)."""
+        self.host.report_error(self, error)
 
     def went_idle(self, now: float) -> None:
         """``next_tuple`` emitted nothing at real time ``now``: wait progressively longer."""
