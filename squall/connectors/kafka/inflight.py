@@ -81,7 +81,8 @@ class InFlight:
                 self.hold_back(msg_id)
                 self.fail_with_reason(msg_id, Failure("error", describe(e), self.component, self.task_id))
                 raise
-            self.let_go(msg_id)
+            if self.held_back:  # per record: the dict is empty unless a record is stuck
+                self.let_go(msg_id)
         elif self.config.tuple_tracking:
             self.collector.emit(values, stream=stream, msg_id=msg_id)
         else:
