@@ -111,6 +111,14 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "squall.task.stuck.secs": NUMBER_AT_LEAST_0,
     "squall.backpressure.cycle.secs": POSITIVE_NUMBER,
     "squall.spout.max.retries": INT_AT_LEAST_0_OR_NONE,
+    "topology.autoscale": BOOLEAN,
+    "topology.autoscale.mode": ("'apply' or 'recommend'", lambda v: v in ("apply", "recommend")),
+    "topology.autoscale.target.utilization": ("a number above 0, at most 1",
+                                              lambda v: _number(v) and 0 < v <= 1),
+    "topology.autoscale.interval.secs": POSITIVE_NUMBER,
+    "topology.autoscale.max.factor": ("a number above 1", lambda v: _number(v) and v > 1),
+    "topology.autoscale.min.parallelism": POSITIVE_INT,
+    "topology.autoscale.max.parallelism": POSITIVE_INT_OR_NONE,
 }
 
 

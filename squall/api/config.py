@@ -163,6 +163,18 @@ MORE_SETTINGS: tuple[Setting, ...] = (
     Setting("squall.bolts.window.session.gap.ms", None, "session windows: the gap that closes a session"),
     Setting("squall.bolts.window.session.key.fields", None, "session windows: the fields keying sessions"),
     Setting("squall.bolts.window.persistent", False, "stateful windows: the window itself is in state"),
+    # the autoscaler (docs/autoscale.md); min/max parallelism may also be set per component
+    Setting("topology.autoscale", False, "True: the autoscaler sets each component's parallelism"),
+    Setting("topology.autoscale.mode", "apply",
+            "apply, or recommend: decisions are computed and shown, not applied"),
+    Setting("topology.autoscale.target.utilization", 0.7,
+            "the share of its time a task should spend in its own code"),
+    Setting("topology.autoscale.interval.secs", 30, "the shortest time between two decisions"),
+    Setting("topology.autoscale.max.factor", 2.0,
+            "one decision changes a parallelism by at most this factor (up or down)"),
+    Setting("topology.autoscale.min.parallelism", 1, "the least parallelism a decision gives"),
+    Setting("topology.autoscale.max.parallelism", None,
+            "the most parallelism a decision gives; None: topology.key.groups"),
     # multilang (docs/multilang.md)
     Setting("topology.multilang.serializer", "json", "ShellBolt/ShellSpout wire format: json or msgpack"),
     Setting("topology.shellbolt.max.pending", 100, "tuples a ShellBolt has sent and not heard back on"),

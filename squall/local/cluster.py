@@ -16,6 +16,7 @@ from squall.api.errors import (
 )
 from squall.api.topology import StormTopology
 from squall.runtime import clock as runtime_clock
+from squall.runtime.autoscale_control import Autoscaler, make_autoscaler
 from squall.runtime.clusters import ClusterBase
 from squall.runtime.errors import ErrorLog
 from squall.runtime.info import topology_info
@@ -40,6 +41,7 @@ class _Running:
     errors: ErrorLog
     hub: InProcessHub | None = None
     status: str = "ACTIVE"
+    autoscaler: Autoscaler | None = None
     started_at: float = field(default_factory=time.monotonic)
 
 
@@ -85,6 +87,7 @@ class LocalCluster(ClusterBase[_Running]):
             build_request(name, plan, topology, merged, ())
             running = _Running(name, topology, merged, plan, [], ErrorLog.from_conf(merged))
             self._start_workers(running, active=not merged.get(START_INACTIVE))
+            running.autoscaler = make_autoscaler(topology, merged)
             self._topologies[name] = running
 
     def _start_workers(self, running: _Running, active: bool) -> None:
@@ -194,9 +197,40 @@ class LocalCluster(ClusterBase[_Running]):
         workers = [{"worker": w.index, "host": host, "pid": pid, "tasks": running.plan.worker_tasks(w.index),
                     "corrupt_frames": w.corrupt_frames, "transfer": w.transfer_stats()}
                    for w in running.workers]
-        return topology_info(name, running.status, running.plan, metrics,
+        info = topology_info(name, running.status, running.plan, metrics,
                              running.errors.list(), time.monotonic() - running.started_at,
                              workers=workers, stuck=stuck)
+        info["autoscale"] = running.autoscaler.record() if running.autoscaler else None
+        return info
+
+    def _now(self) -> float:
+        return self._simulated.monotonic() if self._simulated is not None else time.monotonic()
+
+    def autoscale(self, name: str) -> dict | None:
+        """Let ``name``'s autoscaler look at the figures now; its decision record if it made one.
+
+        The cluster calls it after every step of ``advance_time``; call it yourself on a
+        cluster in real time (a loop every few seconds). In ``apply`` mode a decision with
+        changes is applied by ``rebalance`` before this returns.
+        """
+        running = self._get(name)
+        scaler = running.autoscaler
+        if scaler is None or running.status != "ACTIVE":
+            return None
+        now = self._now()
+        decision = scaler.observe(now, self.get_topology_info(name))
+        if decision is None:
+            return None
+        if decision.changes and scaler.mode == "apply":
+            scaler.in_progress = True
+            try:
+                self.rebalance(name, parallelism={c: new for c, (_, new) in decision.changes.items()})
+            except Exception as e:  # the decision stays in the record, with why it failed
+                scaler.applied(now, decision, ok=False, note=f"{type(e).__name__}: {e}")
+                log.error("autoscale of %r failed: %s", name, e)
+            else:
+                scaler.applied(self._now(), decision, ok=True)
+        return scaler.decisions[-1] if scaler.decisions else None
 
     def set_transport_fault(self, name: str, fault: Callable[[int, int, bytes], list[bytes]] | None) -> None:
         """Pass every frame between ``name``'s workers through ``fault`` (None: stop).
@@ -234,6 +268,9 @@ class LocalCluster(ClusterBase[_Running]):
             self._round_everywhere()
             if time.monotonic() < deadline:
                 self.wait_quiet(max(0.0, deadline - time.monotonic()), raise_on_timeout=False)
+            for name, running in list(self._topologies.items()):
+                if running.autoscaler is not None:
+                    self.autoscale(name)
 
     def _round_everywhere(self) -> None:
         """Return once every live worker of every topology ran a whole round since now."""

@@ -14,7 +14,7 @@ cdef class Round:
     cdef public double bolt_budget, spout_budget, batch_time, io_at
     cdef public list processors, spouts, barrier_spouts, queues, offloop, aligners
     cdef public bint throttled, blocked
-    cdef public Py_ssize_t rounds, work_done, early_sends
+    cdef public Py_ssize_t rounds, work_done, early_sends, throttled_rounds
     cdef dict __dict__
     @cython.locals(task=Task, spout=SpoutTask, work=Py_ssize_t, handled=Py_ssize_t, fullest=Py_ssize_t, begun=double, deadline=double)
     cpdef Py_ssize_t run(self, bint active)

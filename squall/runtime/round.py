@@ -122,6 +122,7 @@ class Round:
         self.offloop: list[Any] = []
         self.aligners: list[Any] = []
         self.throttled = False
+        self.throttled_rounds = 0  # rounds whose spouts backpressure held back (the autoscaler's signal)
         self.blocked = False  # a peer could not take a frame at the last send
         self.io_at = 0.0  # real time of the next mid-round send-and-take
         self.spout_cursor = 0
@@ -186,6 +187,8 @@ class Round:
             self.throttled = blocked or fullest > self.low
         else:
             self.throttled = blocked or fullest >= self.high
+        if self.throttled:
+            self.throttled_rounds += 1
         work = 0
         if active and not self.throttled:
             work = self.run_spouts()

@@ -10,6 +10,7 @@ from squall.api.conf_checks import check_setting, check_settings
 from squall.api.config import check_component_conf, effective_conf
 from squall.api.errors import InvalidTopologyError
 from squall.api.topology import StormTopology
+from squall.runtime.autoscale_control import check_autoscale
 from squall.runtime.exactly_once import AT_LEAST_ONCE, GUARANTEE_KEY, is_exactly_once
 from squall.runtime.exactly_once_checks import check_exactly_once
 from squall.runtime.window_checks import check_windows
@@ -47,6 +48,7 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
     for comp in topology.components.values():
         check_component_conf(comp.id, comp.conf)  # again: a topology may not come from the builder
     check_windows(merged, topology)
+    check_autoscale(merged, {c.id: c.conf for c in topology.components.values()})
     if topology.stateful or exactly_once:
         interval = merged["topology.state.checkpoint.interval.ms"]
         timeout_ms = float(merged["topology.message.timeout.secs"]) * 1000.0

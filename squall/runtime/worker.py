@@ -290,8 +290,8 @@ class Worker(Transfer):
         ``acker``: acker messages that did (inits, combined acks, verdicts); ``frames`` and
         ``bytes``: the frames carrying both (packed, without the transport's link header);
         ``early_sends``: sends made mid-round because ``squall.transfer.batch.time.ms`` ran
-        out; ``rounds``: loop rounds.
+        out; ``rounds``: loop rounds; ``throttled_rounds``: rounds whose spouts backpressure held back.
         """
         return {"frames": self.sent_frames, "bytes": self.sent_bytes, "tuples": self.sent_tuples,
                 "acker": self.sent_acker, "early_sends": self.round.early_sends,
-                "rounds": self.round.rounds}
+                "rounds": self.round.rounds, "throttled_rounds": self.round.throttled_rounds}

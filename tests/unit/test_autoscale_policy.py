@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from squall.scheduler.autoscale import Limits, Observed, check_limits, decide, offered_rate, target_rates
+from squall.runtime.autoscale import Limits, Observed, check_limits, decide, offered_rate, target_rates
 
 # per task, tuples per second of useful time
 SPLIT_RATE, COUNT_RATE = 50_000.0, 5_000.0

@@ -1,0 +1,204 @@
+"""The autoscaler's controller: figures of two info snapshots in, a decision out (no thread).
+
+A cluster (``LocalCluster``, the topology master on Spark) calls ``Autoscaler.observe(now,
+info)`` on its own clock, often (every info it builds will do). The controller keeps the
+snapshot of the start of the window, and once ``topology.autoscale.interval.secs`` has passed
+since then (and since the last change applied), turns the two snapshots' counters into
+rates per second (``Observed``) and asks the policy (``runtime.autoscale.decide``). In
+``recommend`` mode the decision is only kept and shown; in ``apply`` mode the cluster
+rescales what it says and calls ``applied``. The history it keeps is what
+``get_topology_info(name)["autoscale"]`` shows (API.md).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from squall.api.errors import InvalidTopologyError
+from squall.runtime.autoscale import DEFAULT_MAX_FACTOR, DEFAULT_TARGET_UTILIZATION, Decision, Limits, Observed, check_limits, decide
+
+AUTOSCALE = "topology.autoscale"
+MODE = "topology.autoscale.mode"
+TARGET = "topology.autoscale.target.utilization"
+INTERVAL = "topology.autoscale.interval.secs"
+MAX_FACTOR = "topology.autoscale.max.factor"
+MIN_PARALLELISM = "topology.autoscale.min.parallelism"
+MAX_PARALLELISM = "topology.autoscale.max.parallelism"
+KEY_GROUPS = "topology.key.groups"
+DEFAULT_KEY_GROUPS = 4096
+MODES = ("apply", "recommend")
+# decisions kept for info, newest last
+HISTORY = 50
+
+
+def is_on(conf: Mapping[str, Any]) -> bool:
+    """Whether ``topology.autoscale`` is on."""
+    return conf.get(AUTOSCALE) is True
+
+
+def component_limits(conf: Mapping[str, Any], component_conf: Mapping[str, Any],
+                     fixed: str | None = None) -> Limits:
+    """One component's limits: its own configuration over the topology's."""
+    def pick(key: str, default: Any) -> Any:
+        value = component_conf.get(key, conf.get(key))
+        return default if value is None else value
+
+    key_groups = int(conf.get(KEY_GROUPS) or DEFAULT_KEY_GROUPS)
+    return Limits(min_parallelism=int(pick(MIN_PARALLELISM, 1)),
+                  max_parallelism=int(pick(MAX_PARALLELISM, key_groups)),
+                  target_utilization=float(pick(TARGET, DEFAULT_TARGET_UTILIZATION)),
+                  max_factor=float(pick(MAX_FACTOR, DEFAULT_MAX_FACTOR)), fixed=fixed)
+
+
+def check_autoscale(conf: Mapping[str, Any], components: Mapping[str, Mapping[str, Any]]) -> None:
+    """At submit: refuse, in one line, bounds that contradict each other (``components``: id -> conf)."""
+    if not is_on(conf):
+        return
+    mode = conf.get(MODE, "apply")
+    if mode not in MODES:
+        raise InvalidTopologyError(f"config {MODE} must be 'apply' or 'recommend', got {mode!r}")
+    key_groups = int(conf.get(KEY_GROUPS) or DEFAULT_KEY_GROUPS)
+    try:
+        check_limits({c: component_limits(conf, cc) for c, cc in components.items()}, key_groups)
+    except (TypeError, ValueError) as e:
+        raise InvalidTopologyError(str(e)) from None
+
+
+def _system(component: str) -> bool:
+    return component.startswith(("__", "$"))
+
+
+class Autoscaler:
+    """Decisions for one topology from the info snapshots it is shown (see the module docs)."""
+
+    def __init__(self, conf: Mapping[str, Any], spouts: Iterable[str],
+                 limits: Mapping[str, Limits], sources: Mapping[str, Iterable[str]] | None = None) -> None:
+        self.mode = str(conf.get(MODE, "apply"))
+        self.interval = float(conf.get(INTERVAL, 30))
+        self.spouts = frozenset(spouts)
+        self.limits = dict(limits)
+        # bolt -> its upstream components (when info has no per-input figures)
+        self.sources = {c: list(s) for c, s in (sources or {}).items()}
+        self.decisions: deque[dict] = deque(maxlen=HISTORY)
+        self._start: tuple[float, dict] | None = None
+        self.in_progress = False
+
+    def observe(self, now: float, info: Mapping[str, Any]) -> Decision | None:
+        """A decision if a window of ``interval`` seconds has ended with ``info``, else None.
+
+        Nothing is decided while a rescale is in progress (``in_progress``); the window
+        starts again after one (``applied``), so a decision never reads figures from
+        before the change it follows.
+        """
+        if self.in_progress:
+            return None
+        snap = snapshot(info)
+        if self._start is None:
+            self._start = (now, snap)
+            return None
+        begun, first = self._start
+        if now - begun < self.interval:
+            return None
+        self._start = (now, snap)
+        observed = observed_between(first, snap, now - begun, self.spouts, self.sources)
+        if not observed:
+            return None
+        limits = {c: self.limits.get(c, Limits()) for c in observed}
+        decision = decide(observed, limits)
+        if decision.changes or decision.left or not self.decisions:
+            self.decisions.append({"time": now, **decision.as_record(), "mode": self.mode,
+                                   "applied": False})
+        return decision
+
+    def applied(self, now: float, decision: Decision, ok: bool, note: str = "") -> None:
+        """The cluster applied ``decision`` (or failed to: ``note`` says why); a new window starts."""
+        self.in_progress = False
+        self._start = None
+        for record in reversed(self.decisions):
+            if record["changes"] == {c: list(v) for c, v in decision.changes.items()}:
+                record["applied"] = ok
+                if note:
+                    record["note"] = note
+                break
+
+    def record(self) -> dict:
+        """``get_topology_info(name)["autoscale"]``: the mode and the decisions, newest last."""
+        return {"mode": self.mode, "decisions": [dict(d) for d in self.decisions]}
+
+
+def snapshot(info: Mapping[str, Any]) -> dict:
+    """The counters a window needs from one info dict."""
+    comps = {}
+    for c, figures in (info.get("components") or {}).items():
+        if _system(c):
+            continue
+        by_task = figures.get("by_task") or {}
+        inputs: dict[str, float] = {}
+        for row in (figures.get("streams") or {}).get("inputs") or []:
+            if not _system(row.get("component", "")) and row.get("executed") is not None:
+                inputs[row["component"]] = inputs.get(row["component"], 0.0) + float(row["executed"])
+        comps[c] = {"executed": float(figures.get("executed") or 0), "emitted": float(figures.get("emitted") or 0),
+                    "useful": sum(float(t.get("capacity") or 0.0) for t in by_task.values()),
+                    "tasks": len(figures.get("tasks") or by_task), "inputs": inputs}
+    rounds = throttled = 0
+    for w in info.get("workers") or []:
+        transfer = w.get("transfer") or {}
+        rounds += int(transfer.get("rounds") or 0)
+        throttled += int(transfer.get("throttled_rounds") or 0)
+    return {"components": comps, "rounds": rounds, "throttled": throttled}
+
+
+def observed_between(first: dict, last: dict, secs: float, spouts: frozenset[str],
+                     sources: Mapping[str, list[str]]) -> dict[str, Observed]:
+    """Each component's ``Observed`` over the window between two snapshots."""
+    rounds = last["rounds"] - first["rounds"]
+    held = (last["throttled"] - first["throttled"]) / rounds if rounds > 0 else 0.0
+    out: dict[str, Observed] = {}
+    for c, now in last["components"].items():
+        before = first["components"].get(c)
+        if before is None or secs <= 0:
+            continue
+        emitted = max(0.0, now["emitted"] - before["emitted"]) / secs
+        if c in spouts:
+            out[c] = Observed(now["tasks"], processed=emitted, emitted=emitted, useful=now["useful"],
+                              spout=True, backpressure=held)
+            continue
+        executed = max(0.0, now["executed"] - before["executed"]) / secs
+        inputs = {u: max(0.0, n - before["inputs"].get(u, 0.0)) / secs for u, n in now["inputs"].items()}
+        if not inputs and sources.get(c):
+            ups = [u for u in sources[c] if not _system(u)]
+            inputs = {u: executed / len(ups) for u in ups}
+        out[c] = Observed(now["tasks"], processed=executed, emitted=emitted, useful=now["useful"],
+                          inputs=inputs)
+    return out
+
+
+WINDOW_KEYS = ("topology.bolts.window.length.count", "topology.bolts.window.length.duration.ms",
+               "squall.bolts.window.session.gap.ms")
+# groupings whose routing is bound to task ids or one task: such a component keeps its parallelism
+FIXED_GROUPINGS = {"direct": "direct grouping", "global": "global grouping",
+                   "custom": "a custom grouping over task ids"}
+
+
+def why_fixed(spec: Any) -> str | None:
+    """Why the autoscaler leaves ``spec`` (a ``ComponentSpec``) as it is, or None."""
+    for i in spec.inputs:
+        reason = FIXED_GROUPINGS.get(i.grouping.kind)
+        if reason is not None:
+            return f"{spec.id} reads {i.component}/{i.stream} by {reason}"
+    if any(k in spec.conf for k in WINDOW_KEYS):
+        return f"{spec.id} is windowed: its window state cannot move"
+    return None
+
+
+def make_autoscaler(topology: Any, conf: Mapping[str, Any]) -> Autoscaler | None:
+    """The controller of ``topology`` (a ``StormTopology``) under ``conf``; None when off."""
+    if not is_on(conf):
+        return None
+    comps = {c: s for c, s in topology.components.items() if not _system(c)}
+    spouts = [c for c, s in comps.items() if s.kind == "spout"]
+    limits = {c: component_limits(conf, s.conf, why_fixed(s)) for c, s in comps.items()}
+    sources = {c: [i.component for i in s.inputs] for c, s in comps.items()}
+    return Autoscaler(conf, spouts, limits, sources)

@@ -1,0 +1,134 @@
+"""The autoscaler on LocalCluster: decisions from the topology's own figures, applied by a
+rebalance in ``apply`` mode, only shown in ``recommend`` mode (API.md: Rescaling).
+
+The policy's arithmetic is tested on a simulated topology in tests/unit/test_autoscale_policy.py.
+Here the figures come from running tasks, so the cluster runs in real time: a rate is tuples
+per real second and a task's useful time is real time in ``execute`` (in simulated time the
+window is simulated and the execute time real, and the two do not divide). The count bolt
+spends a fixed 2 ms per tuple on one task behind an endless spout: busy all the time, so
+whatever the machine's speed the decision is to double it (the factor's cap). The tests wait
+for a decision by polling ``autoscale`` with a deadline; nothing is asserted about time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from squall import BasicBolt, Fields, LocalCluster, Spout, TopologyBuilder
+import time
+
+from squall.api.errors import InvalidTopologyError
+from tests.integration.components import SplitBolt
+
+NAME = "autoscaled"
+
+
+class EndlessSpout(Spout):
+    """The same few sentences again and again, unanchored (no acks to wait for)."""
+
+    def open(self, conf, context, collector):
+        self.collector = collector
+        self.i = 0
+
+    def next_tuple(self):
+        self.i += 1
+        self.collector.emit([f"the quick brown fox {self.i % 7}"])
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("sentence"))
+
+
+class BusyCount(BasicBolt):
+    """Counts words, spending 2 ms of CPU on each (a costly bolt)."""
+
+    def prepare(self, conf, context):
+        self.counts: dict[str, int] = {}
+
+    def execute(self, tup, collector):
+        until = time.perf_counter() + 0.002
+        while time.perf_counter() < until:
+            pass
+        self.counts[tup[0]] = self.counts.get(tup[0], 0) + 1
+
+    def declare_output_fields(self, declarer):
+        pass
+
+
+def build(count_parallelism: int = 1, count_conf: dict | None = None):
+    b = TopologyBuilder()
+    b.set_spout("spout", EndlessSpout(), 1)
+    b.set_bolt("split", SplitBolt(), 1).shuffle_grouping("spout")
+    count = b.set_bolt("count", BusyCount(), count_parallelism).fields_grouping("split", Fields("word"))
+    for k, v in (count_conf or {}).items():
+        count.add_configuration(k, v)
+    return b.create_topology()
+
+
+def conf(**more) -> dict:
+    return {"topology.autoscale": True, "topology.autoscale.interval.secs": 2,
+            "squall.metrics.window.secs": 1, "squall.chaining": False, **more}
+
+
+def run(conf: dict, topology, decisions: int = 1, deadline_secs: float = 60.0) -> dict:
+    """Run until the autoscaler made ``decisions`` decisions with changes (or the deadline)."""
+    with LocalCluster() as cluster:
+        cluster.submit_topology(NAME, conf, topology)
+        deadline = time.monotonic() + deadline_secs
+        made = 0
+        while made < decisions and time.monotonic() < deadline:
+            record = cluster.autoscale(NAME)
+            if record is not None and record["changes"]:
+                made += 1
+            time.sleep(0.2)
+        info = cluster.get_topology_info(NAME)
+        cluster.kill_topology(NAME)
+    return info
+
+
+def test_apply_mode_rescales_what_the_decision_says():
+    info = run(conf(), build())
+    decisions = info["autoscale"]["decisions"]
+    assert info["autoscale"]["mode"] == "apply"
+    applied = [d for d in decisions if d["applied"]]
+    assert applied, decisions
+    first = applied[0]
+    assert first["changes"] == {"count": [1, 2]}  # busy all the time: doubled, the factor's cap
+    assert "count 1->2" in first["reason"]
+    assert first["target_rates"]["count"] > 0 and 0 < first["true_rates"]["count"] <= 520  # 2 ms a tuple at least
+    assert len(info["components"]["count"]["tasks"]) == 2
+
+
+def test_recommend_mode_shows_the_decision_and_changes_nothing():
+    info = run(conf(**{"topology.autoscale.mode": "recommend"}), build())
+    decisions = info["autoscale"]["decisions"]
+    assert decisions and all(not d["applied"] for d in decisions)
+    assert any(d["changes"].get("count") == [1, 2] for d in decisions)
+    assert len(info["components"]["count"]["tasks"]) == 1
+
+
+def test_the_max_parallelism_of_a_component_is_kept():
+    topology = build(count_conf={"topology.autoscale.max.parallelism": 1})
+    info = run(conf(), topology, decisions=1, deadline_secs=8)
+    assert all("count" not in d["changes"] for d in info["autoscale"]["decisions"])
+    assert len(info["components"]["count"]["tasks"]) == 1
+
+
+def test_off_by_default_and_none_in_info():
+    with LocalCluster() as cluster:
+        cluster.submit_topology(NAME, {}, build())
+        assert cluster.get_topology_info(NAME)["autoscale"] is None
+        assert cluster.autoscale(NAME) is None
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ({"topology.autoscale.min.parallelism": 8, "topology.autoscale.max.parallelism": 2},
+     "topology.autoscale for 'count': max parallelism 2 is below min parallelism 8"),
+    ({"topology.autoscale.max.factor": 1}, "topology.autoscale.max.factor must be a number above 1"),
+    ({"topology.autoscale.mode": "maybe"}, "topology.autoscale.mode must be 'apply' or 'recommend'"),
+])
+def test_contradicting_bounds_are_refused_at_submit(bad: dict, message: str):
+    topology = build(count_conf={k: v for k, v in bad.items() if "parallelism" in k})
+    topo_conf = conf(**{k: v for k, v in bad.items() if "parallelism" not in k})
+    with LocalCluster() as cluster, pytest.raises(InvalidTopologyError) as e:
+        cluster.submit_topology(NAME, topo_conf, topology)
+    assert message in str(e.value) and "\n" not in str(e.value)
