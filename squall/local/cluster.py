@@ -16,7 +16,7 @@ from squall.api.errors import (
 )
 from squall.api.topology import StormTopology
 from squall.runtime import clock as runtime_clock
-from squall.runtime.autoscale_control import Autoscaler, make_autoscaler
+from squall.runtime.autoscale_control import Autoscaler, AutoscaleThread, autoscale_step, make_autoscaler
 from squall.runtime.clusters import ClusterBase
 from squall.runtime.errors import ErrorLog
 from squall.runtime.info import topology_info
@@ -42,6 +42,7 @@ class _Running:
     hub: InProcessHub | None = None
     status: str = "ACTIVE"
     autoscaler: Autoscaler | None = None
+    autoscale_thread: AutoscaleThread | None = None
     started_at: float = field(default_factory=time.monotonic)
 
 
@@ -89,6 +90,12 @@ class LocalCluster(ClusterBase[_Running]):
             self._start_workers(running, active=not merged.get(START_INACTIVE))
             running.autoscaler = make_autoscaler(topology, merged)
             self._topologies[name] = running
+            if running.autoscaler is not None and self._simulated is None:
+                # in simulated time advance_time drives it instead
+                running.autoscale_thread = AutoscaleThread(
+                    running.autoscaler, name, lambda: self.get_topology_info(name),
+                    lambda parallelism: self.rebalance(name, parallelism=parallelism))
+                running.autoscale_thread.start()
 
     def _start_workers(self, running: _Running, active: bool) -> None:
         plan, conf = running.plan, running.conf
@@ -128,6 +135,8 @@ class LocalCluster(ClusterBase[_Running]):
         with self._lock:
             running = self._get(name)
             running.status = "KILLED"
+            if running.autoscale_thread is not None:
+                running.autoscale_thread.stop()
             self._stop_workers(running, wait_secs or 0)
             del self._topologies[name]
 
@@ -209,28 +218,16 @@ class LocalCluster(ClusterBase[_Running]):
     def autoscale(self, name: str) -> dict | None:
         """Let ``name``'s autoscaler look at the figures now; its decision record if it made one.
 
-        The cluster calls it after every step of ``advance_time``; call it yourself on a
-        cluster in real time (a loop every few seconds). In ``apply`` mode a decision with
-        changes is applied by ``rebalance`` before this returns.
+        The cluster calls it after every step of ``advance_time`` in simulated time, and
+        from a thread every second in real time. In ``apply`` mode a decision with changes
+        is applied by ``rebalance`` before this returns.
         """
         running = self._get(name)
         scaler = running.autoscaler
         if scaler is None or running.status != "ACTIVE":
             return None
-        now = self._now()
-        decision = scaler.observe(now, self.get_topology_info(name))
-        if decision is None:
-            return None
-        if decision.changes and scaler.mode == "apply":
-            scaler.in_progress = True
-            try:
-                self.rebalance(name, parallelism={c: new for c, (_, new) in decision.changes.items()})
-            except Exception as e:  # the decision stays in the record, with why it failed
-                scaler.applied(now, decision, ok=False, note=f"{type(e).__name__}: {e}")
-                log.error("autoscale of %r failed: %s", name, e)
-            else:
-                scaler.applied(self._now(), decision, ok=True)
-        return scaler.decisions[-1] if scaler.decisions else None
+        return autoscale_step(scaler, name, self._now, lambda: self.get_topology_info(name),
+                              lambda parallelism: self.rebalance(name, parallelism=parallelism))
 
     def set_transport_fault(self, name: str, fault: Callable[[int, int, bytes], list[bytes]] | None) -> None:
         """Pass every frame between ``name``'s workers through ``fault`` (None: stop).

@@ -113,7 +113,10 @@ class Decision:
 
 
 def offered_rate(o: Observed, catch_up_secs: float = DEFAULT_CATCH_UP_SECS) -> float:
-    """The rate a spout's source offers: given, or what it emitted while not held back, plus its lag's share."""
+    """The rate a spout's source offers, plus its lag spread over ``catch_up_secs``.
+
+    Given (``offered``), or what it emitted inflated by the share backpressure held it back.
+    """
     if o.offered is not None:
         base = o.offered
     else:
@@ -129,7 +132,8 @@ def order(observed: Mapping[str, Observed]) -> list[str]:
     seen: set[str] = set()
     todo = dict(observed)
     while todo:
-        ready = [c for c, o in todo.items() if o.spout or all(u in seen or u not in observed for u in o.inputs)]
+        ready = [c for c, o in todo.items()
+                 if o.spout or all(u in seen or u not in observed for u in o.inputs)]
         if not ready:  # a cycle (Storm allows one through a bolt's own stream): take the rest as is
             ready = sorted(todo)
         for c in sorted(ready):
@@ -139,7 +143,8 @@ def order(observed: Mapping[str, Observed]) -> list[str]:
     return placed
 
 
-def target_rates(observed: Mapping[str, Observed], catch_up_secs: float = DEFAULT_CATCH_UP_SECS) -> dict[str, float]:
+def target_rates(observed: Mapping[str, Observed],
+                 catch_up_secs: float = DEFAULT_CATCH_UP_SECS) -> dict[str, float]:
     """Each component's target input rate: the sources' offer carried down every edge."""
     target_in: dict[str, float] = {}
     target_out: dict[str, float] = {}

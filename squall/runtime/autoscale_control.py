@@ -12,13 +12,25 @@ rescales what it says and calls ``applied``. The history it keeps is what
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from squall.api.errors import InvalidTopologyError
-from squall.runtime.autoscale import DEFAULT_MAX_FACTOR, DEFAULT_TARGET_UTILIZATION, Decision, Limits, Observed, check_limits, decide
+from squall.runtime.autoscale import (
+    DEFAULT_MAX_FACTOR,
+    DEFAULT_TARGET_UTILIZATION,
+    Decision,
+    Limits,
+    Observed,
+    check_limits,
+    decide,
+)
 
+log = logging.getLogger("squall.autoscale")
 AUTOSCALE = "topology.autoscale"
 MODE = "topology.autoscale.mode"
 TARGET = "topology.autoscale.target.utilization"
@@ -139,7 +151,8 @@ def snapshot(info: Mapping[str, Any]) -> dict:
         for row in (figures.get("streams") or {}).get("inputs") or []:
             if not _system(row.get("component", "")) and row.get("executed") is not None:
                 inputs[row["component"]] = inputs.get(row["component"], 0.0) + float(row["executed"])
-        comps[c] = {"executed": float(figures.get("executed") or 0), "emitted": float(figures.get("emitted") or 0),
+        comps[c] = {"executed": float(figures.get("executed") or 0),
+                    "emitted": float(figures.get("emitted") or 0),
                     "useful": sum(float(t.get("capacity") or 0.0) for t in by_task.values()),
                     "tasks": len(figures.get("tasks") or by_task), "inputs": inputs}
     rounds = throttled = 0
@@ -202,3 +215,51 @@ def make_autoscaler(topology: Any, conf: Mapping[str, Any]) -> Autoscaler | None
     limits = {c: component_limits(conf, s.conf, why_fixed(s)) for c, s in comps.items()}
     sources = {c: [i.component for i in s.inputs] for c, s in comps.items()}
     return Autoscaler(conf, spouts, limits, sources)
+
+
+def autoscale_step(scaler: Autoscaler, name: str, now: Callable[[], float],
+                   info: Callable[[], Mapping[str, Any]],
+                   rescale: Callable[[dict[str, int]], object]) -> dict | None:
+    """One look of ``scaler`` at topology ``name``: its decision record if it made one.
+
+    In ``apply`` mode a decision with changes is applied by ``rescale`` (the cluster's
+    ``rebalance`` with the new parallelism) before this returns; a failure to apply is kept
+    in the record with its one-line cause, and the old parallelism stays.
+    """
+    decision = scaler.observe(now(), info())
+    if decision is None:
+        return None
+    if decision.changes and scaler.mode == "apply":
+        scaler.in_progress = True
+        try:
+            rescale({c: new for c, (_, new) in decision.changes.items()})
+        except Exception as e:  # noqa: BLE001 - the decision stays in the record, with why it failed
+            scaler.applied(now(), decision, ok=False, note=f"{type(e).__name__}: {e}")
+            log.error("autoscale of %r failed: %s: %s", name, type(e).__name__, e)
+        else:
+            scaler.applied(now(), decision, ok=True)
+            log.info("autoscale of %r: %s", name, decision.reason)
+    return scaler.decisions[-1] if scaler.decisions else None
+
+
+class AutoscaleThread(threading.Thread):
+    """Calls ``autoscale_step`` every ``period`` seconds of real time until ``stop``."""
+
+    def __init__(self, scaler: Autoscaler, name: str, info: Callable[[], Mapping[str, Any]],
+                 rescale: Callable[[dict[str, int]], object], period: float = 1.0) -> None:
+        super().__init__(name=f"squall-autoscale-{name}", daemon=True)
+        self.scaler, self.topology, self.get_info, self.rescale = scaler, name, info, rescale
+        self.period = period
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        """The loop; an error of one look is logged and the next look comes as usual."""
+        while not self._stop_event.wait(self.period):
+            try:
+                autoscale_step(self.scaler, self.topology, time.monotonic, self.get_info, self.rescale)
+            except Exception:  # noqa: BLE001 - a look that failed (a topology restarting) is retried
+                log.exception("autoscale of %r: the figures could not be read", self.topology)
+
+    def stop(self) -> None:
+        """End the loop (returns at once)."""
+        self._stop_event.set()

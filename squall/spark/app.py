@@ -33,6 +33,7 @@ import cloudpickle
 
 from squall.api.config import SQUALL_SPARK_MASTER
 from squall.api.topology import StormTopology
+from squall.runtime.autoscale_control import AutoscaleThread, make_autoscaler
 from squall.runtime.errors import without_texts
 from squall.runtime.layout import layout_difference, upgrade_refusal
 from squall.runtime.plan import TaskPlan, make_plan
@@ -83,6 +84,7 @@ class TopologyApp:
         self.error: str | None = None
         self.control: ControlServer | None = None
         self.control_url: str | None = None
+        self.autoscaler: AutoscaleThread | None = None  # topology.autoscale on
         # where the previous launch's workers ran (the stored assignment), for squall.use.old.assignment
         self._previous: tuple[OldWorker, ...] = ()
         self._stored_errors: list[dict] = []  # what taskerrors/<name> holds, so unchanged is not rewritten
@@ -232,6 +234,12 @@ class TopologyApp:
                 master.worker_code[index] = new
         self.master = master
         master.start()
+        scaler = make_autoscaler(base.topology, base.conf)
+        if scaler is not None:
+            self.autoscaler = AutoscaleThread(
+                scaler, self.name, lambda: self.info({}),
+                lambda parallelism: self.rebalance({"parallelism": parallelism}))
+            self.autoscaler.start()
         debug = rec.get("debug") or {}
         if debug.get("rate"):  # tuple sampling outlives a relaunch of the master
             master.set_debug(float(debug["rate"]), debug.get("components"))
@@ -358,6 +366,7 @@ class TopologyApp:
     def info(self, _body: dict) -> dict:
         """``get_topology_info`` plus each worker's version and this master's epoch."""
         info = self._running().info()
+        info["autoscale"] = self.autoscaler.scaler.record() if self.autoscaler is not None else None
         info.update(epoch=self.epoch, pid=os.getpid(), spark_master=self.record.get("spark_master"),
                     app_id=self.sc.applicationId if self.sc is not None else None)
         return info
@@ -447,6 +456,8 @@ class TopologyApp:
         """Deactivate, wait ``wait_secs``, stop every worker, then end this application."""
         with self._lock:
             master = self._running()
+            if self.autoscaler is not None:
+                self.autoscaler.stop()
             master.status = K.KILLED
             master.stop(wait_secs=float(body.get("wait_secs") or 0))
         self.state = K.STOPPED

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from squall.api.config import SQUALL_SPARK_MASTER
 from squall.api.errors import AlreadyAliveError
 from squall.api.topology import StormTopology
+from squall.runtime.autoscale_control import AutoscaleThread, make_autoscaler
 from squall.runtime.clusters import ClusterBase
 from squall.runtime.exactly_once_checks import check_durable_state
 from squall.runtime.plan import TaskPlan, make_plan
@@ -57,6 +58,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
         self._sc: SparkContext | None = None
         self._owns_sc = False
         self._assignments: dict[str, Assignment] = {}  # squall.scheduler's answer per running topology
+        self._autoscalers: dict[str, AutoscaleThread] = {}  # per topology with topology.autoscale on
         super().__init__()
 
     @property
@@ -134,6 +136,12 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             master.start()
             self._topologies[name] = master
             self._assignments[name] = assignment
+            scaler = make_autoscaler(topology, merged)
+            if scaler is not None:
+                thread = self._autoscalers[name] = AutoscaleThread(
+                    scaler, name, lambda: self.get_topology_info(name),
+                    lambda parallelism: self.rebalance(name, parallelism=parallelism))
+                thread.start()
 
     def _schedule(self, sc: SparkContext, name: str, topology: StormTopology, conf: dict, plan: TaskPlan,
                   slots: int, previous: TopologyMaster | None = None) -> tuple[TaskPlan, Assignment]:
@@ -173,6 +181,9 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             if wait_secs is None:
                 wait_secs = float(master.conf.get("topology.message.timeout.secs") or 30)
             master.status = "KILLED"
+            scaler = self._autoscalers.pop(name, None)
+            if scaler is not None:
+                scaler.stop()
             master.stop(wait_secs=wait_secs)
             del self._topologies[name]
             self._assignments.pop(name, None)
@@ -214,4 +225,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
 
     def get_topology_info(self, name: str) -> dict:
         """Status, per-component figures, workers (host, pid, restarts) and errors of ``name``."""
-        return self._get(name).info()
+        info = self._get(name).info()
+        thread = self._autoscalers.get(name)
+        info["autoscale"] = thread.scaler.record() if thread is not None else None
+        return info
