@@ -122,7 +122,7 @@ class Lifecycle(NimbusCore):
         out: dict[str, Any] = self.summary(rec)
         out.update(versions=rec["versions"], submitted=rec["submitted"], restarts=rec.get("restarts", 0),
                    last_error=rec.get("last_error"), epoch=rec["epoch"],
-                   components={}, workers=[], errors=[], tasks=[])
+                   components={}, workers=[], errors=[], tasks=[], autoscale=None)
         m = self.master(name) or {}
         out["master"] = {"state": rec.get("state"), "pid": m.get("pid"), "host": m.get("host"),
                          "app_id": m.get("app_id"), "registered_epoch": m.get("epoch")}
@@ -137,7 +137,8 @@ class Lifecycle(NimbusCore):
             else:
                 out.update(components=live["components"], workers=live["workers"],
                            errors=live["errors"], master_uptime_secs=live["uptime_secs"],
-                           tasks=live.get("tasks", []))  # per task: last heartbeat and progress
+                           tasks=live.get("tasks", []),  # per task: last heartbeat and progress
+                           autoscale=live.get("autoscale"))
         if live is None:  # no master answers (relaunching, or down): what the last one stored
             stored = taskrecords.errors_from(self.store.get(K.task_errors_key(name)))
             out.update(errors=stored if texts else without_texts(stored),

@@ -36,6 +36,9 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "squall_component_process_latency_ms": ("gauge", "mean time from execute to ack (sampled)"),
     "squall_component_complete_latency_ms": ("summary", "spout tuple trees: emit to ack"),
     "squall_component_errors": ("gauge", "errors reported by the component"),
+    "squall_component_parallelism": ("gauge", "tasks the component runs now"),
+    "squall_autoscale_target_parallelism": ("gauge", "the parallelism the autoscaler's last decision "
+                                                     "gives the component (topology.autoscale)"),
     "squall_spout_complete_latency_seconds": ("histogram", "spout tuple trees: emit to ack"),
     "squall_bolt_execute_latency_seconds": ("histogram", "time in execute (the sampled executes, "
                                                          "topology.stats.sample.rate)"),
@@ -157,6 +160,7 @@ def _component(page: _Page, top: Labels, cid: str, kind: str, c: dict, workers: 
     page.add("squall_component_execute_latency_ms", labels, c.get("execute_latency_ms"))
     page.add("squall_component_process_latency_ms", labels, c.get("process_latency_ms"))
     page.add("squall_component_errors", labels, c.get("errors"))
+    page.add("squall_component_parallelism", labels, len(c.get("tasks") or []))
     if kind == "spout":
         fam = "squall_component_complete_latency_ms"
         page.add(fam, {**labels, "quantile": "0.5"}, c.get("complete_latency_p50_ms"))
@@ -172,6 +176,19 @@ def _component(page: _Page, top: Labels, cid: str, kind: str, c: dict, workers: 
         page.add("squall_task_capacity", tl, t.get("capacity"))
         page.add("squall_task_execute_latency_ms", tl, t.get("execute_latency_ms"))
     _user_metrics(page, {**top, "component": cid}, c.get("metrics"))
+
+
+def _autoscale(page: _Page, top: Labels, record: dict | None, comps: dict) -> None:
+    """The last decision's parallelism per component (its current one where it changes nothing)."""
+    if not record:
+        return
+    decisions = record.get("decisions") or []
+    changes = decisions[-1].get("changes") or {} if decisions else {}
+    for cid, c in sorted(comps.items()):
+        if is_system(cid):
+            continue
+        target = changes[cid][1] if cid in changes else len(c.get("tasks") or [])
+        page.add("squall_autoscale_target_parallelism", {**top, "component": cid}, target)
 
 
 def render(infos: Iterable[dict], nimbus: dict) -> str:
@@ -196,6 +213,7 @@ def render(infos: Iterable[dict], nimbus: dict) -> str:
         for cid, c in sorted(comps.items()):
             kind = kinds.get(cid) or ("system" if is_system(cid) else "bolt")
             _component(page, top, cid, kind, c, workers)
+        _autoscale(page, top, info.get("autoscale"), comps)
         for w in info.get("workers") or []:
             wl = {**top, "worker": str(w.get("worker")), "host": w.get("host") or ""}
             page.add("squall_worker_up", wl, 1 if w.get("state", "RUNNING") == "RUNNING" else 0)

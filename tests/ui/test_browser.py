@@ -103,6 +103,17 @@ def test_topology_page_figures_graph_and_errors(world, browser):
     assert browser.errors == []
 
 
+def test_topology_page_shows_the_autoscale_decisions(world, browser):
+    wait_for(lambda: (world.info().get("autoscale") or {}).get("decisions"), timeout=60,
+             what="an autoscale decision")
+    browser.goto(f"{world.url}/#/topology/{NAME}")
+    browser.wait_selector("#autoscale")
+    assert "Autoscale (recommend)" in browser.text("body")
+    states = cells(browser, "autoscale", "state")
+    assert states and set(states) == {"recommended"}
+    assert browser.errors == []
+
+
 def test_component_page(world, browser):
     browser.goto(f"{world.url}/#/topology/{NAME}/component/count")
     browser.wait_selector("#executor-stats")

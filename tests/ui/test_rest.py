@@ -220,6 +220,28 @@ def test_per_stream_figures_on_the_component_page_and_in_squall_info(world):
     assert status == 404 and b"components: count, report, sentences, split, total" in body
 
 
+def test_autoscale_decisions_in_info_the_rest_page_squall_info_and_metrics(world):
+    """The topology runs the autoscaler in recommend mode (issue 39): decisions shown, none applied."""
+    info = wait_for(lambda: (lambda i: i if (i.get("autoscale") or {}).get("decisions") else None)(world.info()),
+                    timeout=60, what="an autoscale decision")
+    assert info["autoscale"]["mode"] == "recommend"
+    decision = info["autoscale"]["decisions"][-1]
+    assert decision["applied"] is False and decision["mode"] == "recommend"
+    assert set(decision["target_rates"]) >= {"sentences", "split", "count"}
+    page = world.get(f"/api/v1/topology/{NAME}")
+    assert page["autoscale"]["mode"] == "recommend" and page["autoscale"]["decisions"]
+    printed = world.cli("info", NAME, check=True).stdout
+    assert "autoscale (recommend)" in printed, printed
+    text = world.raw("/metrics")[2].decode()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    targets = {s.labels["component"]: s.value for s in families["squall_autoscale_target_parallelism"].samples
+               if s.labels["topology"] == NAME}
+    current = {s.labels["component"]: s.value for s in families["squall_component_parallelism"].samples
+               if s.labels["topology"] == NAME}
+    assert set(targets) == {"sentences", "split", "count", "report", "total"}
+    assert current["count"] == len(info["components"]["count"]["tasks"])
+
+
 def test_topology_metrics_and_workers(world):
     metrics = world.get(f"/api/v1/topology/{NAME}/metrics?window=600")
     assert metrics["window"] == "600" and metrics["window-hint"] == "10m 0s"

@@ -106,6 +106,10 @@ def build_topology():
     conf.set_message_timeout_secs(5)
     conf.set_max_spout_pending(64)
     conf["ui.test.password"] = "hunter2-not-for-the-page"
+    # the autoscaler in recommend mode: its decisions are shown, nothing is changed
+    conf["topology.autoscale"] = True
+    conf["topology.autoscale.mode"] = "recommend"
+    conf["topology.autoscale.interval.secs"] = 2
     return conf, builder.create_topology()
 '''
 

@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     for note in info.get("placement_notes") or []:
         print(f"placement: {note}")
     print_upgrade(info)
+    print_autoscale(info)
     if args.tasks:
         rows = [[t["task"], t["component"], t["worker"], t["pid"], stamp(t.get("start_time")),
                  stamp(t["last_heartbeat"]), _secs(t["heartbeat_age_secs"]), _secs(t["idle_secs"]),
@@ -148,6 +149,23 @@ def print_upgrade(info: dict) -> None:
             for i, b in enumerate(up.get("batches") or [])]
     if rows:
         print(table(["BATCH", "WORKERS", "ASKED", "FINISHED", "ERROR"], rows))
+
+
+def print_autoscale(info: dict) -> None:
+    """The autoscaler's mode and its last decisions, with the reason and the figures used."""
+    record = info.get("autoscale")
+    if not record:
+        return
+    decisions = record.get("decisions") or []
+    print(f"\nautoscale ({record['mode']}): {len(decisions)} decision(s) kept")
+    rows = []
+    for d in decisions[-5:]:
+        changes = ", ".join(f"{c} {old}->{new}" for c, (old, new) in sorted(d["changes"].items())) or "-"
+        state = "applied" if d.get("applied") else ("recommended" if d.get("mode") == "recommend" else
+                                                     "not applied")
+        left = "; ".join(f"{c}: {why}" for c, why in sorted((d.get("left") or {}).items()))
+        rows.append([_secs(d.get("time")), changes, state, d.get("note") or left or d.get("reason")])
+    print(table(["AT S", "CHANGES", "STATE", "WHY"], rows))
 
 
 def _secs(v: float | None) -> str:

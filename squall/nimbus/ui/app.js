@@ -372,6 +372,21 @@ function errorList(errors) {
     h("pre", {}, e.error || e.traceback || ""))));
 }
 
+function autoscaleSection(info) {
+  // topology.autoscale: the decisions, newest first, beside the throughput chart above
+  const a = info.autoscale;
+  if (!a) return [];
+  const rows = (a.decisions || []).slice().reverse().map((d) => ({
+    time: d.time,
+    changes: Object.entries(d.changes || {}).map(([c, [o, n]]) => `${c} ${o}\u2192${n}`).join(", ") || "-",
+    state: d.applied ? "applied" : d.mode === "recommend" ? "recommended" : "not applied",
+    why: d.note || Object.entries(d.left || {}).map(([c, w]) => `${c}: ${w}`).join("; ") || d.reason,
+  }));
+  return [h("h2", {}, `Autoscale (${a.mode})`),
+    rows.length ? table("autoscale", [["At (s)", "time"], ["Changes", "changes", "text"], ["State", "state", "text"],
+      ["Why", "why", "wrap"]], rows) : h("p", { id: "autoscale" }, "No decision yet.")];
+}
+
 async function topologyView(name, params) {
   const window = params.get("window") || ":all-time";
   const topo = await get(`/topology/${encodeURIComponent(name)}?window=${encodeURIComponent(window)}`);
@@ -406,6 +421,7 @@ async function topologyView(name, params) {
     graphView(graph, topo.name),
     h("h2", {}, "Charts"),
     charts(history),
+    ...autoscaleSection(info),
     h("h2", {}, "Spouts"), windowLinks(base, window),
     table("spouts", [["Id", (r) => compLink(r.spoutId), "text"], ["Tasks", "tasks"], ["Emitted", "emitted"],
       ["Transferred", "transferred"], ["Complete latency (ms)", "completeLatency"], ["Acked", "acked"], ["Failed", "failed"],
