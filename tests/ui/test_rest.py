@@ -222,8 +222,11 @@ def test_per_stream_figures_on_the_component_page_and_in_squall_info(world):
 
 def test_autoscale_decisions_in_info_the_rest_page_squall_info_and_metrics(world):
     """The topology runs the autoscaler in recommend mode (issue 39): decisions shown, none applied."""
-    info = wait_for(lambda: (lambda i: i if (i.get("autoscale") or {}).get("decisions") else None)(world.info()),
-                    timeout=60, what="an autoscale decision")
+    def decided():
+        info = world.info()
+        return info if (info.get("autoscale") or {}).get("decisions") else None
+
+    info = wait_for(decided, timeout=60, what="an autoscale decision")
     assert info["autoscale"]["mode"] == "recommend"
     decision = info["autoscale"]["decisions"][-1]
     assert decision["applied"] is False and decision["mode"] == "recommend"
