@@ -111,6 +111,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "squall.task.stuck.secs": NUMBER_AT_LEAST_0,
     "squall.backpressure.cycle.secs": POSITIVE_NUMBER,
     "squall.spout.max.retries": INT_AT_LEAST_0_OR_NONE,
+    "topology.key.groups": POSITIVE_INT,
     "topology.autoscale": BOOLEAN,
     "topology.autoscale.mode": ("'apply' or 'recommend'", lambda v: v in ("apply", "recommend")),
     "topology.autoscale.target.utilization": ("a number above 0, at most 1",

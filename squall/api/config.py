@@ -163,6 +163,8 @@ MORE_SETTINGS: tuple[Setting, ...] = (
     Setting("squall.bolts.window.session.gap.ms", None, "session windows: the gap that closes a session"),
     Setting("squall.bolts.window.session.key.fields", None, "session windows: the fields keying sessions"),
     Setting("squall.bolts.window.persistent", False, "stateful windows: the window itself is in state"),
+    Setting("topology.key.groups", 4096,
+            "key groups of fields groupings and keyed state; a component's parallelism may grow up to it"),
     # the autoscaler (docs/autoscale.md); min/max parallelism may also be set per component
     Setting("topology.autoscale", False, "True: the autoscaler sets each component's parallelism"),
     Setting("topology.autoscale.mode", "apply",
