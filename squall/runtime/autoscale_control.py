@@ -96,6 +96,7 @@ class Autoscaler:
         self.decisions: deque[dict] = deque(maxlen=HISTORY)
         self._start: tuple[float, dict] | None = None
         self.in_progress = False
+        self.windows = 0  # windows looked at: a decision that changes nothing is not kept
 
     def observe(self, now: float, info: Mapping[str, Any]) -> Decision | None:
         """A decision if a window of ``interval`` seconds has ended with ``info``, else None.
@@ -119,7 +120,8 @@ class Autoscaler:
             return None
         limits = {c: self.limits.get(c, Limits()) for c in observed}
         decision = decide(observed, limits)
-        if decision.changes or decision.left or not self.decisions:
+        self.windows += 1
+        if decision.changes or decision.left:
             self.decisions.append({"time": now, **decision.as_record(), "mode": self.mode,
                                    "applied": False})
         return decision
@@ -136,8 +138,12 @@ class Autoscaler:
                 break
 
     def record(self) -> dict:
-        """``get_topology_info(name)["autoscale"]``: the mode and the decisions, newest last."""
-        return {"mode": self.mode, "decisions": [dict(d) for d in self.decisions]}
+        """``get_topology_info(name)["autoscale"]``: the mode and the decisions, newest last.
+
+        Only decisions that change something (or would, but cannot: ``left``) are kept;
+        ``windows`` counts every window looked at.
+        """
+        return {"mode": self.mode, "windows": self.windows, "decisions": [dict(d) for d in self.decisions]}
 
 
 def snapshot(info: Mapping[str, Any]) -> dict:

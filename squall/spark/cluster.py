@@ -214,10 +214,15 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             was_active = old.status != "INACTIVE"
             old.status = "REBALANCING"
             old.stop(wait_secs=wait_secs)
-            del self._topologies[name]
+            # the old master answers get_topology_info (as REBALANCING) until the new one runs
             master = TopologyMaster(name, topology, conf, plan, self._sc, active=was_active)
             master.placement_notes = list(assignment.notes)
-            master.start()
+            try:
+                master.start()
+            except BaseException:
+                del self._topologies[name]
+                self._assignments.pop(name, None)
+                raise
             self._topologies[name] = master
             self._assignments[name] = assignment
 

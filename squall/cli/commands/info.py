@@ -157,7 +157,8 @@ def print_autoscale(info: dict) -> None:
     if not record:
         return
     decisions = record.get("decisions") or []
-    print(f"\nautoscale ({record['mode']}): {len(decisions)} decision(s) kept")
+    print(f"\nautoscale ({record['mode']}): {record.get('windows', 0)} window(s) looked at, "
+          f"{len(decisions)} decision(s) kept")
     rows = []
     for d in decisions[-5:]:
         changes = ", ".join(f"{c} {old}->{new}" for c, (old, new) in sorted(d["changes"].items())) or "-"

@@ -384,7 +384,7 @@ function autoscaleSection(info) {
   }));
   return [h("h2", {}, `Autoscale (${a.mode})`),
     rows.length ? table("autoscale", [["At (s)", "time"], ["Changes", "changes", "text"], ["State", "state", "text"],
-      ["Why", "why", "wrap"]], rows) : h("p", { id: "autoscale" }, "No decision yet.")];
+      ["Why", "why", "wrap"]], rows) : h("p", { id: "autoscale" }, `No change decided in ${a.windows || 0} window(s).`)];
 }
 
 async function topologyView(name, params) {
