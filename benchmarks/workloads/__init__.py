@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from benchmarks.workloads import (
+    autoscale,
     iowait,
     latency,
     multilang,
@@ -27,7 +28,7 @@ from benchmarks.workloads import (
 
 WORKLOADS: dict[str, ModuleType] = {
     m.NAME: m for m in (wordcount, pipeline, stateful_wordcount, windowed_wordcount, latency,
-                        scaling, iowait, multilang)
+                        scaling, iowait, multilang, autoscale)
 }
 SQUALL_SYSTEMS = ("squall-local", "squall-spark")
 SHIPPED_SYSTEMS = ("squall-standalone", "squall-shipped")  # squall-spark on a standalone cluster
