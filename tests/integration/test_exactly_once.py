@@ -21,6 +21,7 @@ import pytest
 from squall import Config, Fields, LocalCluster, TopologyBuilder
 from squall.api.errors import InvalidTopologyError
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT, Phase
+from squall.runtime.stateful import component_items
 from squall.state import memory
 from squall.testing import simulated_time
 from squall.testing.invariants import tally
@@ -196,11 +197,11 @@ def settled(cluster: LocalCluster, guarantee: str, texts: list[str]) -> bool:
 
 
 def state_of(component: str, tasks: int) -> dict:
+    """The component's committed state, over its namespaces (by task or by key group)."""
     out: dict = {}
-    for i in range(tasks):
-        for k, v in committed(f"{NAME}/{component}/{i}").items():
-            assert k not in out, f"{k!r} kept by two tasks of {component}"
-            out[k] = v
+    for _, k, v in component_items(memory.InMemoryStateProvider(), {}, NAME, component):
+        assert k not in out, f"{k!r} kept by two namespaces of {component}"
+        out[k] = v
     return out
 
 
