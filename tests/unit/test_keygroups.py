@@ -86,7 +86,8 @@ def test_a_component_that_cannot_follow_key_groups_says_why():
     b.set_bolt("count", StatefulCount(), 2).fields_grouping("split", Fields("word"))
     b.set_bolt("one", StatefulCount(), 1).global_grouping("split")
     b.set_bolt("pkg", StatefulCount(), 2).partial_key_grouping("split", Fields("word"))
-    b.set_bolt("win", Win().with_tumbling_window(Count(2)).with_persistence(), 2).fields_grouping("split", Fields("word"))
+    win = Win().with_tumbling_window(Count(2)).with_persistence()
+    b.set_bolt("win", win, 2).fields_grouping("split", Fields("word"))
     t = b.create_topology()
     assert live_rescale_blocker(t, "count") is None and live_rescale_blocker(t, "split") is None
     assert live_rescale_blocker(t, "one") == "'one' reads split:default by global grouping " \
