@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from squall.api.errors import InvalidTopologyError
+from squall.runtime.keygroups import num_key_groups
 from squall.runtime.autoscale import (
     DEFAULT_MAX_FACTOR,
     DEFAULT_TARGET_UTILIZATION,
@@ -38,8 +39,6 @@ INTERVAL = "topology.autoscale.interval.secs"
 MAX_FACTOR = "topology.autoscale.max.factor"
 MIN_PARALLELISM = "topology.autoscale.min.parallelism"
 MAX_PARALLELISM = "topology.autoscale.max.parallelism"
-KEY_GROUPS = "topology.key.groups"
-DEFAULT_KEY_GROUPS = 4096
 MODES = ("apply", "recommend")
 # decisions kept for info, newest last
 HISTORY = 50
@@ -57,7 +56,7 @@ def component_limits(conf: Mapping[str, Any], component_conf: Mapping[str, Any],
         value = component_conf.get(key, conf.get(key))
         return default if value is None else value
 
-    key_groups = int(conf.get(KEY_GROUPS) or DEFAULT_KEY_GROUPS)
+    key_groups = num_key_groups(conf)
     return Limits(min_parallelism=int(pick(MIN_PARALLELISM, 1)),
                   max_parallelism=int(pick(MAX_PARALLELISM, key_groups)),
                   target_utilization=float(pick(TARGET, DEFAULT_TARGET_UTILIZATION)),
@@ -71,7 +70,7 @@ def check_autoscale(conf: Mapping[str, Any], components: Mapping[str, Mapping[st
     mode = conf.get(MODE, "apply")
     if mode not in MODES:
         raise InvalidTopologyError(f"config {MODE} must be 'apply' or 'recommend', got {mode!r}")
-    key_groups = int(conf.get(KEY_GROUPS) or DEFAULT_KEY_GROUPS)
+    key_groups = num_key_groups(conf)
     try:
         check_limits({c: component_limits(conf, cc) for c, cc in components.items()}, key_groups)
     except (TypeError, ValueError) as e:
