@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 import pytest
 
 from squall import LocalCluster, TopologyBuilder
 from squall.connectors.kafka import KafkaSpout, KafkaSpoutConfig
-from squall.runtime.checkpoint import CHECKPOINT_STREAM
 from squall.state import memory
 from squall.testing import simulated_time
 from tests.connectors.kafka.test_kafka_exactly_once import (
@@ -25,35 +23,10 @@ from tests.connectors.kafka.test_kafka_exactly_once import (
     produce_slowly,
     sink_state,
 )
+from tests.connectors.rescaling import hold_commits
 
 PARTITIONS = 5
 RECORDS = 600
-
-
-def hold_commits(cluster: LocalCluster, component: str) -> threading.Event:
-    """From now on ``component``'s tasks drop every COMMIT they receive (set: one was dropped).
-
-    The checkpoint's record says COMMITTING, and the spout tasks never call ``ack`` for its
-    records, so their source commits (Kafka's group offsets) lag the checkpoint: a rebalance
-    then must take the offsets from the positions, not from the source.
-    """
-    dropped = threading.Event()
-    running = cluster._get(NAME)
-    for w in running.workers:
-        for task_id in running.plan.component_tasks[component]:
-            task = w.tasks.get(task_id)
-            if task is None:
-                continue
-            original = task.on_checkpoint
-
-            def on_checkpoint(tup: Any, original: Any = original) -> None:
-                if tup.stream == CHECKPOINT_STREAM and tup.values[1] == "COMMIT":
-                    dropped.set()
-                    return
-                original(tup)
-
-            task.on_checkpoint = on_checkpoint
-    return dropped
 
 
 def test_merge_positions_gives_every_task_every_partition_at_its_highest_offset():
@@ -89,7 +62,7 @@ def test_a_rescaled_kafka_spout_counts_every_record_once(kafka_broker, moves):
                 cluster.rebalance(NAME, parallelism={"source": todo.pop(0)})
                 held = None
             elif held is None and todo and len(sink_state()) >= RECORDS * (len(moves) - len(todo) + 1) // 4:
-                held = hold_commits(cluster, "source")
+                held = hold_commits(cluster, NAME, "source")
             cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.3)
             time.sleep(0.02)
         producer.join()
