@@ -216,20 +216,9 @@ class RedisStreamSpout(ReliableSpout, SeekableSpout):
         it lists (``merge_positions``) after their ids, as those consumers.
         """
         who = f"RedisStreamSpout {self.name!r}"
-        if isinstance(position, dict):
-            try:
-                listed = {int(k): str(v) for k, v in position.items()}
-            except (TypeError, ValueError):
-                raise ValueError(f"{who}: cannot seek to {position!r}: not a stream entry id "
-                                 f"per task index") from None
-            own = listed.pop(self._index, "0-0")
-        else:
-            own, listed = position, {}
-        try:
-            keys = {k: entry_key(v) for k, v in listed.items()}
-            key = entry_key(own)
-        except (TypeError, ValueError):
-            raise ValueError(f"{who}: cannot seek to {position!r}: not a stream entry id") from None
+        own, listed = self._parse(position)
+        keys = {k: entry_key(v) for k, v in listed.items()}
+        key = entry_key(own)
         adopted = {k: _Adopted(f"{self._component}-{k}", v) for k, v in listed.items()}
         try:
             if not self._group_ready:  # a first seek comes before any read
@@ -252,6 +241,35 @@ class RedisStreamSpout(ReliableSpout, SeekableSpout):
         self._origin = {}
         self._adopted = adopted
         self._cursor = self._sought = self._last = str(own)
+
+    def _parse(self, position: Any) -> tuple[str, dict[int, str]]:
+        """The own consumer's id, and the other consumers' ids (by task index), of ``position``."""
+        who = f"RedisStreamSpout {self.name!r}"
+        try:
+            if isinstance(position, dict):
+                listed = {int(k): str(v) for k, v in position.items()}
+                own = listed.pop(self._index, "0-0")
+            else:
+                own, listed = position, {}
+            for v in (own, *listed.values()):
+                entry_key(v)
+        except (TypeError, ValueError, AttributeError):
+            raise ValueError(f"{who}: cannot seek to {position!r}: not a stream entry id") from None
+        return str(own), listed
+
+    def committed(self, position: str | dict[str, str]) -> None:
+        """A (re)started task's committed position: ``XACK`` the pending entries up to it.
+
+        The entries up to the position are in a committed checkpoint, but the task that
+        emitted them may have died before their ``ack``: this consumer's (and the adopted
+        consumers') pending entries up to their ids are acked now.
+        """
+        own, listed = self._parse(position)
+        if not self._group_ready:
+            self._create_group()
+        self._ack_pending_upto(own, self.name)
+        for k, v in listed.items():
+            self._ack_pending_upto(v, f"{self._component}-{k}")
 
     def _check_kept(self, position: str, consumer: str) -> None:
         # the first of the consumer's pending entries after the position must still be in the

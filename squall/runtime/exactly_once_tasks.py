@@ -205,6 +205,8 @@ class ExactlyOnceSpoutTask(SpoutTask):
                     raise RuntimeError(f"spout {self.component!r} task {self.task_id}: its "
                                        f"position() failed at open, so it cannot seek back")
                 position = self.opened_at
+            elif not self.recovered:
+                self.tell_committed(position)
             self.slipped = None  # before the seek: a seek that fails its way sets it again
             self.seekable.seek(position)
             self.uncommitted.clear()  # read again after the seek: never failed
@@ -244,6 +246,22 @@ class ExactlyOnceSpoutTask(SpoutTask):
             check_recovered(state, self.conf, ctx)
             self.state = state
         return self.state
+
+    def tell_committed(self, position: Any) -> None:
+        """A (re)started task's first recovery: the spout's ``committed(position)``.
+
+        The msg ids of the last commit may have died with the previous process (killed
+        between its PREPARE and COMMIT), so their ``ack`` never comes; the spout commits
+        at its source from the position instead. An error is reported, not fatal: the
+        records are committed in the checkpoint either way.
+        """
+        hook = getattr(self.seekable, "committed", None)
+        if hook is None:
+            return
+        try:
+            hook(position)
+        except Exception as e:  # noqa: BLE001 - user code: reported, the recovery goes on
+            self.host.report_error(self, e)
 
     def ack_committed(self, msg_id: Any) -> None:
         """The checkpoint covering ``msg_id`` committed: the spout's ``ack``."""

@@ -334,6 +334,18 @@ class KafkaSpout(SeekableSpout):
             if manager is not None:
                 book.managers[tp] = _rewound(manager, offset)
 
+    def committed(self, position: list[list]) -> None:
+        """A (re)started task's committed position: the group offsets catch up with it.
+
+        The records below each listed offset are in a committed checkpoint, but the task
+        that emitted them may have died before their ``ack`` (so before its commit): each
+        listed partition this task reads, or waits to take, has its offset committed with
+        the next commit of the partition, even when nothing new is acked by then.
+        """
+        offsets = self._seek_offsets(position)
+        ours = self.book.assigned | set(self.handover.waiting)
+        self.book.owed.update({tp: o for tp, o in offsets.items() if tp in ours})
+
     def _seek_offsets(self, position: Any) -> dict[TopicPartition, int]:
         try:
             return {TopicPartition(str(t), int(p)): int(o) for t, p, o in position}
