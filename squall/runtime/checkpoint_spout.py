@@ -30,6 +30,9 @@ RECORD_KEY = "txstate"
 # the txid the record started from (never committed): a task state missing while the record
 # has not moved past it is a topology that never committed, not a lost state
 ORIGIN_KEY = "origin"
+# the guarantee the record was last saved under: an exactly-once spout task that finds
+# another (a name switched from at-least-once) has no positions to trust (exactly_once_tasks)
+GUARANTEE_KEY = "guarantee"
 
 
 class CheckpointSpout(Spout):
@@ -45,6 +48,7 @@ class CheckpointSpout(Spout):
 
         self._collector = collector
         self._interval = float(conf.get("topology.state.checkpoint.interval.ms", 1000)) / 1000.0
+        self._guarantee = str(conf.get("topology.guarantee") or "at_least_once")
         self._state = load_provider(conf).new_state(f"{context.topology_name}/{CHECKPOINT_SPOUT}",
                                                     conf, context)
         saved = self._state.get(RECORD_KEY)  # type: ignore[attr-defined]
@@ -94,6 +98,7 @@ class CheckpointSpout(Spout):
     def _save(self, record: TxState) -> bool:
         try:
             self._state.put(RECORD_KEY, [record.txid, record.phase.value])  # type: ignore[attr-defined]
+            self._state.put(GUARANTEE_KEY, self._guarantee)  # type: ignore[attr-defined]
             if self._origin is not None:
                 self._state.put(ORIGIN_KEY, self._origin)  # type: ignore[attr-defined]
             committed = self._state.committed_txid() or 0  # type: ignore[attr-defined]

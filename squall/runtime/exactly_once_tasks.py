@@ -234,7 +234,16 @@ class ExactlyOnceSpoutTask(SpoutTask):
             ctx = self.context
             provider = load_provider(self.conf)
             history, state = task_generation(provider, self.conf, ctx)
-            if needs_move(history, state):
+            if switched_to_exactly_once(provider, self.conf, ctx, state):
+                # the name ran at-least-once since its last exactly-once checkpoint (or
+                # never ran exactly-once): no position in the store is the source's truth,
+                # which its own progress (offsets, progress files) is: start from there
+                log.info("spout %r task %s: the topology ran at-least-once before; reading from "
+                         "where the source's own progress stands", self.component, self.task_id)
+                if state.get(POSITION_KEY) is not None:
+                    state.delete(POSITION_KEY)
+                state.commit((state.committed_txid() or 0) + 1)
+            elif needs_move(history, state):
                 merge = getattr(self.spout, "merge_positions", None)
                 if merge is None:
                     raise RuntimeError(rescale_refusal(self.component, history[-2], history[-1]))
@@ -274,6 +283,26 @@ class ExactlyOnceSpoutTask(SpoutTask):
         """Close the spout, then release the state's connections."""
         super().stop()
         close_state(self)
+
+
+def switched_to_exactly_once(provider: Any, conf: dict, context: Any, state: Any) -> bool:
+    """Whether the checkpoint record was last saved under another guarantee than exactly-once.
+
+    A record saved by an older squall has no guarantee: it counts as switched only when the
+    task has no committed position (its spout never ran exactly-once under this name).
+    """
+    from squall.runtime.checkpoint import CHECKPOINT_SPOUT
+    from squall.runtime.checkpoint_spout import GUARANTEE_KEY, ORIGIN_KEY, RECORD_KEY, ever_committed
+    from squall.runtime.exactly_once import EXACTLY_ONCE
+
+    meta: Any = provider.new_state(f"{context.topology_name}/{CHECKPOINT_SPOUT}", conf, context)
+    record = meta.get(RECORD_KEY)
+    if not ever_committed(record, meta.get(ORIGIN_KEY)):
+        return False
+    guarantee = meta.get(GUARANTEE_KEY)
+    if guarantee is None:
+        return state.committed_txid() is None and state.prepared_txid() is None
+    return guarantee != EXACTLY_ONCE
 
 
 class _FailureWatch:
