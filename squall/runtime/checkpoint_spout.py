@@ -60,10 +60,20 @@ class CheckpointSpout(Spout):
         self._origin = None if saved else first.txid  # saved with the first record
         self._coordinator = CheckpointCoordinator(self._durable, self._interval)
         self._figures = CheckpointFigures(context, lambda: self._durable)
+        self._conf, self._context = conf, context
+        self._halted: str | None = None  # a poison record stopped the topology (exactly_once_poison)
+        if self._guarantee == "exactly_once":
+            from squall.runtime.exactly_once_poison import halted
+
+            reason = halted(conf, context, clear=True)  # a new start: the user's decision
+            if reason is not None:
+                log.warning("checkpoint spout of %r clears the halt mark: %s", context.topology_name, reason)
         log.info("checkpoint spout of %r recovers from %s", context.topology_name, self._durable)
 
     def next_tuple(self) -> None:
         """Emit the next checkpoint tuple when one is due."""
+        if self._halted is not None:
+            return
         now = runtime_clock.monotonic()
         emit = self._coordinator.poll(now)
         if emit is None:
@@ -94,6 +104,15 @@ class CheckpointSpout(Spout):
         log.warning("checkpoint %s of transaction %d failed; recovering", action, txid)
         self._figures.failed()
         self._coordinator.failed(txid, Action(action), runtime_clock.monotonic())
+        if self._guarantee == "exactly_once" and self._halted is None:
+            from squall.runtime.exactly_once_poison import halted
+
+            try:
+                self._halted = halted(self._conf, self._context)
+            except Exception as e:  # noqa: BLE001 - the store is down: recover as usual
+                self._collector.report_error(e)
+            if self._halted is not None:
+                log.error("checkpoint spout of %r stops: %s", self._context.topology_name, self._halted)
 
     def _save(self, record: TxState) -> bool:
         try:

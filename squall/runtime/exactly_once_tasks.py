@@ -36,6 +36,7 @@ from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action
 from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
 from squall.runtime.exactly_once import POSITION_KEY, Alignment
 from squall.runtime.exactly_once_checks import MAX_PENDING_KEY, rescale_refusal
+from squall.runtime.exactly_once_poison import PoisonWatch
 from squall.runtime.stateful import (
     StatefulBoltTask,
     StatefulOutputCollector,
@@ -311,9 +312,17 @@ class _FailureWatch:
     _task: Any
 
     def fail_with_error(self, tup: Tuple, error: str | None) -> None:
-        """Fail ``tup``; a data tuple's failure fails the task's next PREPARE."""
+        """Fail ``tup``; a data tuple's failure fails the task's next PREPARE.
+
+        A record that failed ``topology.exactly_once.max.replays`` times is a poison
+        record (``exactly_once_poison``): given up under ``dead_letter``, so acked instead.
+        """
         if not tup._done and tup.stream != CHECKPOINT_STREAM and not tup.is_tick():
-            self._task.alignment.fail_data()
+            task = self._task
+            if task.poison.failed(tup, error):
+                self.ack(tup)  # type: ignore[attr-defined]
+                return
+            task.alignment.fail_data()
         super().fail_with_error(tup, error)  # type: ignore[misc]
 
 
@@ -330,6 +339,7 @@ class _Aligned:
 
     _fast_process: Any = None  # the base class's loop over data only, where it has one
     alignment: Alignment
+    poison: PoisonWatch
     barrier: Any
     collector: Any
     inbox: Any
@@ -405,6 +415,8 @@ class _Aligned:
         act = Action(action)
         ok = not (act is Action.PREPARE and alignment.recovering) and self.checkpoint(txid, act)  # type: ignore[attr-defined]
         held = alignment.complete(ok)
+        if ok and act is Action.COMMIT:
+            self.poison.committed(txid)
         if ok:
             collector.emit([txid, action], anchors=done, stream=CHECKPOINT_STREAM)
             for t in done:
@@ -422,6 +434,7 @@ class AlignedBoltTask(_Aligned, BoltTask):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.alignment = Alignment()
+        self.poison = PoisonWatch(self, self.conf)
         self.collector = WatchedCollector(self, self.collector._routes)
         if self._basic is not None:
             from squall.runtime.collectors import BasicOutputCollector
@@ -443,6 +456,7 @@ class AlignedStatefulBoltTask(_Aligned, StatefulBoltTask):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.alignment = Alignment()
+        self.poison = PoisonWatch(self, self.conf)
         self.collector = WatchedStatefulCollector(self, self.collector._routes)
 
     def checkpoint(self, txid: int, action: Action) -> bool:
