@@ -33,6 +33,9 @@ ORIGIN_KEY = "origin"
 # the guarantee the record was last saved under: an exactly-once spout task that finds
 # another (a name switched from at-least-once) has no positions to trust (exactly_once_tasks)
 GUARANTEE_KEY = "guarantee"
+# <topology>/$halt: why a poison record stopped the topology (exactly_once_poison)
+HALT_NAMESPACE = "$halt"
+HALT_KEY = "reason"
 
 
 class CheckpointSpout(Spout):
@@ -63,8 +66,6 @@ class CheckpointSpout(Spout):
         self._conf, self._context = conf, context
         self._halted: str | None = None  # a poison record stopped the topology (exactly_once_poison)
         if self._guarantee == "exactly_once":
-            from squall.runtime.exactly_once_poison import halted
-
             reason = halted(conf, context, clear=True)  # a new start: the user's decision
             if reason is not None:
                 log.warning("checkpoint spout of %r clears the halt mark: %s", context.topology_name, reason)
@@ -105,8 +106,6 @@ class CheckpointSpout(Spout):
         self._figures.failed()
         self._coordinator.failed(txid, Action(action), runtime_clock.monotonic())
         if self._guarantee == "exactly_once" and self._halted is None:
-            from squall.runtime.exactly_once_poison import halted
-
             try:
                 self._halted = halted(self._conf, self._context)
             except Exception as e:  # noqa: BLE001 - the store is down: recover as usual
@@ -136,6 +135,18 @@ class CheckpointSpout(Spout):
     def declare_output_fields(self, declarer: Any) -> None:
         """The ``$checkpoint`` stream."""
         declarer.declare(CHECKPOINT_FIELDS, stream=CHECKPOINT_STREAM)
+
+
+def halted(conf: dict, context: Any, clear: bool = False) -> str | None:
+    """Why a poison record stopped the topology (the halt mark), or None; ``clear``: remove it."""
+    from squall.state import load_provider
+
+    state: Any = load_provider(conf).new_state(f"{context.topology_name}/{HALT_NAMESPACE}", conf, context)
+    reason = state.get(HALT_KEY)
+    if clear and reason is not None:
+        state.delete(HALT_KEY)
+        state.commit((state.committed_txid() or 0) + 1)
+    return reason
 
 
 def ever_committed(record: list | None, origin: int | None) -> bool:

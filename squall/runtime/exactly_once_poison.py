@@ -33,9 +33,9 @@ MAX_REPLAYS_KEY = "topology.exactly_once.max.replays"
 POISON_KEY = "topology.exactly_once.poison"
 DEFAULT_MAX_REPLAYS = 5
 STOP, DEAD_LETTER = "stop", "dead_letter"
-HALT_NAMESPACE = "$halt"  # <topology>/$halt: why the topology stopped
-HALT_KEY = "reason"
 REASON = "replays"  # the dead letter's reason
+# squall.connectors.reliable's stream and fields (the runtime does not import connectors)
+DEAD_LETTER_STREAM = "__dead_letter"
 WINDOW = 3  # commits after its last failure that a record's count is kept
 
 
@@ -112,8 +112,6 @@ class PoisonWatch:
         return False
 
     def _dead_letter(self, tup: Tuple, error: str | None, attempts: int) -> bool:
-        from squall.connectors.reliable import DEAD_LETTER_STREAM
-
         task = self.task
         try:
             task.context.get_this_output_fields(DEAD_LETTER_STREAM)
@@ -126,6 +124,7 @@ class PoisonWatch:
 
 def halt(task: Any, reason: str) -> None:
     """Write the halt mark the checkpoint spout reads when a checkpoint fails."""
+    from squall.runtime.checkpoint_spout import HALT_KEY, HALT_NAMESPACE
     from squall.state import load_provider
 
     try:
@@ -135,18 +134,6 @@ def halt(task: Any, reason: str) -> None:
         state.commit((state.committed_txid() or 0) + 1)
     except Exception as e:  # noqa: BLE001 - the store is down: the rollbacks go on, reported
         task.host.report_error(task, e)
-
-
-def halted(conf: dict, context: Any, clear: bool = False) -> str | None:
-    """Why the topology was stopped (the halt mark), or None; ``clear``: remove the mark."""
-    from squall.state import load_provider
-
-    state: Any = load_provider(conf).new_state(f"{context.topology_name}/{HALT_NAMESPACE}", conf, context)
-    reason = state.get(HALT_KEY)
-    if clear and reason is not None:
-        state.delete(HALT_KEY)
-        state.commit((state.committed_txid() or 0) + 1)
-    return reason
 
 
 def committed_positions(task: Any) -> str:
