@@ -78,6 +78,12 @@ class SeekableSpout(Spout):
     ``seek`` with the position of the last committed checkpoint: the spout then emits
     again from the first record after that position. Both are called from the task's
     thread, between ``next_tuple`` calls, never concurrently with them.
+
+    A spout whose task count may change under exactly-once defines
+    ``merge_positions(positions, index, tasks)`` (a static method is fine): ``positions``
+    are the old tasks' committed positions, in task index order (None where a task never
+    committed); it returns the position of new task ``index`` of ``tasks``, which is then
+    sought. Without it, a rebalance that changes the spout's task count is refused.
     """
 
     def position(self) -> Any:
@@ -87,6 +93,15 @@ class SeekableSpout(Spout):
     def seek(self, position: Any) -> None:
         """Go back to ``position`` (one ``position()`` returned): forget what was emitted after it."""
         raise NotImplementedError(f"{type(self).__name__} must implement seek(position)")
+
+    def committed(self, position: Any) -> None:
+        """A (re)started task's last committed ``position``: everything before it is done.
+
+        Called once per task start, at its first recovery, before ``seek``, when a
+        checkpoint committed a position for it. The task that emitted those records may
+        have died before its COMMIT, so ``ack`` never came for them: commit them at the
+        source here (offsets, progress). The default does nothing.
+        """
 
 
 class Bolt(Component):

@@ -70,6 +70,7 @@ IMPORT_PATH = ("an import path string ('package.module.Class')",
                lambda v: isinstance(v, str) and "." in v.strip("."))
 JSON_OBJECT = ("a mapping or a JSON object in a string", _json_object)
 GUARANTEE = ("'at_least_once' or 'exactly_once'", lambda v: v in ("at_least_once", "exactly_once"))
+POISON = ("'stop' or 'dead_letter'", lambda v: v in ("stop", "dead_letter"))
 HOOK_PATHS = ("a list of hook class import paths ('package.module.Class')", _hook_paths)
 
 # key -> (what a good value is, the test of one value)
@@ -82,6 +83,8 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "topology.max.error.report.per.interval": POSITIVE_INT,
     "topology.error.throttle.interval.secs": POSITIVE_NUMBER,
     "squall.exactly_once.max.spout.pending": POSITIVE_INT,
+    "topology.exactly_once.max.replays": POSITIVE_INT,
+    "topology.exactly_once.poison": POISON,
     "topology.tick.tuple.freq.secs": POSITIVE_NUMBER_OR_NONE,
     "topology.debug": BOOLEAN,
     "topology.tasks": POSITIVE_INT_OR_NONE,

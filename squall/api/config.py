@@ -144,6 +144,12 @@ MORE_SETTINGS: tuple[Setting, ...] = (
     Setting("squall.exactly_once.max.spout.pending", 100_000,
             "topology.max.spout.pending under exactly_once when it is unset: bounds what a spout "
             "emits past the last barrier, and with it what alignment holds (docs/state.md)"),
+    Setting("topology.exactly_once.max.replays", 5,
+            "under exactly_once, how often one record may fail in a bolt, each failure rolling "
+            "the topology back, before topology.exactly_once.poison applies (docs/state.md)"),
+    Setting("topology.exactly_once.poison", "stop",
+            "under exactly_once, a record that failed topology.exactly_once.max.replays times: "
+            "stop (the topology stops, one error naming it) or dead_letter (__dead_letter, go on)"),
     Setting("squall.task.threaded", False,
             "True: a thread per task (the topology's, or one component's), for code that blocks"),
     Setting("topology.component.cpu.pcore.percent", None,

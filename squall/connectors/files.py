@@ -63,6 +63,12 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _plain_name(name: str) -> bool:
+    """Whether ``name`` is a plain file name (no separator, not ``..``): positions come from a store."""
+    return not (name in ("", ".", "..") or "/" in name or bool(os.altsep and os.altsep in name)
+                or os.sep in name or "\0" in name or Path(name).is_absolute())
+
+
 class FileSpout(ReliableSpout, SeekableSpout):
     """Follows ``directory``: every line of files matching ``pattern``, each acked once.
 
@@ -231,15 +237,27 @@ class FileSpout(ReliableSpout, SeekableSpout):
             self._dirty.add(name)
         self._next_poll = 0.0
 
+    def committed(self, position: dict[str, int]) -> None:
+        """A (re)started task's committed position: each of its files' progress catches up.
+
+        The lines below each listed offset are in a committed checkpoint, but the task that
+        emitted them may have died before their ``ack``: the progress file of each listed
+        file this task owns is written at the offset, unless it already says more.
+        """
+        if not isinstance(position, dict):
+            return  # seek refuses it, in one line
+        for name, offset in position.items():
+            if isinstance(name, str) and _plain_name(name) and self.mine(name) \
+                    and int(offset) > self._committed(name):
+                write_atomically(self._offset_path(name), f"{int(offset)}\n")
+
     def _checked(self, position: Any) -> dict[str, int]:
         who = f"FileSpout {self._component!r} (task {self.index})"
         if not isinstance(position, dict):
             raise ValueError(f"{who}: cannot seek to {position!r}: not a {{file: offset}} position")
         offsets = {}
         for name, offset in position.items():
-            if (not isinstance(name, str) or name in ("", ".", "..") or "/" in name
-                    or (os.altsep and os.altsep in name) or os.sep in name or "\0" in name
-                    or Path(name).is_absolute()):
+            if not isinstance(name, str) or not _plain_name(name):
                 raise ValueError(f"{who}: cannot seek to {name!r}: not a file name of "
                                  f"{self.directory!r} (positions name files of the followed "
                                  f"directory only)")

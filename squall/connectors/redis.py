@@ -14,7 +14,11 @@ to the id (a committed checkpoint covers them) and reads its pending entries aft
 then new ones. With ``topology.guarantee: exactly_once`` the spout claims no other consumer's
 entries: a claimed entry may already be counted in a checkpoint by the task that read it.
 A pending entry after the position that was trimmed from the stream is refused with
-``SourceTrimmedError`` rather than skipped.
+``SourceTrimmedError`` rather than skipped. When the spout's task count changes, the old
+positions are merged (``merge_positions``): consumer ``<component>-<k>`` stays with task
+``k``, and a consumer whose task is gone goes to task ``k % tasks``, which reads its pending
+entries after its position again (as that consumer) and acks those before it; a position
+that covers such consumers is ``{"<k>": id, ...}`` (the task's own index included).
 
 ``RedisStreamBolt`` appends each tuple as one entry (``XADD``, field -> value) and acks the
 tuple only after Redis answered; a failed write fails the tuple, so the spout replays it.
@@ -118,6 +122,11 @@ class RedisStreamSpout(ReliableSpout, SeekableSpout):
         self._claims = conf.get("topology.guarantee") != "exactly_once"
         self._last: str = "0-0"  # the last entry emitted: position()
         self._sought: str | None = None  # replaying after seek(this): a trimmed entry is an error
+        self._component = context.component_id
+        self._index = context.get_this_task_index()
+        # consumers of tasks a rescale removed, read by this task: index -> _Adopted
+        self._adopted: dict[int, _Adopted] = {}
+        self._origin: dict[str, int] = {}  # an adopted consumer's entry in flight -> its index
         self._next_claim = clock.monotonic()
         self._retry_at = 0.0
         self._group_ready = False
@@ -158,53 +167,134 @@ class RedisStreamSpout(ReliableSpout, SeekableSpout):
         if not self._buffer:
             return None
         entry = self._buffer.popleft()
-        self._last = _text(entry[0])
+        origin = self._origin.get(entry[0]) if self._origin else None
+        if origin is None:
+            self._last = _text(entry[0])
+        else:
+            self._adopted[origin].last = _text(entry[0])
         return entry
 
     # ---- seeking ---------------------------------------------------------------------------
 
-    def position(self) -> str:
-        """The id of the last entry this task emitted ("0-0": none yet)."""
-        return self._last
+    def position(self) -> str | dict[str, str]:
+        """The id of the last entry this task emitted ("0-0": none yet).
 
-    def seek(self, position: str) -> None:
-        """Read this consumer's pending entries after ``position`` again, then new ones."""
+        With consumers adopted from tasks a rescale removed: ``{"<index>": id}`` per
+        consumer, this task's own included.
+        """
+        if not self._adopted:
+            return self._last
+        where = {str(k): a.last for k, a in sorted(self._adopted.items())}
+        where[str(self._index)] = self._last
+        return where
+
+    @staticmethod
+    def merge_positions(positions: list, index: int, tasks: int) -> str | dict[str, str]:
+        """Task ``index`` of ``tasks``: its own consumer's entry, and those of consumers left over.
+
+        Consumer ``k`` (``<component>-<k>``) stays with task ``k``; one whose task is gone
+        goes to task ``k % tasks``. Every old task's consumer is kept (at "0-0" when its
+        task never committed), since its pending entries are read again from its position.
+        """
+        ids: dict[int, str] = {}
+        for old, where in enumerate(positions):
+            ids.setdefault(old, "0-0")
+            if isinstance(where, dict):
+                ids.update({int(k): str(v) for k, v in where.items()})
+            elif where is not None:
+                ids[old] = str(where)
+        mine = {k: v for k, v in ids.items() if (k if k < tasks else k % tasks) == index}
+        own = mine.pop(index, "0-0")
+        if not mine:
+            return own
+        return {str(k): v for k, v in sorted({**mine, index: own}.items())}
+
+    def seek(self, position: str | dict[str, str]) -> None:
+        """Read this consumer's pending entries after ``position`` again, then new ones.
+
+        A ``{"<index>": id}`` position also reads the pending entries of the other consumers
+        it lists (``merge_positions``) after their ids, as those consumers.
+        """
         who = f"RedisStreamSpout {self.name!r}"
+        own, listed = self._parse(position)
+        keys = {k: entry_key(v) for k, v in listed.items()}
+        key = entry_key(own)
+        adopted = {k: _Adopted(f"{self._component}-{k}", v) for k, v in listed.items()}
         try:
-            key = entry_key(position)
-        except (TypeError, ValueError):
-            raise ValueError(f"{who}: cannot seek to {position!r}: not a stream entry id") from None
-        try:
-            self._check_kept(position)
-            self._ack_pending_upto(position)
+            if not self._group_ready:  # a first seek comes before any read
+                self._create_group()
+            self._check_kept(own, self.name)
+            self._ack_pending_upto(own, self.name)
+            for a in adopted.values():
+                self._check_kept(a.last, a.consumer)
+                self._ack_pending_upto(a.last, a.consumer)
         except (redis_py.RedisError, OSError) as e:
             raise ConnectionError(f"{who}: cannot seek to {position}: {type(e).__name__}: {e}") from None
-        self.rewind(lambda m: entry_key(m) <= key)
-        self._buffer.clear()
-        self._cursor = self._sought = self._last = str(position)
+        origin = self._origin
 
-    def _check_kept(self, position: str) -> None:
-        # the first of our pending entries after the position must still be in the stream
-        # (trimming removes from the head, so the later ones are then there too)
+        def before(m: Any) -> bool:
+            k = origin.get(m)
+            return entry_key(m) <= (key if k is None or k not in keys else keys[k])
+
+        self.rewind(before)
+        self._buffer.clear()
+        self._origin = {}
+        self._adopted = adopted
+        self._cursor = self._sought = self._last = str(own)
+
+    def _parse(self, position: Any) -> tuple[str, dict[int, str]]:
+        """The own consumer's id, and the other consumers' ids (by task index), of ``position``."""
+        who = f"RedisStreamSpout {self.name!r}"
+        try:
+            if isinstance(position, dict):
+                listed = {int(k): str(v) for k, v in position.items()}
+                own = listed.pop(self._index, "0-0")
+            else:
+                own, listed = position, {}
+            for v in (own, *listed.values()):
+                entry_key(v)
+        except (TypeError, ValueError, AttributeError):
+            raise ValueError(f"{who}: cannot seek to {position!r}: not a stream entry id") from None
+        return str(own), listed
+
+    def committed(self, position: str | dict[str, str]) -> None:
+        """A (re)started task's committed position: ``XACK`` the pending entries up to it.
+
+        The entries up to the position are in a committed checkpoint, but the task that
+        emitted them may have died before their ``ack``: this consumer's (and the adopted
+        consumers') pending entries up to their ids are acked now.
+        """
+        own, listed = self._parse(position)
+        if not self._group_ready:
+            self._create_group()
+        self._ack_pending_upto(own, self.name)
+        for k, v in listed.items():
+            self._ack_pending_upto(v, f"{self._component}-{k}")
+
+    def _check_kept(self, position: str, consumer: str) -> None:
+        # the first of the consumer's pending entries after the position must still be in the
+        # stream (trimming removes from the head, so the later ones are then there too)
         after = self.client.xpending_range(self.stream, self.group, min=f"({position}", max="+",
-                                           count=1, consumername=self.name)
+                                           count=1, consumername=consumer)
         if after and not self.client.xrange(self.stream, after[0]["message_id"],
                                             after[0]["message_id"], count=1):
             raise SourceTrimmedError(
-                f"RedisStreamSpout {self.name!r}: cannot seek to {position}: entry "
+                f"RedisStreamSpout {consumer!r}: cannot seek to {position}: entry "
                 f"{_text(after[0]['message_id'])} after it was trimmed from stream {self.stream!r}")
 
-    def _ack_pending_upto(self, position: str) -> None:
+    def _ack_pending_upto(self, position: str, consumer: str) -> None:
         # pending up to the position: a committed checkpoint covers them, their acks may be lost
         while True:
             upto = self.client.xpending_range(self.stream, self.group, min="-", max=position,
-                                              count=self.batch, consumername=self.name)
+                                              count=self.batch, consumername=consumer)
             if not upto:
                 return
             self.client.xack(self.stream, self.group, *[e["message_id"] for e in upto])
 
     def on_done(self, msg_id: Any) -> None:
         """Acked or dead-lettered: ``XACK`` it (batched with the next read)."""
+        if self._origin:
+            self._origin.pop(msg_id, None)
         self._acks.append(msg_id)
         if len(self._acks) >= self.batch:
             try:
@@ -237,6 +327,11 @@ class RedisStreamSpout(ReliableSpout, SeekableSpout):
             self._read_pending()
             if self._buffer:
                 return
+        for k, a in self._adopted.items():
+            if a.cursor is not None:
+                self._read_adopted(k, a)
+                if self._buffer:
+                    return
         if self._claims and now >= self._next_claim:
             self._next_claim = now + self.claim_interval_secs
             self._claim()
@@ -263,6 +358,27 @@ class RedisStreamSpout(ReliableSpout, SeekableSpout):
             self._cursor = self._sought = None
             return
         self._take(entries, pending=True)
+
+    def _read_adopted(self, index: int, adopted: _Adopted) -> None:
+        # the pending entries of a consumer whose task a rescale removed, read as that consumer
+        assert adopted.cursor is not None
+        reply = self.client.xreadgroup(self.group, adopted.consumer, {self.stream: adopted.cursor},
+                                       count=self.batch)
+        entries = reply[0][1] if reply else []
+        if not entries:
+            adopted.cursor = adopted.sought = None
+            return
+        for entry_id, data in entries:
+            if not data:  # trimmed or deleted while pending
+                if adopted.sought is not None:
+                    raise SourceTrimmedError(
+                        f"RedisStreamSpout {adopted.consumer!r}: cannot seek to {adopted.sought}: "
+                        f"entry {_text(entry_id)} after it was trimmed from stream {self.stream!r}")
+                self._acks.append(entry_id)
+            else:
+                self._origin[entry_id] = index
+                self._buffer.append((entry_id, [data.get(f) for f in self.fields]))
+            adopted.cursor = entry_id
 
     def _claim(self) -> None:
         idle_ms = int(self.claim_idle_secs * 1000)
@@ -310,6 +426,16 @@ class RedisStreamSpout(ReliableSpout, SeekableSpout):
             self._down = True
             log.warning("%s: Redis at %s:%s unavailable (%s); retrying every %.1f s",
                         self.name, self.host, self.port, error, RETRY_SECS)
+
+
+class _Adopted:
+    """A consumer whose task a rescale removed, read by this task (``merge_positions``)."""
+
+    def __init__(self, consumer: str, position: str) -> None:
+        self.consumer = consumer
+        self.last = position  # the last of its entries emitted (its part of position())
+        self.cursor: str | None = position  # reading its pending entries after this id
+        self.sought: str | None = position
 
 
 def _text(value: str | bytes) -> str:

@@ -30,6 +30,12 @@ RECORD_KEY = "txstate"
 # the txid the record started from (never committed): a task state missing while the record
 # has not moved past it is a topology that never committed, not a lost state
 ORIGIN_KEY = "origin"
+# the guarantee the record was last saved under: an exactly-once spout task that finds
+# another (a name switched from at-least-once) has no positions to trust (exactly_once_tasks)
+GUARANTEE_KEY = "guarantee"
+# <topology>/$halt: why a poison record stopped the topology (exactly_once_poison)
+HALT_NAMESPACE = "$halt"
+HALT_KEY = "reason"
 
 
 class CheckpointSpout(Spout):
@@ -45,6 +51,7 @@ class CheckpointSpout(Spout):
 
         self._collector = collector
         self._interval = float(conf.get("topology.state.checkpoint.interval.ms", 1000)) / 1000.0
+        self._guarantee = str(conf.get("topology.guarantee") or "at_least_once")
         self._state = load_provider(conf).new_state(f"{context.topology_name}/{CHECKPOINT_SPOUT}",
                                                     conf, context)
         saved = self._state.get(RECORD_KEY)  # type: ignore[attr-defined]
@@ -56,10 +63,18 @@ class CheckpointSpout(Spout):
         self._origin = None if saved else first.txid  # saved with the first record
         self._coordinator = CheckpointCoordinator(self._durable, self._interval)
         self._figures = CheckpointFigures(context, lambda: self._durable)
+        self._conf, self._context = conf, context
+        self._halted: str | None = None  # a poison record stopped the topology (exactly_once_poison)
+        if self._guarantee == "exactly_once":
+            reason = halted(conf, context, clear=True)  # a new start: the user's decision
+            if reason is not None:
+                log.warning("checkpoint spout of %r clears the halt mark: %s", context.topology_name, reason)
         log.info("checkpoint spout of %r recovers from %s", context.topology_name, self._durable)
 
     def next_tuple(self) -> None:
         """Emit the next checkpoint tuple when one is due."""
+        if self._halted is not None:
+            return
         now = runtime_clock.monotonic()
         emit = self._coordinator.poll(now)
         if emit is None:
@@ -90,10 +105,18 @@ class CheckpointSpout(Spout):
         log.warning("checkpoint %s of transaction %d failed; recovering", action, txid)
         self._figures.failed()
         self._coordinator.failed(txid, Action(action), runtime_clock.monotonic())
+        if self._guarantee == "exactly_once" and self._halted is None:
+            try:
+                self._halted = halted(self._conf, self._context)
+            except Exception as e:  # noqa: BLE001 - the store is down: recover as usual
+                self._collector.report_error(e)
+            if self._halted is not None:
+                log.error("checkpoint spout of %r stops: %s", self._context.topology_name, self._halted)
 
     def _save(self, record: TxState) -> bool:
         try:
             self._state.put(RECORD_KEY, [record.txid, record.phase.value])  # type: ignore[attr-defined]
+            self._state.put(GUARANTEE_KEY, self._guarantee)  # type: ignore[attr-defined]
             if self._origin is not None:
                 self._state.put(ORIGIN_KEY, self._origin)  # type: ignore[attr-defined]
             committed = self._state.committed_txid() or 0  # type: ignore[attr-defined]
@@ -112,6 +135,18 @@ class CheckpointSpout(Spout):
     def declare_output_fields(self, declarer: Any) -> None:
         """The ``$checkpoint`` stream."""
         declarer.declare(CHECKPOINT_FIELDS, stream=CHECKPOINT_STREAM)
+
+
+def halted(conf: dict, context: Any, clear: bool = False) -> str | None:
+    """Why a poison record stopped the topology (the halt mark), or None; ``clear``: remove it."""
+    from squall.state import load_provider
+
+    state: Any = load_provider(conf).new_state(f"{context.topology_name}/{HALT_NAMESPACE}", conf, context)
+    reason = state.get(HALT_KEY)
+    if clear and reason is not None:
+        state.delete(HALT_KEY)
+        state.commit((state.committed_txid() or 0) + 1)
+    return reason
 
 
 def ever_committed(record: list | None, origin: int | None) -> bool:

@@ -36,6 +36,7 @@ from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action
 from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
 from squall.runtime.exactly_once import POSITION_KEY, Alignment
 from squall.runtime.exactly_once_checks import MAX_PENDING_KEY, rescale_refusal
+from squall.runtime.exactly_once_poison import PoisonWatch
 from squall.runtime.stateful import (
     StatefulBoltTask,
     StatefulOutputCollector,
@@ -205,6 +206,8 @@ class ExactlyOnceSpoutTask(SpoutTask):
                     raise RuntimeError(f"spout {self.component!r} task {self.task_id}: its "
                                        f"position() failed at open, so it cannot seek back")
                 position = self.opened_at
+            elif not self.recovered:
+                self.tell_committed(position)
             self.slipped = None  # before the seek: a seek that fails its way sets it again
             self.seekable.seek(position)
             self.uncommitted.clear()  # read again after the seek: never failed
@@ -232,7 +235,16 @@ class ExactlyOnceSpoutTask(SpoutTask):
             ctx = self.context
             provider = load_provider(self.conf)
             history, state = task_generation(provider, self.conf, ctx)
-            if needs_move(history, state):
+            if switched_to_exactly_once(provider, self.conf, ctx, state):
+                # the name ran at-least-once since its last exactly-once checkpoint (or
+                # never ran exactly-once): no position in the store is the source's truth,
+                # which its own progress (offsets, progress files) is: start from there
+                log.info("spout %r task %s: the topology ran at-least-once before; reading from "
+                         "where the source's own progress stands", self.component, self.task_id)
+                if state.get(POSITION_KEY) is not None:
+                    state.delete(POSITION_KEY)
+                state.commit((state.committed_txid() or 0) + 1)
+            elif needs_move(history, state):
                 merge = getattr(self.spout, "merge_positions", None)
                 if merge is None:
                     raise RuntimeError(rescale_refusal(self.component, history[-2], history[-1]))
@@ -244,6 +256,22 @@ class ExactlyOnceSpoutTask(SpoutTask):
             check_recovered(state, self.conf, ctx)
             self.state = state
         return self.state
+
+    def tell_committed(self, position: Any) -> None:
+        """A (re)started task's first recovery: the spout's ``committed(position)``.
+
+        The msg ids of the last commit may have died with the previous process (killed
+        between its PREPARE and COMMIT), so their ``ack`` never comes; the spout commits
+        at its source from the position instead. An error is reported, not fatal: the
+        records are committed in the checkpoint either way.
+        """
+        hook = getattr(self.seekable, "committed", None)
+        if hook is None:
+            return
+        try:
+            hook(position)
+        except Exception as e:  # noqa: BLE001 - user code: reported, the recovery goes on
+            self.host.report_error(self, e)
 
     def ack_committed(self, msg_id: Any) -> None:
         """The checkpoint covering ``msg_id`` committed: the spout's ``ack``."""
@@ -258,15 +286,43 @@ class ExactlyOnceSpoutTask(SpoutTask):
         close_state(self)
 
 
+def switched_to_exactly_once(provider: Any, conf: dict, context: Any, state: Any) -> bool:
+    """Whether the checkpoint record was last saved under another guarantee than exactly-once.
+
+    A record saved by an older squall has no guarantee: it counts as switched only when the
+    task has no committed position (its spout never ran exactly-once under this name).
+    """
+    from squall.runtime.checkpoint import CHECKPOINT_SPOUT
+    from squall.runtime.checkpoint_spout import GUARANTEE_KEY, ORIGIN_KEY, RECORD_KEY, ever_committed
+    from squall.runtime.exactly_once import EXACTLY_ONCE
+
+    meta: Any = provider.new_state(f"{context.topology_name}/{CHECKPOINT_SPOUT}", conf, context)
+    record = meta.get(RECORD_KEY)
+    if not ever_committed(record, meta.get(ORIGIN_KEY)):
+        return False
+    guarantee = meta.get(GUARANTEE_KEY)
+    if guarantee is None:
+        return state.committed_txid() is None and state.prepared_txid() is None
+    return guarantee != EXACTLY_ONCE
+
+
 class _FailureWatch:
     """A bolt collector's ``fail`` of a data tuple also marks the task as recovering."""
 
     _task: Any
 
     def fail_with_error(self, tup: Tuple, error: str | None) -> None:
-        """Fail ``tup``; a data tuple's failure fails the task's next PREPARE."""
+        """Fail ``tup``; a data tuple's failure fails the task's next PREPARE.
+
+        A record that failed ``topology.exactly_once.max.replays`` times is a poison
+        record (``exactly_once_poison``): given up under ``dead_letter``, so acked instead.
+        """
         if not tup._done and tup.stream != CHECKPOINT_STREAM and not tup.is_tick():
-            self._task.alignment.fail_data()
+            task = self._task
+            if task.poison.failed(tup, error):
+                self.ack(tup)  # type: ignore[attr-defined]
+                return
+            task.alignment.fail_data()
         super().fail_with_error(tup, error)  # type: ignore[misc]
 
 
@@ -283,6 +339,7 @@ class _Aligned:
 
     _fast_process: Any = None  # the base class's loop over data only, where it has one
     alignment: Alignment
+    poison: PoisonWatch
     barrier: Any
     collector: Any
     inbox: Any
@@ -358,6 +415,8 @@ class _Aligned:
         act = Action(action)
         ok = not (act is Action.PREPARE and alignment.recovering) and self.checkpoint(txid, act)  # type: ignore[attr-defined]
         held = alignment.complete(ok)
+        if ok and act is Action.COMMIT:
+            self.poison.committed(txid)
         if ok:
             collector.emit([txid, action], anchors=done, stream=CHECKPOINT_STREAM)
             for t in done:
@@ -375,6 +434,7 @@ class AlignedBoltTask(_Aligned, BoltTask):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.alignment = Alignment()
+        self.poison = PoisonWatch(self, self.conf)
         self.collector = WatchedCollector(self, self.collector._routes)
         if self._basic is not None:
             from squall.runtime.collectors import BasicOutputCollector
@@ -396,6 +456,7 @@ class AlignedStatefulBoltTask(_Aligned, StatefulBoltTask):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.alignment = Alignment()
+        self.poison = PoisonWatch(self, self.conf)
         self.collector = WatchedStatefulCollector(self, self.collector._routes)
 
     def checkpoint(self, txid: int, action: Action) -> bool:

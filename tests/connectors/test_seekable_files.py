@@ -211,3 +211,18 @@ def test_the_position_leaves_out_files_done_and_written_so_it_does_not_grow(tmp_
     # a seek to the position before the new file reads only the new file again
     s.seek({})
     assert quiet(s, out, sim) == [(["new"], ("f999.txt", 0))]
+
+
+def test_committed_writes_the_progress_of_the_files_listed_up_to_their_offsets(tmp_path, sim):
+    # issue 41 item 3c: lines emitted by a task that died before its COMMIT were never acked
+    src = source(tmp_path)
+    old = spout(tmp_path, src)
+    out = opened(old)
+    assert pump(old, out, 4, sim)
+    position = roundtrip(old.position())
+    new = spout(tmp_path, src)
+    opened(new)
+    new.committed({**position, "../x.txt": 3})  # a name outside the directory is ignored
+    assert (tmp_path / "progress" / "a.txt.offset").read_text().strip() == str(offset_of(4))
+    new.committed({"a.txt": 1})  # never backwards
+    assert (tmp_path / "progress" / "a.txt.offset").read_text().strip() == str(offset_of(4))

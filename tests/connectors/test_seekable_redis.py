@@ -164,3 +164,17 @@ def test_an_entry_deleted_after_the_position_is_refused_at_every_read_and_the_la
         f"from stream 'in'"}
     pending = {e["message_id"] for e in redis_client.xpending_range("in", "g", min="-", max="+", count=10)}
     assert {ids[3], ids[4], ids[5]} <= pending
+
+
+def test_committed_acks_the_pending_entries_up_to_the_position(redis_server, redis_client, sim):
+    # issue 41 item 3c: entries emitted by a task that died before its COMMIT stay pending
+    fill(redis_client, 10)
+    old = spout(redis_server)
+    out = opened(old, EXACTLY_ONCE)
+    assert pump(old, out, 6, sim)
+    position = old.position()
+    new = spout(redis_server)
+    opened(new, EXACTLY_ONCE)
+    new.committed(position)
+    # 8 were read (batches of 4): the 6 emitted up to the position are acked, 2 stay pending
+    assert redis_client.xpending("in", "g")["pending"] == 2

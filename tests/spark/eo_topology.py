@@ -89,6 +89,12 @@ class SentenceSource(SeekableSpout):
         self.next = int(position)
         self.replays.clear()
 
+    def committed(self, position: Any) -> None:
+        # a relaunched task (its predecessor may have died between PREPARE and COMMIT, so
+        # those sentences' acks never came): everything before the position is done
+        for i in self.mine[:int(position)]:
+            self.ack(i)
+
     def ack(self, msg_id: Any) -> None:
         self.acked.write("".join(f"{k} {msg_id}\n" for k in range(WORDS_PER)))
         self.acked.flush()

@@ -23,3 +23,6 @@ class Book:
     started: dict[Any, int] = field(default_factory=dict)             # where this task took it over
     sought: dict[Any, int] = field(default_factory=dict)              # seek() offsets of ones not yet taken
     watermarks: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+    # a committed checkpoint's offsets (``committed``) the group offset may lag: committed
+    # with the next commit of the partition's acks, even when nothing new was acked
+    owed: dict[Any, int] = field(default_factory=dict)

@@ -45,8 +45,11 @@ class Commits:
     def commit_acked(self, sync: bool = False) -> None:
         """Commit, per partition, the offset below which everything emitted is acked."""
         offsets = []
+        owed = self.book.owed
         for tp, manager in self.book.managers.items():
             nxt = manager.find_next_commit_offset()
+            if owed and tp in owed and (nxt is None or nxt < owed[tp]):
+                nxt = max(owed[tp], manager.committed_offset)
             if nxt is not None:
                 offsets.append(ktp(tp, nxt, self.metadata()))
         if offsets:
@@ -128,3 +131,5 @@ class Commits:
             manager = self.book.managers.get(tp)
             if k.error is None and manager is not None and k.offset >= manager.committed_offset:
                 manager.commit(k.offset)
+            if k.error is None and tp in self.book.owed and k.offset >= self.book.owed[tp]:
+                del self.book.owed[tp]

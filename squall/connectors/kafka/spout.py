@@ -281,6 +281,24 @@ class KafkaSpout(SeekableSpout):
         where.update({tp: o for tp, o in book.sought.items() if tp not in where})
         return [[tp[0], tp[1], o] for tp, o in sorted(where.items())]
 
+    @staticmethod
+    def merge_positions(positions: list, index: int, tasks: int) -> list[list]:
+        """Task ``index`` of ``tasks`` (the spout's task count changed): every listed partition.
+
+        Which task reads a partition depends on the whole partition list, which the old
+        positions do not hold (a partition never read is in none), so every new task gets
+        every entry and its ``seek`` keeps those of the partitions it takes (the others it
+        ignores, or releases at the listed offset if its owner marks still name it). A
+        partition listed twice (an old owner handing it over, and its new owner waiting
+        for it) takes the higher offset: neither task would have read below it.
+        """
+        merged: dict[tuple[str, int], int] = {}
+        for old in positions:
+            for topic, partition, offset in old or ():
+                tp = (str(topic), int(partition))
+                merged[tp] = max(int(offset), merged.get(tp, int(offset)))
+        return [[t, p, o] for (t, p), o in sorted(merged.items())]
+
     def seek(self, position: list[list]) -> None:
         """Read each partition again from the offset ``position`` gives (``position()``'s form).
 
@@ -315,6 +333,18 @@ class KafkaSpout(SeekableSpout):
             manager = book.managers.get(tp)
             if manager is not None:
                 book.managers[tp] = _rewound(manager, offset)
+
+    def committed(self, position: list[list]) -> None:
+        """A (re)started task's committed position: the group offsets catch up with it.
+
+        The records below each listed offset are in a committed checkpoint, but the task
+        that emitted them may have died before their ``ack`` (so before its commit): each
+        listed partition this task reads, or waits to take, has its offset committed with
+        the next commit of the partition, even when nothing new is acked by then.
+        """
+        offsets = self._seek_offsets(position)
+        ours = self.book.assigned | set(self.handover.waiting)
+        self.book.owed.update({tp: o for tp, o in offsets.items() if tp in ours})
 
     def _seek_offsets(self, position: Any) -> dict[TopicPartition, int]:
         try:

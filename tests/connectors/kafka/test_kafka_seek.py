@@ -426,3 +426,24 @@ def test_a_task_that_died_handing_a_partition_over_releases_it_at_its_position_a
         time.sleep(0.005)
     assert [m for _, m in out2.records()][:3] == [("t-b", 0, 3), ("t-b", 0, 4), ("t-b", 0, 5)]
     assert [m for _, m in out3.records() if m[0] == "t-b"] == []
+
+
+def test_committed_makes_the_group_offset_catch_up_with_the_position_with_nothing_new_acked(
+        kafka_broker, sim, spouts):
+    # issue 41 item 3c: the old task died between its PREPARE and COMMIT, so its records
+    # below the committed position were never acked; the relaunched task is told the position
+    produced(kafka_broker, 10)
+    old = kafka_spout(kafka_broker, spouts)
+    out = opened(old, EXACTLY_ONCE)
+    assert pump(old, out, 7, sim)
+    position = roundtrip(old.position())
+    new = kafka_spout(kafka_broker, spouts)
+    out2 = opened(new, EXACTLY_ONCE)
+    new.committed(position)
+    new.seek(position)
+    deadline = time.monotonic() + 20
+    while committed(kafka_broker)[0] != 7 and time.monotonic() < deadline:
+        new.next_tuple()
+        sim.advance(0.05)
+    assert committed(kafka_broker)[0] == 7
+    assert [m for _, m in out2.records()] == [("in", 0, o) for o in (7, 8, 9)]  # never acked
