@@ -166,3 +166,8 @@ def links_of(chains: list[list[str]], topology: StormTopology) -> dict[str, Chai
             inp = topology.components[down].inputs[0]
             links[down] = ChainLink(inp.component, inp.stream, down)
     return links
+
+
+def chain_by_component(chains: list[list[str]]) -> dict[str, list[str]]:
+    """Each chained component -> the whole chain it runs in (head first), for reports."""
+    return {cid: list(chain) for chain in chains for cid in chain}

@@ -6,6 +6,12 @@ at the Python stack of each thread that runs tasks (the worker's loop, the tasks
 threads) every so often; the same frame of a user method seen for longer than the limit is a
 stuck call. It is reported once as an error of its component, with the stack where it
 waits, kept in the worker's ``stuck`` map while it lasts, and cleared when the task moves on.
+Time is the worker's clock (simulated while a test simulates it); sampling is on real time.
+
+In a chain (``chain.py``) one thread's stack holds the user calls of every member: the
+spout's ``next_tuple`` calls the first bolt's ``execute`` in place, and so on. The innermost
+user call is the one that runs, so it names the stuck task; the report says which chain it
+runs fused in.
 
 A worker throttled (backpressure) without a break for ``squall.backpressure.cycle.secs``
 (default 30) while the topology's graph has a cycle is reported as a backpressure cycle,
@@ -18,12 +24,13 @@ import functools
 import logging
 import sys
 import threading
-import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
+
+from squall.runtime.chain import chain_by_component
 
 log = logging.getLogger("squall.stuck")
 USER_METHODS = ("execute", "next_tuple", "ack", "fail", "execute_batch")
@@ -133,6 +140,7 @@ class Watchdog:
         self.cycle_limit = cycle_limit
         self._codes: dict[Any, str] = {}  # code object of a user method -> its name
         self._owners: dict[int, Any] = {}  # id(user component) -> its task
+        self._chains = chain_by_component(list(getattr(worker.plan, "chains", None) or []))
         for task in worker.tasks.values():
             obj = getattr(task, "spout", None) or getattr(task, "bolt", None)
             if obj is None:
@@ -162,7 +170,7 @@ class Watchdog:
     def _main(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                self.check(time.monotonic())
+                self.check(self.worker.clock())
             except Exception:  # noqa: BLE001 - the watchdog must never take the worker down
                 log.exception("watchdog of worker %d", self.worker.index)
 
@@ -185,16 +193,18 @@ class Watchdog:
         self._check_cycle(now)
 
     def _user_call(self, frame: FrameType | None) -> tuple[Any, str, Any]:
-        """The outermost frame of a user method on this stack, its method name and task."""
-        found: tuple[Any, str, Any] = (None, "", None)
+        """The innermost frame of a user method on this stack, its method name and task.
+
+        Innermost: in a chain, the outer user calls only wait for the fused one inside them.
+        """
         while frame is not None:
             name = self._codes.get(frame.f_code)
             if name is not None:
                 task = self._owners.get(id(frame.f_locals.get("self")))
                 if task is not None:
-                    found = (frame, name, task)
+                    return frame, name, task
             frame = frame.f_back
-        return found
+        return None, "", None
 
     @staticmethod
     def _describe(task: Any, method: str, user: FrameType, inner: FrameType | None) -> dict:
@@ -209,8 +219,10 @@ class Watchdog:
         if kind == "stuck":
             public = {k: v for k, v in info.items() if k != "thread"}
             worker.stuck[task_id] = public
+            chain = self._chains.get(info["component"])
+            fused = f" (chained: {' -> '.join(chain)})" if chain else ""
             error = StuckTaskError(
-                f"task {task_id} of {info['component']!r} has been inside {info['method']} for "
+                f"task {task_id} of {info['component']!r}{fused} has been inside {info['method']} for "
                 f"{info['secs']:.1f}s (squall.task.stuck.secs={self.detector.limit:g}); it waits "
                 f"in {info['waits_in']}")
             worker.errors.report(info["component"], task_id, error, stack=info["stack"])
