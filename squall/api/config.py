@@ -61,7 +61,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(TOPOLOGY_MAX_TASK_PARALLELISM, None,
             "cap on the tasks (and so the executors) of each component; None: no cap"),
     Setting(TOPOLOGY_DISABLE_LOADAWARE_MESSAGING, False,
-            "True: shuffle is always balanced over every target task, never worker-local first"),
+            "True: shuffle is always balanced over every target task, never worker-local first "
+            "and never chained"),
     Setting(TOPOLOGY_LOCALITYAWARE_HIGHER_BOUND, 0.8,
             "load-aware shuffle: mean queue fill of the local targets above which it spreads "
             "over every target"),

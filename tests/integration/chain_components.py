@@ -116,3 +116,13 @@ class Spends(BasicBolt):
 
     def declare_output_fields(self, declarer):
         declarer.declare(Fields("value"))
+
+
+class Tally(BasicBolt):
+    """Notes (its own task, the emitting task) of every tuple it takes."""
+
+    def prepare(self, conf, context):
+        self.task = context.task_id
+
+    def execute(self, tup, collector):
+        note("tally", (self.task, tup.task))
