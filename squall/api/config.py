@@ -166,7 +166,9 @@ MORE_SETTINGS: tuple[Setting, ...] = (
     Setting("squall.bolts.window.persistent", False, "stateful windows: the window itself is in state"),
     # multilang (docs/multilang.md)
     Setting("topology.multilang.serializer", "json", "ShellBolt/ShellSpout wire format: json or msgpack"),
-    Setting("topology.shellbolt.max.pending", 100, "tuples a ShellBolt has sent and not heard back on"),
+    Setting("topology.shellbolt.max.pending", 100,
+            "tuples a ShellBolt task holds not yet acked or failed (in its subprocess or waiting "
+            "to be written); at the bound its input waits in the task's queue (backpressure)"),
     Setting("topology.subprocess.timeout.secs", 30.0,
             "seconds a multilang subprocess may go without a heartbeat before it is killed"),
     # Nimbus (docs/nimbus.md)
