@@ -32,11 +32,13 @@ class HoldingBoltTask(BoltTask):
 
     def process(self, budget: int) -> int:
         """Handle up to ``budget`` queued tuples, no more than the bolt has room for."""
-        room = int(self.bolt.input_room())
+        bolt: Any = self.bolt  # a bolt that ``holds_input``: checked when the task was made
+        room = int(bolt.input_room())
         if room <= 0:
             return 0
         return BoltTask.process(self, min(budget, room))
 
     def held_input(self) -> int:
         """Tuples the bolt took from the queue and has not acked or failed yet."""
-        return int(self.bolt.held_input())
+        bolt: Any = self.bolt
+        return int(bolt.held_input())
