@@ -99,6 +99,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "topology.state.provider.config": JSON_OBJECT,
     "topology.key.groups": POSITIVE_INT,
     "topology.executor.receive.buffer.size": POSITIVE_INT,
+    "topology.shellbolt.max.pending": POSITIVE_INT,
     "topology.executor.send.buffer.size": POSITIVE_INT,
     "topology.stats.sample.rate": FRACTION,
     "topology.backpressure.water.mark.high": FRACTION,

@@ -62,7 +62,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(TOPOLOGY_MAX_TASK_PARALLELISM, None,
             "cap on the tasks (and so the executors) of each component; None: no cap"),
     Setting(TOPOLOGY_DISABLE_LOADAWARE_MESSAGING, False,
-            "True: shuffle is always balanced over every target task, never worker-local first"),
+            "True: shuffle is always balanced over every target task, never worker-local first "
+            "and never chained"),
     Setting(TOPOLOGY_LOCALITYAWARE_HIGHER_BOUND, 0.8,
             "load-aware shuffle: mean queue fill of the local targets above which it spreads "
             "over every target"),
@@ -187,7 +188,9 @@ MORE_SETTINGS: tuple[Setting, ...] = (
             "the most parallelism a decision gives; None: topology.key.groups"),
     # multilang (docs/multilang.md)
     Setting("topology.multilang.serializer", "json", "ShellBolt/ShellSpout wire format: json or msgpack"),
-    Setting("topology.shellbolt.max.pending", 100, "tuples a ShellBolt has sent and not heard back on"),
+    Setting("topology.shellbolt.max.pending", 100,
+            "tuples a ShellBolt task holds not yet acked or failed (in its subprocess or waiting "
+            "to be written); at the bound its input waits in the task's queue (backpressure)"),
     Setting("topology.subprocess.timeout.secs", 30.0,
             "seconds a multilang subprocess may go without a heartbeat before it is killed"),
     # Nimbus (docs/nimbus.md)

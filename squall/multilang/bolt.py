@@ -27,11 +27,15 @@ class ShellBolt(ShellComponent, Bolt):
     override ``declare_output_fields``); ``env`` adds environment variables.
 
     Every input tuple is written to the subprocess, which acks, fails and emits through
-    the protocol. At most ``topology.shellbolt.max.pending`` tuples (default 100) are in
-    the subprocess unacked at a time; the rest wait in the task, in order. ``execute``
-    never waits for the subprocess. If it dies or stops answering heartbeats for
-    ``topology.subprocess.timeout.secs``, the tuples it held are failed (so the spouts
-    replay them) and a new subprocess takes over.
+    the protocol. The bolt holds at most ``topology.shellbolt.max.pending`` tuples (Storm's
+    default 100) not yet acked or failed, in the subprocess or waiting to be written to it
+    in order (they wait only while it starts or restarts). ``execute`` never waits for the
+    subprocess: while the bolt holds that many, its task takes no more input
+    (``input_room``), which stays in the task's receive queue, so backpressure throttles
+    the spouts as Storm's blocked ``execute`` does; what it holds counts for backpressure
+    and for the load the load-aware shuffle reads (``held_input``). If it dies or stops
+    answering heartbeats for ``topology.subprocess.timeout.secs``, the tuples it had are
+    failed (so the spouts replay them) and a new subprocess takes over.
     """
 
     def __init__(self, command: str | Sequence[str], resources: str | None = None,
@@ -62,6 +66,17 @@ class ShellBolt(ShellComponent, Bolt):
     def pending(self) -> int:
         """Tuples in the subprocess, not yet acked or failed."""
         return len(self._inputs)
+
+    def held_input(self) -> int:
+        """Input taken from the task's queue and not yet acked or failed (written or not).
+
+        Read by the runtime on the task's thread (backpressure, the load-aware shuffle).
+        """
+        return len(self._inputs) + len(self._backlog)
+
+    def input_room(self) -> int:
+        """How many more tuples the task may hand to ``execute`` now (0: leave them queued)."""
+        return self._max_pending - len(self._inputs) - len(self._backlog)
 
     # ---- to the subprocess -----------------------------------------------------------
 

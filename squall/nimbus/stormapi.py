@@ -430,6 +430,8 @@ def component_page(view: TopologyView, cid: str, window: str) -> dict:
                                     or (live.get("by_task") or {}).get(str(t)) or {}, spout)
                           for t in view.tasks(cid)],
         "metrics": live.get("metrics"),
+        # squall's: the chain this component runs fused in (head first), or None
+        "chain": next((list(c) for c in view.info.get("chains") or [] if cid in c), None),
     }
     if spout:
         out["spoutSummary"] = [_spout_window(view, cid, w) for w in view.windows()]

@@ -25,6 +25,7 @@ from squall.runtime.collectors import StreamRoute
 from squall.runtime.exactly_once import is_exactly_once
 from squall.runtime.exactly_once_tasks import ExactlyOnceSpoutTask, aligned
 from squall.runtime.fused import ChainHost
+from squall.runtime.holding import HoldingBoltTask, holds_input
 from squall.runtime.host import AckScope, Task, TaskHost
 from squall.runtime.keygroups import num_key_groups
 from squall.runtime.plan import ACKER, SYSTEM, SYSTEM_STREAM_FIELDS
@@ -156,6 +157,8 @@ def make_task(worker: Worker, host: TaskHost, comp: str, task_id: int, worker_ta
         stateful = isinstance(obj, StatefulBolt) or (
             checkpointed and getattr(type(obj), "follows_checkpoints", False) is True)
         cls = StatefulBoltTask if stateful else BoltTask
+        if cls is BoltTask and holds_input(obj):
+            cls = HoldingBoltTask  # a ShellBolt: what its subprocess holds is input too
         if exactly_once:
             cls = aligned(cls)
     bolt = cls(host, task_id, comp, ctx, conf, obj, routes)
@@ -226,7 +229,15 @@ def load_awareness(worker: Worker) -> LoadAwareness | None:
     tasks = worker.tasks  # filled by the time anything is emitted
 
     def mean_load(targets: list[int]) -> float:
-        return sum(len(tasks[t].inbox) for t in targets) / (capacity * len(targets))
+        # a task's load is its queue and what its bolt holds beyond it (a ShellBolt's
+        # subprocess: holding.HoldingBoltTask); read every 64 tuples, so a lookup is cheap
+        load = 0
+        for t in targets:
+            task = tasks[t]
+            load += len(task.inbox)
+            if isinstance(task, HoldingBoltTask):
+                load += task.held_input()
+        return load / (capacity * len(targets))
 
     return LoadAwareness(
         mean_load,

@@ -10,6 +10,8 @@ A bolt *D* runs fused with its upstream *U* (one chain link) when all of these h
   event loop, not in one call);
 - D has exactly one input, by shuffle or local-or-shuffle grouping, on a stream that is not
   direct (every other grouping chooses the task by the tuple, which a fixed partner cannot);
+- a shuffle input is not one the user asked to keep balanced over every target task
+  (``topology.disable.loadaware.messaging: True``): a fixed partner would get it all;
 - U is a user spout or bolt whose only consumer is D (a chain is a line: a fan-out's other
   branch would wait until the fused branch ran to its end);
 - U and D have the same parallelism and the same number of tasks, so that the k-th task of
@@ -34,7 +36,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from squall.api.config import TOPOLOGY_TICK_TUPLE_FREQ_SECS, task_conf
+from squall.api.config import (
+    TOPOLOGY_DISABLE_LOADAWARE_MESSAGING,
+    TOPOLOGY_TICK_TUPLE_FREQ_SECS,
+    task_conf,
+)
 from squall.api.topology import ComponentSpec, StormTopology
 
 CHAINING = "squall.chaining"
@@ -87,6 +93,9 @@ def link_refusal(topology: StormTopology, conf: dict, counts: Mapping[str, tuple
     inp = d.inputs[0]
     if inp.grouping.kind not in CHAIN_GROUPINGS:
         return f"{inp.grouping.kind} grouping (only shuffle and local-or-shuffle chain)"
+    if inp.grouping.kind == "shuffle" and conf.get(TOPOLOGY_DISABLE_LOADAWARE_MESSAGING):
+        return (f"a balanced shuffle ({TOPOLOGY_DISABLE_LOADAWARE_MESSAGING}: True keeps it over "
+                f"every target task)")
     u = topology.components[inp.component]
     if _system(u.id):
         return f"its upstream {u.id!r} is a system component"
@@ -166,3 +175,8 @@ def links_of(chains: list[list[str]], topology: StormTopology) -> dict[str, Chai
             inp = topology.components[down].inputs[0]
             links[down] = ChainLink(inp.component, inp.stream, down)
     return links
+
+
+def chain_by_component(chains: list[list[str]]) -> dict[str, list[str]]:
+    """Each chained component -> the whole chain it runs in (head first), for reports."""
+    return {cid: list(chain) for chain in chains for cid in chain}

@@ -13,9 +13,9 @@ cdef class ChainHost(TaskHost):
     cdef public Task task
     cdef public BoltTask bolt_task
     cdef public AckScope scope
-    @cython.locals(task=Task, scope=AckScope, tup=Tuple)
+    @cython.locals(task=Task, scope=AckScope, tup=Tuple, t0=double)
     cpdef deliver(self, object target, Task src, object stream, object values, object ids)
-    @cython.locals(task=Task, scope=AckScope, tup=Tuple)
+    @cython.locals(task=Task, scope=AckScope, tup=Tuple, t0=double)
     cpdef deliver1(self, object target, Task src, object stream, object values, u64 root, u64 edge)
     cpdef verdict(self, object target, Task src, object root)
     cpdef buffer_ack(self, object acker, Task src, u64 root, u64 value)

@@ -13,6 +13,8 @@ cdef class AckScope:
 
 cdef class TaskHost:
     cdef public object plan, clock, errors, tap
+    cdef public bint timing
+    cdef public double fused_secs
     cpdef deliver(self, object target, Task src, object stream, object values, object ids)
     cpdef deliver1(self, object target, Task src, object stream, object values, u64 root, u64 edge)
     cpdef verdict(self, object target, Task src, object root)

@@ -41,6 +41,10 @@ class TaskHost:
     ``plan`` (the ``TaskPlan``), ``clock`` (seconds, a callable), ``errors`` (an
     ``ErrorLog``) and ``tap`` (``tap(component, stream, values)`` or None) are plain fields,
     read by tasks and collectors directly.
+
+    ``timing`` and ``fused_secs``: a bolt task sets ``timing`` while it times one
+    ``execute``; a host that runs a fused hop in place (``fused.ChainHost``) then adds the
+    hop's time to ``fused_secs``, which the task leaves out of its own latency.
     """
 
     def __init__(self, plan: Any, clock: Callable[[], float], errors: Any,
@@ -49,6 +53,8 @@ class TaskHost:
         self.clock = clock
         self.errors = errors
         self.tap = tap
+        self.timing = False
+        self.fused_secs = 0.0
 
     def deliver(self, target: int, src: Task, stream: str, values: list,
                 ids: dict[int, int] | None) -> None:

@@ -6,6 +6,7 @@ import os
 import socket
 from collections import defaultdict
 
+from squall.runtime.chain import chain_by_component
 from squall.runtime.metrics import TaskMetrics, aggregate
 from squall.runtime.plan import SYSTEM, TaskPlan
 
@@ -17,7 +18,10 @@ def topology_info(name: str, status: str, plan: TaskPlan, metrics: list[TaskMetr
 
     ``stuck``: the tasks inside one call for longer than ``squall.task.stuck.secs`` now
     (component, task, method, secs, waits_in, stack); a task leaves the list when it moves.
+    A chained component's figures, errors and stuck entries carry ``chain`` (the chain it
+    runs fused in, head first) beside its own name.
     """
+    chained = chain_by_component(plan.chains)
     by_component: dict[str, list[TaskMetrics]] = defaultdict(list)
     for m in metrics:
         by_component[m.component].append(m)
@@ -28,6 +32,8 @@ def topology_info(name: str, status: str, plan: TaskPlan, metrics: list[TaskMetr
         figures = aggregate(by_component.get(comp, []))
         figures["tasks"] = list(tasks)
         figures["errors"] = sum(1 for e in errors if e["component"] == comp)
+        if comp in chained:
+            figures["chain"] = chained[comp]
         components[comp] = figures
     if workers is None:  # every worker in this process
         host = socket.gethostname()
@@ -43,6 +49,12 @@ def topology_info(name: str, status: str, plan: TaskPlan, metrics: list[TaskMetr
         "components": components,
         "chains": [list(chain) for chain in plan.chains],  # bolts fused with their upstream
         "workers": workers,
-        "errors": errors,
-        "stuck": sorted(stuck or [], key=lambda s: s["task"]),
+        "errors": _with_chains(errors, chained),
+        "stuck": sorted(_with_chains(stuck or [], chained), key=lambda s: s["task"]),
     }
+
+
+def _with_chains(reports: list[dict], chained: dict[str, list[str]]) -> list[dict]:
+    """``reports`` (errors, stuck tasks), each of a chained component with its ``chain``."""
+    return [{**r, "chain": chained[r["component"]]} if r.get("component") in chained else r
+            for r in reports]

@@ -12,7 +12,7 @@ cdef class Round:
     cdef public object exchange, now
     cdef public Py_ssize_t capacity, high, low, spout_batch, spout_cursor
     cdef public double bolt_budget, spout_budget, batch_time, io_at
-    cdef public list processors, spouts, barrier_spouts, queues, offloop, aligners
+    cdef public list processors, spouts, barrier_spouts, queues, offloop, aligners, holders
     cdef public bint throttled, blocked
     cdef public Py_ssize_t rounds, work_done, early_sends, throttled_rounds
     cdef dict __dict__

@@ -121,6 +121,7 @@ class Round:
         self.queues: list[Task] = []
         self.offloop: list[Any] = []
         self.aligners: list[Any] = []
+        self.holders: list[Any] = []
         self.throttled = False
         self.throttled_rounds = 0  # rounds whose spouts backpressure held back (the autoscaler's signal)
         self.blocked = False  # a peer could not take a frame at the last send
@@ -149,6 +150,9 @@ class Round:
         # exactly-once bolts: what they hold for alignment left their queue but is still
         # input not handled, so it counts for the spouts' backpressure (``pressure``)
         self.aligners = [t for t in tasks if getattr(t, "alignment", None) is not None]
+        # bolts that hold input beyond their queue (a ShellBolt's subprocess,
+        # ``holding.HoldingBoltTask``): what they hold counts for backpressure too
+        self.holders = [t for t in tasks if callable(getattr(t, "held_input", None))]
 
     def run(self, active: bool) -> int:
         """One round (``active``: the topology is active, spouts may emit); the work done."""
@@ -174,7 +178,8 @@ class Round:
         for side in self.offloop:
             work += side.drain()
         blocked = exchange.send()
-        work += self.gate_spouts(active, blocked, self.pressure() if self.aligners else self.fullest())
+        work += self.gate_spouts(active, blocked, self.pressure() if self.aligners or self.holders
+                                 else self.fullest())
         for side in self.offloop:
             side.after_round()
         self.rounds += 1
@@ -249,14 +254,20 @@ class Round:
         return fullest
 
     def pressure(self) -> int:
-        """``fullest``, with what exactly-once bolts hold for alignment added to their queues.
+        """``fullest``, with what bolts hold beyond their queues added to their queues.
 
-        Only for the spouts' gate: frames are still taken by the queues alone, since the
-        barrier that releases what is held may be in a frame not yet taken.
+        Exactly-once bolts hold input for alignment; a ``ShellBolt``'s subprocess holds
+        what it has not acked yet (``held_input``). Only for the spouts' gate: frames are
+        still taken by the queues alone, since the barrier that releases what is held may
+        be in a frame not yet taken.
         """
         fullest = self.fullest()
         for task in self.aligners:
             n = len(task.inbox) + len(task.alignment.held)
+            if n > fullest:
+                fullest = n
+        for task in self.holders:
+            n = len(task.inbox) + task.held_input()
             if n > fullest:
                 fullest = n
         return fullest

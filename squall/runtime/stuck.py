@@ -6,6 +6,12 @@ at the Python stack of each thread that runs tasks (the worker's loop, the tasks
 threads) every so often; the same frame of a user method seen for longer than the limit is a
 stuck call. It is reported once as an error of its component, with the stack where it
 waits, kept in the worker's ``stuck`` map while it lasts, and cleared when the task moves on.
+Time is the worker's clock (simulated while a test simulates it); sampling is on real time.
+
+In a chain (``chain.py``) one thread's stack holds the user calls of every member: the
+spout's ``next_tuple`` calls the first bolt's ``execute`` in place, and so on. Each call has
+its own clock, and the innermost call past the limit names the stuck task (the outer ones
+wait for it); the report says which chain it runs fused in.
 
 A worker throttled (backpressure) without a break for ``squall.backpressure.cycle.secs``
 (default 30) while the topology's graph has a cycle is reported as a backpressure cycle,
@@ -18,12 +24,13 @@ import functools
 import logging
 import sys
 import threading
-import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
+
+from squall.runtime.chain import chain_by_component
 
 log = logging.getLogger("squall.stuck")
 USER_METHODS = ("execute", "next_tuple", "ack", "fail", "execute_batch")
@@ -40,47 +47,69 @@ class BackpressureCycleError(RuntimeError):
 @dataclass
 class _Watch:
     frame: Any
+    task_id: int
     since: float
     reported: bool = False
 
 
 @dataclass
 class StuckDetector:
-    """Pure: feed it what each thread is doing now; it says who became stuck or moved on."""
+    """Pure: feed it what each thread is doing now; it says who became stuck or moved on.
+
+    A thread may be inside several user calls at once (a chain: the spout's ``next_tuple``
+    calls a fused bolt's ``execute`` in place). Each call on the stack has its own clock;
+    the one reported is the innermost call past the limit: the outer ones only wait for it,
+    and a long outer call whose inner calls are each short is itself the stuck one.
+    """
 
     limit: float
-    watches: dict[Any, _Watch] = field(default_factory=dict)
+    watches: dict[Any, list[_Watch]] = field(default_factory=dict)  # thread -> its calls, outer first
     stuck: dict[int, dict] = field(default_factory=dict)  # task id -> what it is stuck in
 
     def observe(self, now: float, thread: Any, frame: Any, task_id: int | None,
                 describe: Callable[[], dict]) -> list[tuple[str, int, dict]]:
-        """``thread`` is inside ``frame`` of task ``task_id`` (None: in no user call).
+        """``thread`` is inside ``frame`` of task ``task_id`` alone (None: in no user call)."""
+        calls = [] if frame is None or task_id is None else [(frame, task_id)]
+        return self.observe_stack(now, thread, calls, lambda _: describe())
 
-        Returns events: ``("stuck", task_id, info)`` the first time a call passes the
-        limit (``info`` from ``describe()`` plus ``secs``), ``("moved", task_id, info)``
-        when a reported task is seen out of that call.
+    def observe_stack(self, now: float, thread: Any, calls: list[tuple[Any, int]],
+                      describe: Callable[[int], dict]) -> list[tuple[str, int, dict]]:
+        """``thread`` is inside the user ``calls`` (frame, task id), outermost first.
+
+        Returns events: ``("stuck", task_id, info)`` the first time a call is the innermost
+        past the limit (``info`` from ``describe(index in calls)`` plus ``secs``), and
+        ``("moved", task_id, info)`` when a reported call ended or a call inside it passed
+        the limit in its turn.
         """
+        old = self.watches.get(thread, [])
+        watches: list[_Watch] = []
+        for i, (frame, task_id) in enumerate(calls):
+            kept = i < len(old) and len(watches) == i and old[i].frame is frame
+            watches.append(old[i] if kept else _Watch(frame, task_id, now))
+        if watches:
+            self.watches[thread] = watches
+        else:
+            self.watches.pop(thread, None)
+        chosen = next((i for i in range(len(watches) - 1, -1, -1)
+                       if now - watches[i].since >= self.limit), None)
         events: list[tuple[str, int, dict]] = []
-        watch = self.watches.get(thread)
-        if watch is not None and (frame is None or watch.frame is not frame):
-            if watch.reported:
-                for tid, info in list(self.stuck.items()):
-                    if info.get("thread") == thread:
-                        events.append(("moved", tid, self.stuck.pop(tid)))
-            del self.watches[thread]
-            watch = None
-        if frame is None or task_id is None:
+        alive = {id(w) for w in watches}
+        for w in old:
+            if w.reported and (id(w) not in alive or chosen is None or w is not watches[chosen]):
+                w.reported = False
+                info = self.stuck.pop(w.task_id, None)
+                if info is not None:
+                    events.append(("moved", w.task_id, info))
+        if chosen is None:
             return events
-        if watch is None:
-            self.watches[thread] = _Watch(frame, now)
-            return events
-        if not watch.reported and now - watch.since >= self.limit:
+        watch = watches[chosen]
+        if not watch.reported:
             watch.reported = True
-            info = {**describe(), "secs": now - watch.since, "thread": thread}
-            self.stuck[task_id] = info
-            events.append(("stuck", task_id, info))
-        elif watch.reported and task_id in self.stuck:
-            self.stuck[task_id]["secs"] = now - watch.since
+            info = {**describe(chosen), "secs": now - watch.since, "thread": thread}
+            self.stuck[watch.task_id] = info
+            events.append(("stuck", watch.task_id, info))
+        elif watch.task_id in self.stuck:
+            self.stuck[watch.task_id]["secs"] = now - watch.since
         return events
 
 
@@ -133,6 +162,7 @@ class Watchdog:
         self.cycle_limit = cycle_limit
         self._codes: dict[Any, str] = {}  # code object of a user method -> its name
         self._owners: dict[int, Any] = {}  # id(user component) -> its task
+        self._chains = chain_by_component(list(getattr(worker.plan, "chains", None) or []))
         for task in worker.tasks.values():
             obj = getattr(task, "spout", None) or getattr(task, "bolt", None)
             if obj is None:
@@ -162,7 +192,7 @@ class Watchdog:
     def _main(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                self.check(time.monotonic())
+                self.check(self.worker.clock())
             except Exception:  # noqa: BLE001 - the watchdog must never take the worker down
                 log.exception("watchdog of worker %d", self.worker.index)
 
@@ -176,25 +206,34 @@ class Watchdog:
         frames = sys._current_frames()
         for thread in self._threads():
             frame = frames.get(thread.ident)  # type: ignore[arg-type]
-            user, name, task = self._user_call(frame)
-            events = self.detector.observe(
-                now, thread.name, user, None if task is None else task.task_id,
-                functools.partial(self._describe, task, name, user, frame))
+            calls = self._user_calls(frame)
+            events = self.detector.observe_stack(
+                now, thread.name, [(user, task.task_id) for user, _, task in calls],
+                functools.partial(self._describe_call, calls, frame))
             for kind, task_id, info in events:
                 self._on_event(kind, task_id, info)
         self._check_cycle(now)
 
-    def _user_call(self, frame: FrameType | None) -> tuple[Any, str, Any]:
-        """The outermost frame of a user method on this stack, its method name and task."""
-        found: tuple[Any, str, Any] = (None, "", None)
+    def _user_calls(self, frame: FrameType | None) -> list[tuple[Any, str, Any]]:
+        """The frames of user methods on this stack, outermost first, with method and task.
+
+        More than one in a chain: the spout's ``next_tuple`` runs the fused bolts' ``execute``.
+        """
+        found: list[tuple[Any, str, Any]] = []
         while frame is not None:
             name = self._codes.get(frame.f_code)
             if name is not None:
                 task = self._owners.get(id(frame.f_locals.get("self")))
                 if task is not None:
-                    found = (frame, name, task)
+                    found.append((frame, name, task))
             frame = frame.f_back
+        found.reverse()
         return found
+
+    def _describe_call(self, calls: list[tuple[Any, str, Any]], inner: FrameType | None,
+                       index: int) -> dict:
+        user, method, task = calls[index]
+        return self._describe(task, method, user, inner)
 
     @staticmethod
     def _describe(task: Any, method: str, user: FrameType, inner: FrameType | None) -> dict:
@@ -209,8 +248,10 @@ class Watchdog:
         if kind == "stuck":
             public = {k: v for k, v in info.items() if k != "thread"}
             worker.stuck[task_id] = public
+            chain = self._chains.get(info["component"])
+            fused = f" (chained: {' -> '.join(chain)})" if chain else ""
             error = StuckTaskError(
-                f"task {task_id} of {info['component']!r} has been inside {info['method']} for "
+                f"task {task_id} of {info['component']!r}{fused} has been inside {info['method']} for "
                 f"{info['secs']:.1f}s (squall.task.stuck.secs={self.detector.limit:g}); it waits "
                 f"in {info['waits_in']}")
             worker.errors.report(info["component"], task_id, error, stack=info["stack"])

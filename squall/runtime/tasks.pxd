@@ -4,7 +4,7 @@ cimport cython
 from squall.api.tuple cimport Tuple
 from squall.runtime.acker cimport LedgerTable
 from squall.runtime.collectors cimport BasicOutputCollector, OutputCollector, SpoutOutputCollector
-from squall.runtime.host cimport Task
+from squall.runtime.host cimport Task, TaskHost
 from squall.runtime.ids cimport u64
 from squall.runtime.metrics cimport TaskMetrics
 from squall.runtime.rotating cimport PendingTable
@@ -54,11 +54,11 @@ cdef class BoltTask(Task):
     cpdef Py_ssize_t _process_rich(self, Py_ssize_t budget)
     @cython.locals(n=Py_ssize_t, batch=list, tup=Tuple, checkpoints=bint)
     cpdef Py_ssize_t _process_batches(self, Py_ssize_t budget)
-    @cython.locals(count=Py_ssize_t, step=Py_ssize_t, i=Py_ssize_t, tup=Tuple, m=TaskMetrics, t0=double, ms=double, each=double)
+    @cython.locals(count=Py_ssize_t, step=Py_ssize_t, i=Py_ssize_t, tup=Tuple, m=TaskMetrics, t0=double, ms=double, each=double, fused0=double, host=TaskHost)
     cpdef execute_batch(self, list batch)
-    @cython.locals(m=TaskMetrics, ms=double)
+    @cython.locals(m=TaskMetrics, ms=double, host=TaskHost, t0=double, fused0=double, timed=bint)
     cpdef handle(self, Tuple tup)
-    cdef _execute_basic(self, Tuple tup)
+    cdef _execute_basic(self, Tuple tup, double fused0)
 
 cdef class AckerTask(Task):
     cdef public LedgerTable ledger

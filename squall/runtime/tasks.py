@@ -425,9 +425,12 @@ class BoltTask(Task):
         count = len(batch)
         self._count += count
         timed = self._sample_every != 0 or hooks is not None
-        t0 = 0.0
+        t0 = fused0 = 0.0
+        host = self.host
         if timed:
-            t0 = self.host.clock()
+            t0 = host.clock()
+            fused0 = host.fused_secs
+            host.timing = True
             if hooks is not None:
                 for tup in batch:
                     tup._t0 = t0 or 1e-9  # 0.0 means "not timed" to ack
@@ -447,7 +450,8 @@ class BoltTask(Task):
         m = self.metrics
         m.executed += count
         if timed:
-            ms = (self.host.clock() - t0) * 1000.0
+            host.timing = False  # as in handle: the hops run in place are the downstream's
+            ms = (host.clock() - t0 - (host.fused_secs - fused0)) * 1000.0
             m.record_execute(ms, count)
             for tup in batch:  # per input stream: the tuples sampled for the process latency
                 if tup._t0:
@@ -458,24 +462,36 @@ class BoltTask(Task):
                     hooks.bolt_execute(tup, each)
 
     def handle(self, tup: Tuple) -> None:
-        """Execute one tuple, timing a sample of executes."""
+        """Execute one tuple, timing a sample of executes.
+
+        A timed execute leaves out the time of the hops its emits ran in place (a chain's
+        downstream bolts, ``TaskHost.fused_secs``): those are the downstream's latency.
+        """
         if tup.stream == CHECKPOINT_STREAM:
             self._on_checkpoint_tuple(tup)
             return
         self._count += 1
         sample = self._sample_every and self._count % self._sample_every == 0
         hooks = self.hooks  # with hooks, every execute is timed for their info objects
-        if sample or hooks is not None:
-            t0 = self.host.clock()
+        host = self.host
+        timed = sample or hooks is not None
+        t0 = fused0 = 0.0
+        if timed:
+            t0 = host.clock()
             tup._t0 = t0 or 1e-9  # 0.0 means "not timed" to ack
+            fused0 = host.fused_secs
+            host.timing = True
         if self._basic is not None:
-            self._execute_basic(tup)
+            self._execute_basic(tup, fused0)
         else:
             try:
                 self._bound_execute(tup)
             except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: report, fail the input
                 self.host.report_error(self, e)
                 self.collector.fail_with_error(tup, describe(e))
+        if timed:
+            host.timing = False
+            t0 += host.fused_secs - fused0
         m = self.metrics
         m.executed += 1
         if sample:
@@ -508,7 +524,7 @@ class BoltTask(Task):
         """Act on a complete checkpoint; a stateless bolt only forwards it."""
         return True
 
-    def _execute_basic(self, tup: Tuple) -> None:
+    def _execute_basic(self, tup: Tuple, fused0: float) -> None:
         basic = self._basic
         assert basic is not None
         basic.input = tup
@@ -517,6 +533,8 @@ class BoltTask(Task):
         except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: fail the input
             self._basic_failed(tup, e)
         else:
+            if tup._t0:  # timed: the hops run in place are not this bolt's process time
+                tup._t0 += self.host.fused_secs - fused0
             self.collector.ack(tup)
         finally:
             basic.input = None

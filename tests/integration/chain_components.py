@@ -73,3 +73,56 @@ class HoldStep(Bolt):
 
     def declare_output_fields(self, declarer):
         declarer.declare(Fields("value"))
+
+
+GATE = threading.Event()
+ENTERED = threading.Event()
+
+
+def wait_on_the_database() -> None:
+    """Where a blocked bolt waits (the stuck report must point here)."""
+    GATE.wait(30)
+
+
+class Blocking(BasicBolt):
+    """Blocks in ``execute`` on ``block`` until ``GATE`` opens (a bolt waiting on a database)."""
+
+    def __init__(self, block: Any) -> None:
+        self.block = block
+
+    def execute(self, tup, collector):
+        if tup[0] == self.block:
+            ENTERED.set()
+            wait_on_the_database()
+        collector.emit([tup[0]])
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("value"))
+
+
+class Spends(BasicBolt):
+    """Spends ``ms`` of simulated time in each ``execute`` (moves the simulated clock)."""
+
+    def __init__(self, ms: float) -> None:
+        self.ms = ms
+
+    def execute(self, tup, collector):
+        from squall.runtime import clock
+
+        sim = clock.simulated()
+        if sim is not None and self.ms:
+            sim.advance(self.ms / 1000.0)
+        collector.emit([tup[0]])
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(Fields("value"))
+
+
+class Tally(BasicBolt):
+    """Notes (its own task, the emitting task) of every tuple it takes."""
+
+    def prepare(self, conf, context):
+        self.task = context.task_id
+
+    def execute(self, tup, collector):
+        note("tally", (self.task, tup.task))

@@ -256,3 +256,15 @@ def test_squall_chaining_must_be_a_boolean():
     with pytest.raises(InvalidTopologyError, match="squall.chaining"):
         prepare_conf({"squall.chaining": "false"}, pipeline().create_topology())
     assert prepare_conf({}, pipeline().create_topology())["squall.chaining"] is True
+
+
+def test_a_shuffle_kept_balanced_does_not_chain_and_local_or_shuffle_still_does():
+    """Issue 41 item 7: topology.disable.loadaware.messaging asks for a balanced shuffle."""
+    balanced = {"topology.disable.loadaware.messaging": True}
+    assert chains(pipeline(), balanced) == []
+    assert refusal(pipeline(), "map1", balanced) == (
+        "a balanced shuffle (topology.disable.loadaware.messaging: True keeps it over every "
+        "target task)")
+    # local-or-shuffle asks for the emitting worker's tasks, not for balance over all
+    assert chains(pipeline(grouping="local_or_shuffle_grouping"), balanced) == [
+        ["sentence", "map1", "map2", "map3"]]

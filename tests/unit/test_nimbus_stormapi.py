@@ -189,3 +189,12 @@ def test_topology_page_shows_the_chains_of_the_info():
     i = {**info(), "chains": [["spout", "MyBoltId"]]}
     page = topology_page(TopologyView(i, SHAPE, {}, None, NOW), ":all-time")
     assert page["chains"] == [["spout", "MyBoltId"]]
+
+
+def test_component_page_shows_the_chain_a_component_runs_in():
+    """Issue 41 item 6: the component page names the component with its chain beside it."""
+    i = {**info(), "chains": [["spout", "MyBoltId"]]}
+    chained = TopologyView(i, SHAPE, {}, None, NOW)
+    assert component_page(chained, "MyBoltId", ":all-time")["chain"] == ["spout", "MyBoltId"]
+    assert component_page(chained, "spout", ":all-time")["chain"] == ["spout", "MyBoltId"]
+    assert component_page(view(), "MyBoltId", ":all-time")["chain"] is None

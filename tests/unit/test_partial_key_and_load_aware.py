@@ -306,3 +306,23 @@ def test_the_object_routes_as_the_declarer_grouping():
 def test_fields_without_a_context_is_a_clear_error():
     with pytest.raises(ValueError, match="context"):
         PartialKeyGrouping(Fields("w")).prepare(None, None, [1, 2])
+
+
+def test_the_load_a_shuffle_reads_counts_what_a_shell_bolt_holds():
+    """Issue 41 item 2: a ShellBolt's held tuples are load, as its queue is."""
+    from collections import deque
+    from types import SimpleNamespace
+
+    from squall.runtime.assembly import load_awareness
+    from squall.runtime.holding import HoldingBoltTask
+
+    holding = HoldingBoltTask.__new__(HoldingBoltTask)  # no worker: its queue and bolt only
+    holding.inbox = deque(range(10))
+    holding.bolt = SimpleNamespace(held_input=lambda: 70, input_room=lambda: 0)
+    plain = SimpleNamespace(inbox=deque(range(20)))
+    worker = SimpleNamespace(conf={"topology.executor.receive.buffer.size": 100},
+                             tasks={1: holding, 2: plain})
+    load = load_awareness(worker)
+    assert load is not None
+    assert load.mean_load([1]) == 0.8  # 10 queued + 70 held, of 100
+    assert load.mean_load([1, 2]) == 0.5

@@ -354,3 +354,31 @@ def test_the_loop_sleeps_until_a_spout_wants_asking(active, throttled, wait):
     r = core(clock, ex, spouts=[spout])
     r.throttled = throttled
     assert r.spout_wait(active) == wait
+
+
+# ---- bolts that hold input beyond their queue (issue 41 item 2) --------------------------
+
+
+class Holding(Bolt):
+    """A bolt that took ``held`` tuples off its queue and has not acked them (a ShellBolt)."""
+
+    def __init__(self, clock: Clock, task_id: int, component: str, held: int) -> None:
+        super().__init__(clock, task_id, component)
+        self.held = held
+
+    def held_input(self) -> int:
+        return self.held
+
+
+def test_what_a_bolt_holds_beyond_its_queue_throttles_the_spouts():
+    clock, ex = Clock(), Exchange()
+    shell = Holding(clock, 2, "shell", held=900)  # above the high mark (800), its queue empty
+    spout = Spout(clock, 1, out=ex)
+    r = core(clock, ex)
+    r.place([shell, spout], [], [], {"spout": [], "shell": [("spout", "default")]})
+    assert r.holders == [shell]
+    r.run(active=True)
+    assert r.throttled and spout.emitted == 0
+    shell.held = 150  # the subprocess answered: under the low mark (200), the spouts go on
+    r.run(active=True)
+    assert not r.throttled and spout.emitted > 0

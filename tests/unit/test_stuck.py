@@ -53,3 +53,46 @@ def test_cycles_are_found_and_named():
     assert cycles([("a", "a")]) == [["a"]]
     two = [("a", "b"), ("b", "c"), ("c", "a"), ("x", "y"), ("y", "x")]
     assert cycles(two) == [["a", "b", "c"], ["x", "y"]]
+
+
+# ---- a chain: several user calls on one thread's stack (issue 41 item 6) ------------------
+
+
+def by_index(names):
+    return lambda i: {"component": names[i], "task": i, "method": "call"}
+
+
+def test_the_innermost_call_past_the_limit_is_the_stuck_one():
+    """A fused bolt blocked inside the spout's next_tuple: the bolt is stuck, not the spout."""
+    d = StuckDetector(limit=10)
+    spout, bolt = object(), object()
+    calls = [(spout, 1), (bolt, 2)]
+    assert d.observe_stack(0, "loop", calls, by_index(["in", "db"])) == []
+    ((kind, task, info),) = d.observe_stack(10, "loop", calls, by_index(["in", "db"]))
+    assert (kind, task, info["component"]) == ("stuck", 2, "db")
+    assert list(d.stuck) == [2]
+
+
+def test_a_long_call_whose_inner_calls_are_short_is_itself_stuck():
+    """A next_tuple that keeps emitting to a fused bolt for longer than the limit."""
+    d = StuckDetector(limit=10)
+    spout = object()
+    for t in range(10):
+        assert d.observe_stack(t, "loop", [(spout, 1), (object(), 2)], by_index(["in", "map"])) == []
+    ((kind, task, info),) = d.observe_stack(10, "loop", [(spout, 1), (object(), 2)],
+                                            by_index(["in", "map"]))
+    assert (kind, task, info["component"]) == ("stuck", 1, "in")
+
+
+def test_an_inner_call_past_the_limit_after_its_caller_takes_the_report_over():
+    d = StuckDetector(limit=10)
+    spout, bolt = object(), object()
+    d.observe_stack(0, "loop", [(spout, 1)], by_index(["in"]))
+    d.observe_stack(5, "loop", [(spout, 1), (bolt, 2)], by_index(["in", "db"]))
+    assert [(k, t) for k, t, _ in d.observe_stack(10, "loop", [(spout, 1), (bolt, 2)],
+                                                   by_index(["in", "db"]))] == [("stuck", 1)]
+    events = d.observe_stack(15, "loop", [(spout, 1), (bolt, 2)], by_index(["in", "db"]))
+    assert [(k, t) for k, t, _ in events] == [("moved", 1), ("stuck", 2)]
+    assert list(d.stuck) == [2]
+    assert [(k, t) for k, t, _ in d.observe_stack(16, "loop", [], by_index([]))] == [("moved", 2)]
+    assert d.stuck == {} and d.watches == {}

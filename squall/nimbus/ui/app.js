@@ -513,6 +513,11 @@ async function componentView(name, component, params) {
     h("h1", {}, h("a", { href: `#/topology/${encodeURIComponent(c.name)}` }, c.name), " / ", h("span", { id: "component-name" }, c.id)),
     table("component-info", [["Type", "componentType", "text"], ["Tasks", "tasks"], ["Executors", "executors"],
       ["Topology status", (r) => statusCell(r.topologyStatus), "text"]], [c]),
+    // a chained component's figures, errors and stuck reports are its own code's; its chain beside them
+    c.chain ? h("p", { id: "component-chain" }, "Runs fused in the chain ",
+      ...c.chain.map((x, i) => [i ? " \u2192 " : "", x === c.id ? h("strong", {}, x)
+        : h("a", { href: `#/topology/${encodeURIComponent(c.name)}/component/${encodeURIComponent(x)}`, class: "component-link" }, x)]).flat(),
+      " (one task per link; squall.chaining).") : "",
     h("h2", {}, spout ? "Spout stats" : "Bolt stats"),
     spout ? table("component-stats", [["Window", "windowPretty", "text"], ["Emitted", "emitted"], ["Transferred", "transferred"],
       ["Complete latency (ms)", "completeLatency"], ["Acked", "acked"], ["Failed", "failed"]], c.spoutSummary)
