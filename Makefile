@@ -3,24 +3,32 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# the second Python the unit and integration tests run on (pyproject.toml's classifiers), when
+# scripts/setup-python-second.sh finds one; SECOND_STAMP records that it looked
+VENV2 := .venv-3.13
+SECOND_STAMP := $(VENV)/.second-python
 # the hot path, compiled with Cython from these sources by setup.py's build_ext: once by
 # `pip install -e` in scripts/setup.sh, again by scripts/compile.py when a source changes
 COMPILED := squall/_compiled.json
 HOT := $(wildcard squall/api/tuple.py squall/api/tuple.pxd squall/runtime/*.pxd) \
 	$(patsubst %.pxd,%.py,$(wildcard squall/runtime/*.pxd)) squall/_speedups.py scripts/compile.py setup.py
 
-.PHONY: setup compile demo test test-fast faults lint bench bench-full bench-clean soak docs clean
+.PHONY: setup compile demo test test-fast test-second-python faults lint bench bench-full bench-clean soak docs clean
 
 $(STAMP): pyproject.toml setup.py scripts/setup.sh scripts/setup-java.sh scripts/setup-redis.sh scripts/setup-zookeeper.sh \
 	scripts/setup-node.sh scripts/setup-chromium.sh scripts/setup-prometheus.sh
 	bash scripts/setup.sh "$(PYTHON)" "$(VENV)"
 	touch $(STAMP)
 
+$(SECOND_STAMP): pyproject.toml setup.py scripts/setup-python-second.sh | $(STAMP)
+	bash scripts/setup-python-second.sh "$(VENV2)"
+	touch $(SECOND_STAMP)
+
 # order-only on the install: the install itself compiles, so a fresh setup compiles once
 $(COMPILED): $(HOT) | $(STAMP)
 	$(PY) scripts/compile.py
 
-setup: $(STAMP) $(COMPILED)
+setup: $(STAMP) $(COMPILED) $(SECOND_STAMP)
 
 compile: $(STAMP)
 	$(PY) scripts/compile.py
@@ -31,10 +39,20 @@ demo: $(STAMP) $(COMPILED)
 # the exactly-once fault loops on Spark run a few seeds here (4 of 20, 3 of 10); `make faults` runs all
 SQUALL_FAULT_SEEDS ?= 4
 
-test: $(STAMP) $(COMPILED)
+test: $(STAMP) $(COMPILED) $(SECOND_STAMP)
 	SQUALL_FAULT_SEEDS=$(SQUALL_FAULT_SEEDS) $(PY) -m pytest
 	@echo "squall: the core tests again on the plain-Python hot path (SQUALL_PURE_PYTHON=1)"
 	SQUALL_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider tests/unit tests/integration
+	$(MAKE) --no-print-directory test-second-python
+
+# the unit and integration tests on the second Python (3.13), when setup found one
+test-second-python: $(SECOND_STAMP)
+	@if [ -f "$(VENV2)/.installed" ]; then \
+		echo "squall: the unit and integration tests on $$($(VENV2)/bin/python --version)"; \
+		SQUALL_PURE_PYTHON=1 $(VENV2)/bin/python -m pytest -q -p no:cacheprovider tests/unit tests/integration; \
+	else \
+		echo "squall: no Python 3.13 was found at setup (scripts/setup-python-second.sh): the tests ran on $$($(PY) --version) only"; \
+	fi
 
 test-fast: $(STAMP) $(COMPILED)
 	$(PY) -m pytest -m "not slow"
@@ -71,4 +89,4 @@ bench-clean:
 
 clean:
 	-$(PY) scripts/compile.py --clean
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache *.egg-info build dist
+	rm -rf $(VENV) $(VENV2) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache *.egg-info build dist

@@ -12,6 +12,9 @@ command. Where it is: ``--conf FILE`` (``squall nimbus``), else ``$SQUALL_CONF``
   configuration;
 - where the client finds Nimbus: ``squall.nimbus.url``, or Storm's ``nimbus.seeds`` with
   ``nimbus.thrift.port`` (http://SEED:PORT for each seed);
+- Storm's ``supervisor.slots.ports`` (a list of ports): the ports the workers' receive
+  sockets take, the cluster default of ``squall.spark.worker.port`` (a worker binds the first
+  free one of the list on its host; the file's own ``squall.spark.worker.port`` wins);
 - Storm's daemon keys with no meaning here (``storm.*``, ``supervisor.*``, ``worker.*``,
   ``drpc.*``, ``ui.*``, ``logviewer.*``, ...) are accepted with a warning naming them, so
   a ``storm.yaml`` can be used as it is. Any other key is an error naming the file and line.
@@ -37,6 +40,8 @@ CLUSTER_KEYS = "squall.conf.cluster.keys"  # in a stored configuration: the keys
 CLUSTER_FILE = "squall.conf.cluster.file"
 STORM_SEEDS = ("nimbus.seeds", "nimbus.host")
 STORM_PORT = "nimbus.thrift.port"
+SLOTS_PORTS = "supervisor.slots.ports"
+WORKER_PORT = "squall.spark.worker.port"
 IGNORED_PREFIXES = ("storm.", "supervisor.", "worker.", "drpc.", "ui.", "logviewer.", "pacemaker.",
                     "transactional.", "dev.", "java.", "nimbus.", "blobstore.", "client.", "zmq.",
                     "executor.", "backpressure.", "num.", "resource.", "scheduler.",
@@ -119,6 +124,10 @@ def classify(data: dict, path: str, lines: dict[str, int],
             url = value
         elif key in STORM_SEEDS:
             seeds = value
+        elif key == SLOTS_PORTS:
+            slots = slot_ports(value, where)
+            if slots and WORKER_PORT not in data:
+                topology[WORKER_PORT] = slots
         elif key in SELECTORS:
             raise ClusterConfError(f"{where}: {key} chooses the workers of one gray upgrade; it belongs in "
                                    f"the new version's configuration or on the upgrade command, not in the "
@@ -142,6 +151,20 @@ def classify(data: dict, path: str, lines: dict[str, int],
                                f"got {port!r}")
     return ClusterConf(path=path, nimbus=nimbus, topology=topology, urls=urls, ignored=ignored, lines=lines,
                        port=None if port is None else int(port))
+
+
+def slot_ports(value: Any, where: str) -> str | None:
+    """``supervisor.slots.ports`` as a ``squall.spark.worker.port`` list (``"6700,6701"``).
+
+    >>> slot_ports([6700, 6701, 6705], "f:1")
+    '6700,6701,6705'
+    """
+    if value is None or value == []:
+        return None
+    if not isinstance(value, list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) and 0 < p < 65536 for p in value):
+        raise ClusterConfError(f"{where}: {SLOTS_PORTS} must be a list of port numbers, got {value!r}")
+    return ",".join(str(p) for p in dict.fromkeys(value))
 
 
 def check_key(key: str, where: str) -> None:

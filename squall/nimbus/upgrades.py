@@ -10,8 +10,9 @@ Gray upgrade, in batches as JStorm's routine goes: ``upgrade NAME FILE`` with a 
 (``--workers``, ``--component [--worker-num N]``, ``--worker-num N``, or the same as
 ``topology.upgrade.workers``, ``topology.upgrade.component``, ``topology.upgrade.worker.num``
 in the new version's configuration) moves only the chosen workers to the new version
-(see ``gray.select_workers``); it needs an ACTIVE topology and the running topology's shape
-(components, streams, groupings, parallelism), since both versions run side by side. The
+(see ``gray.select_workers``); it needs an ACTIVE topology, and the new code runs under the
+running topology's shape (its worker count and parallelism, as rebalanced), since both
+versions run side by side: the components, groupings and streams must match. The
 topology is UPGRADING meanwhile. Another ``upgrade NAME [FILE] --worker-num N`` continues
 the open upgrade with N more workers (JStorm's ``continueUpgrading``; the same FILE, or
 none); ``complete-upgrade`` moves the remaining workers; ``rollback`` moves every upgraded
@@ -32,8 +33,7 @@ from squall.nimbus.core import log
 from squall.nimbus.errors import Conflict, InvalidRequest, NimbusError
 from squall.nimbus.gray import select_workers
 from squall.nimbus.lifecycle import Lifecycle
-from squall.nimbus.validation import Upload, decode_upload, json_conf, shape_difference
-from squall.runtime.layout import UPGRADE_CONF_NOTE, part_difference, repeat_hint
+from squall.nimbus.validation import Upload, decode_upload, gray_difference, json_conf, running_parallelism
 from squall.store import keys as K
 
 __all__ = ["Nimbus", "select_workers"]
@@ -125,13 +125,12 @@ class Nimbus(Lifecycle):
         name = rec["name"]
         running = self.blobs.version(rec["id"], rec["version"])
         current = cloudpickle.loads(running.topology_bytes())
-        difference = shape_difference(current, upload.topology) or \
-            part_difference("workers", rec.get("num_workers"), upload.workers)
+        parallelism = running_parallelism(current, rec.get("parallelism") or {})
+        difference = gray_difference(current, parallelism, upload.topology)
         if difference:
-            hint = repeat_hint(running.conf(), upload.conf)
-            raise InvalidRequest(f"gray upgrade needs the running topology's shape, but {difference}; "
-                                 f"{UPGRADE_CONF_NOTE}{'; ' + hint if hint else ''}; or use a hot "
-                                 f"deploy (upgrade without --workers/--component/--worker-num)")
+            raise InvalidRequest(f"gray upgrade runs the new code under the running topology's shape, but "
+                                 f"{difference}; or use a hot deploy (upgrade without "
+                                 f"--workers/--component/--worker-num)")
         live = self.control(rec, "GET", "/info", timeout=10.0)
         tasks = {c: f["tasks"] for c, f in live["components"].items()}
         chosen = select_workers(live["workers"], tasks, selector, set())
@@ -142,6 +141,8 @@ class Nimbus(Lifecycle):
             self._move(rec, expired["from"], expired["workers"], base=False)
             rec = self.update(name, upgrade=None, last_upgrade=gray.ended(expired, gray.EXPIRED, self.now()))
         version = self._new_version(rec, upload)
+        # every version, and a relaunched master, runs under the running shape from now on
+        rec = self.update(name, workers=rec.get("num_workers") or upload.workers, parallelism=parallelism)
         up = gray.begin(rec["version"], version, selector, gray.expire_secs(upload.conf), self.now())
         return self._batch(rec, up, chosen, selector, len(live["workers"]), action="grayUpgrade")
 

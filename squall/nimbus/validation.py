@@ -104,7 +104,7 @@ def json_conf(conf: dict) -> dict:
 
 
 def shape(topology: StormTopology) -> dict:
-    """What two versions must share to run side by side in a gray upgrade."""
+    """What two versions must share to run side by side in a gray upgrade (and their sizes)."""
     out = {}
     for cid, c in sorted(topology.components.items()):
         out[cid] = {
@@ -125,3 +125,21 @@ def shape_difference(old: StormTopology, new: StormTopology) -> str | None:
         return f"components: added {added or 'none'}, removed {removed or 'none'}"
     parts = [part_difference(f"{key} of {cid!r}", a[cid][key], b[cid][key]) for cid in a for key in a[cid]]
     return "; ".join(p for p in parts if p) or None
+
+
+def running_parallelism(topology: StormTopology, parallelism: dict[str, int]) -> dict[str, int]:
+    """Each component's parallelism as it runs: the version's, with the record's (rebalances, caps)."""
+    return {cid: int(parallelism.get(cid, c.parallelism)) for cid, c in sorted(topology.components.items())}
+
+
+def gray_difference(running: StormTopology, parallelism: dict[str, int], new: StormTopology) -> str | None:
+    """Why ``new`` cannot run beside ``running`` in a gray upgrade (None if it can).
+
+    The new code runs under the running shape: ``parallelism`` (the running topology's, as
+    rebalanced) applies to both, and the worker count is the running one, so neither is
+    compared. What the code decides is: the components, their kinds, inputs (groupings) and
+    streams, and the task count once the running parallelism applies (``num_tasks`` fixes
+    how keyed state is split).
+    """
+    known = {cid: n for cid, n in parallelism.items() if cid in new.components}
+    return shape_difference(with_parallelism(running, parallelism), with_parallelism(new, known))

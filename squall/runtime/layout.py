@@ -1,13 +1,17 @@
 """Where two task plans differ: the check a gray upgrade makes, and the words of its refusal.
 
-A gray upgrade runs two versions side by side, so the new version must have the running
-topology's layout: the same workers, the same tasks and executors per component, the same
-streams. ``layout_difference`` says which part differs and how ("workers: running 3, new 2").
+A gray upgrade runs two versions side by side, so the new version runs under the running
+topology's layout: its worker count and parallelism (as rebalanced) are applied to the new
+version (Nimbus records them, ``load_version`` applies them), and what is left to differ is
+the code's: components, tasks, streams, and the keys of ``LAYOUT_KEYS`` that only the new
+configuration says. ``layout_difference`` says which part differs and how ("tasks of
+'__acker': running 3, new 1").
 
-An upgrade takes the new submission's configuration, as JStorm's does: nothing of the running
-version's configuration is inherited, including the ``--conf`` overrides given when it was
-submitted. ``UPGRADE_CONF_NOTE`` says so in the refusal, and ``repeat_hint`` names the keys
-that shape the layout whose values the two versions disagree on.
+Apart from the worker count and parallelism, a gray upgrade takes the new submission's
+configuration, as JStorm's does: the ``--conf`` overrides given when the running version was
+submitted are not inherited. ``UPGRADE_CONF_NOTE`` says so in the refusal, and
+``repeat_hint`` names the layout keys whose values the two versions disagree on. A hot
+deploy takes the new submission's configuration whole, worker count and parallelism too.
 """
 
 from __future__ import annotations
@@ -16,11 +20,11 @@ from typing import Any
 
 from squall.runtime.plan import TaskPlan
 
-UPGRADE_CONF_NOTE = ("an upgrade runs with the new version's configuration only (as JStorm's): "
-                     "overrides given at submit are not carried over")
-# the configuration keys that decide a layout (workers, ackers, tasks)
-LAYOUT_KEYS = ("topology.workers", "topology.acker.executors", "topology.tasks",
-               "topology.max.task.parallelism")
+UPGRADE_CONF_NOTE = ("a gray upgrade keeps the running worker count and parallelism and takes every "
+                     "other key from the new version's configuration (as JStorm's): overrides given "
+                     "at submit are not carried over")
+# the configuration keys besides the worker count that decide a layout (ackers, tasks)
+LAYOUT_KEYS = ("topology.acker.executors", "topology.tasks", "topology.max.task.parallelism")
 
 
 def part_difference(part: str, running: Any, new: Any) -> str | None:
@@ -64,8 +68,8 @@ def layout_difference(running: TaskPlan, new: TaskPlan) -> str | None:
 def repeat_hint(running_conf: dict, new_conf: dict) -> str:
     """The layout keys whose values differ, as the ``--conf`` to repeat (empty if none).
 
-    >>> repeat_hint({"topology.workers": 3}, {"topology.workers": 2})
-    'repeat --conf topology.workers=3 to keep the running value'
+    >>> repeat_hint({"topology.acker.executors": 3}, {"topology.acker.executors": 1})
+    'repeat --conf topology.acker.executors=3 to keep the running value'
     """
     keys = [k for k in LAYOUT_KEYS
             if running_conf.get(k) is not None and running_conf.get(k) != new_conf.get(k)]

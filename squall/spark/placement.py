@@ -2,7 +2,9 @@
 
 Offers: the executors Spark gave the application (the status store's executor list:
 host and cores; in ``local[N]`` mode one host with N cores), less what the other
-topologies of the same application hold. Memory is bounded only when
+topologies of the same application hold. An executor Spark has excluded
+(``spark.excludeOnFailure.*``: its tasks failed there too often) is not offered: Spark
+would not start a worker's job on it, so a worker placed there would never start. Memory is bounded only when
 ``spark.executor.pyspark.memory`` is set (Spark bounds nothing else of a Python worker).
 
 Pinning: a worker's single-partition job runs on an RDD whose one partition prefers the
@@ -93,11 +95,23 @@ def executors(sc: SparkContext, expected_cores: int, wait_secs: float) -> list[t
     while True:
         found = []
         for e in _iterate(sc._jsc.sc().statusStore().executorList(True)):
-            if e.id() != "driver" and e.isActive():
+            if e.id() != "driver" and e.isActive() and not _excluded(e):
                 found.append((e.hostPort().rsplit(":", 1)[0], int(e.totalCores())))
         if sum(c for _, c in found) >= expected_cores or time.monotonic() >= deadline:
             return sorted(found)
         time.sleep(0.25)
+
+
+def _excluded(executor: Any) -> bool:
+    """Whether Spark excluded the executor (``isExcluded``; ``isBlacklisted`` before Spark 3.1)."""
+    for name in ("isExcluded", "isBlacklisted"):
+        check = getattr(executor, name, None)
+        if check is not None:
+            try:
+                return bool(check())
+            except Exception:  # noqa: BLE001 - py4j: a method this Spark lacks
+                continue
+    return False
 
 
 def _iterate(seq: Any) -> list[Any]:

@@ -4,8 +4,11 @@ Each of squall's listening sockets takes its port from a setting: ``0`` (the def
 any free port (the operating system's choice for HTTP, 49152-65535 for ZeroMQ), a number
 is that port, and ``"LOW-HIGH"`` (or ``[LOW, HIGH]``) is the first free port of that
 inclusive range: several topology masters on one host, or several workers on one
-executor host, each need one. A range with no free port left is an error naming the
-setting and the range.
+executor host, each need one. A comma-separated list (``"6700,6701,6705"``, each part a
+port or a range) is the first free port of the list, in its order: Storm's
+``supervisor.slots.ports`` in the cluster file becomes ``squall.spark.worker.port`` so
+(``squall.nimbus.clusterconf``). A setting with no free port left is an error naming the
+setting and its ports.
 
 =====================================  =============================================
 ``squall.spark.master.port``           the topology master's ZeroMQ socket (workers
@@ -62,24 +65,53 @@ def port_range(value: Any, key: str) -> tuple[int, int] | None:
     return low, high
 
 
+def port_list(value: Any, key: str) -> list[int] | None:
+    """The ports a setting allows, in the order they are tried (None: any free port).
+
+    >>> port_list("6700,6702-6703", "squall.spark.worker.port")
+    [6700, 6702, 6703]
+    >>> port_list("6700-6701", "k"), port_list(0, "k")
+    ([6700, 6701], None)
+    """
+    if isinstance(value, str) and "," in value:
+        parts = [p for p in value.split(",") if p.strip()]
+        if not parts:
+            raise PortRangeError(f"{key} must be a port, 'LOW-HIGH', a comma-separated list of them "
+                                 f"or 0 (any free port), got {value!r}")
+        ports: list[int] = []
+        for part in parts:
+            span = port_range(part, key)
+            if span is None:
+                raise PortRangeError(f"{key}: 0 (any free port) cannot be part of a list, got {value!r}")
+            ports.extend(p for p in range(span[0], span[1] + 1) if p not in ports)
+        return ports
+    span = port_range(value, key)
+    return None if span is None else list(range(span[0], span[1] + 1))
+
+
+def _ports_text(ports: list[int]) -> str:
+    if ports == list(range(ports[0], ports[-1] + 1)):
+        return f"{ports[0]}-{ports[-1]}"
+    return ",".join(str(p) for p in ports)
+
+
 def bind_first_free(bind: Callable[[int], T], value: Any, key: str, where: str,
                     in_use: Callable[[Exception], bool]) -> T:
-    """``bind(port)`` for the first port of the setting's range that is free.
+    """``bind(port)`` for the first port of the setting's ports that is free.
 
     ``bind(0)`` when the setting asks for any port. ``in_use(e)`` says whether an error
     means "taken" (try the next port) rather than a real failure.
     """
-    span = port_range(value, key)
-    if span is None:
+    ports = port_list(value, key)
+    if ports is None:
         return bind(0)
-    low, high = span
-    for port in range(low, high + 1):
+    for port in ports:
         try:
             return bind(port)
         except Exception as e:  # noqa: BLE001 - in_use decides; the rest is raised as it is
             if not in_use(e):
                 raise
-    raise PortRangeError(f"no free port in {low}-{high} ({key}) on {where}: every one is in use; "
+    raise PortRangeError(f"no free port in {_ports_text(ports)} ({key}) on {where}: every one is in use; "
                          f"widen the range or stop what holds them")
 
 

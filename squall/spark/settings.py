@@ -45,8 +45,9 @@ SPARK_SETTINGS: tuple[Setting, ...] = (
                             "register to; 0: any free port (squall.spark.ports)"),
     Setting(MASTER_CONTROL_PORT, 0, "port (or LOW-HIGH range) of the topology master's control endpoint "
                                     "that Nimbus calls; 0: any free port"),
-    Setting(WORKER_PORT, 0, "port range (LOW-HIGH) of the workers' receive sockets, one port per "
-                            "worker on a host; 0: any free port"),
+    Setting(WORKER_PORT, 0, "port range (LOW-HIGH), or comma-separated ports and ranges, of the workers' "
+                            "receive sockets, one port per worker on a host (the cluster file's "
+                            "supervisor.slots.ports sets it); 0: any free port"),
     Setting(HEARTBEAT, 1.0, "seconds between a worker's heartbeats (they carry its metrics)"),
     Setting(HEARTBEAT_TIMEOUT, 10.0, "seconds of silence after which a worker is declared dead"),
     Setting(START_TIMEOUT, 120.0, "seconds a launched worker has to register and open its tasks"),

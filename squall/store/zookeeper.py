@@ -43,6 +43,8 @@ def parse_zk_uri(uri: str) -> tuple[str, str]:
 
     >>> parse_zk_uri("zk://127.0.0.1:2181/squall-test")
     ('127.0.0.1:2181', '/squall-test')
+    >>> parse_zk_uri("zk://zk1:2181,zk2:2181,zk3:2182/squall")
+    ('zk1:2181,zk2:2181,zk3:2182', '/squall')
     """
     parts = urlsplit(uri)
     if parts.scheme != "zk" or not parts.netloc:
@@ -101,9 +103,27 @@ class ZooKeeperStore:
             raise StoreError(f"cannot reach ZooKeeper at {hosts} within {connect_timeout:.0f}s: "
                              f"{type(e).__name__}") from None
         self._retry = KazooRetry(max_tries=8, delay=0.1, max_delay=1.0, ignore_expire=False)
+        # kazoo queues a request made while it reconnects and waits for the connection without
+        # end: with no quorum (two of three members down) every caller, a health check or a
+        # shutdown included, would hang. A request waits for the connection this long at most.
+        self.wait_secs = max(1.0, float(session_timeout))
+        self._connected = threading.Event()
+        self._connected.set()
+        self.client.add_listener(self._on_state)
         self._call(self.client.ensure_path, self.root)
         if self.acl is not None:
             self._tighten(self.root)
+
+    def _on_state(self, state: str) -> None:
+        # kazoo's event thread: a flag only
+        if state == KazooState.CONNECTED:
+            self._connected.set()
+        else:
+            self._connected.clear()
+
+    def connected(self) -> bool:
+        """Whether the session's connection is up now (not suspended or lost)."""
+        return self._connected.is_set() and self.client.state == KazooState.CONNECTED
 
     def _tighten(self, path: str) -> None:
         """Put the store's ACL on ``path`` and every node under it that lacks it."""
@@ -122,8 +142,13 @@ class ZooKeeperStore:
         return f"{self.root}/{check_key(key)}"
 
     def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        def attempt(*a: Any, **kw: Any) -> T:
+            if not self._connected.wait(self.wait_secs):
+                raise StoreError(f"ZooKeeper store {self.uri}: not connected for {self.wait_secs:.0f}s "
+                                 f"(is a quorum of the ensemble up?)")
+            return fn(*a, **kw)
         try:
-            return self._retry.copy()(fn, *args, **kwargs)
+            return self._retry.copy()(attempt, *args, **kwargs)
         except (RetryFailedError, KazooException) as e:
             if isinstance(e, NoAuthError):
                 raise StoreError(f"ZooKeeper store {self.uri}: not allowed (its ACL refuses this "
@@ -265,7 +290,8 @@ class ZooKeeperElection:
 
     def _release(self) -> None:
         try:
-            if self._lock is not None:
+            # without a connection kazoo's release would wait for one; the node goes with the session
+            if self._lock is not None and self.store.connected():
                 self._lock.release()
         except Exception:  # noqa: BLE001 - the node may be gone with the session
             pass
@@ -278,6 +304,8 @@ class ZooKeeperElection:
         """See ``Election.leader``: the info of the first contender in line."""
         if self.is_leader():
             return self.info
+        if self._suspended or not self.store.connected():
+            return None  # the connection is in doubt: who leads is not known here
         try:
             lock = self._lock or self.store.client.Lock(self.path)
             contenders = self.store._call(lock.contenders)

@@ -42,13 +42,24 @@ def test_a_storm_yaml_is_sorted_by_who_uses_it(tmp_path, caplog):
     assert c.topology == {"topology.message.timeout.secs": 45, "topology.acker.executors": 2,
                           "topology.max.spout.pending": 500, "topology.executor.receive.buffer.size": 4096,
                           "topology.state.provider": "squall.state.local.LocalStateProvider",
-                          "squall.transfer.batch.size": 64}
+                          "squall.transfer.batch.size": 64,
+                          "squall.spark.worker.port": "6700,6701"}  # supervisor.slots.ports
     assert c.urls == ["http://nimbus1.example.com:6628", "http://nimbus2.example.com:6628"]
-    assert c.ignored == ["storm.zookeeper.servers", "storm.local.dir", "supervisor.slots.ports"]
+    assert c.ignored == ["storm.zookeeper.servers", "storm.local.dir"]
     warning = " ".join(r.getMessage() for r in caplog.records)
-    assert "storm.zookeeper.servers" in warning and "supervisor.slots.ports" in warning
+    assert "storm.zookeeper.servers" in warning and "supervisor.slots.ports" not in warning
     config = with_conf(NimbusConfig(), {k: str(v) for k, v in c.nimbus.items()})
     assert (config.master_timeout_secs, config.spark_master) == (12.0, "local[3]")
+
+
+def test_slots_ports_become_the_worker_ports_unless_the_file_names_them(tmp_path):
+    c = clusterconf.read(write(tmp_path, "supervisor.slots.ports: [6700, 6701, 6705]\n"))
+    assert c.topology == {"squall.spark.worker.port": "6700,6701,6705"}
+    both = "supervisor.slots.ports: [6700]\nsquall.spark.worker.port: 7000-7003\n"
+    c = clusterconf.read(write(tmp_path, both))
+    assert c.topology == {"squall.spark.worker.port": "7000-7003"}
+    with pytest.raises(clusterconf.ClusterConfError, match="yaml:1: supervisor.slots.ports must be a list"):
+        clusterconf.read(write(tmp_path, "supervisor.slots.ports: 6700\n"))
 
 
 def test_squall_nimbus_url_wins_over_storm_seeds(tmp_path):

@@ -266,8 +266,8 @@ def test_an_expired_upgrade_no_longer_blocks_a_rebalance(world):
 
 def test_a_new_gray_upgrade_over_an_expired_one_starts_from_the_base_version(world):
     base, new, _ = base_and_next(world)
-    # the last test rebalanced the topology to 3 workers; an upgrade takes its own conf only
-    # (docs/nimbus.md), so it says the worker count again
+    # the last test rebalanced the topology to 3 workers; a gray upgrade runs under the running
+    # shape whatever the file says (docs/nimbus.md), so saying the count again changes nothing
     workers = f"topology.workers={len(world.versions())}"
     ok(world.cli("upgrade", NAME, str(world.files["v5"]), "--worker-num", "2",
                  "--conf", "topology.upgrade.expire.secs=3", "--conf", workers))

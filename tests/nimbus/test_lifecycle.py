@@ -3,7 +3,8 @@
 A real ``squall nimbus`` on 127.0.0.1 (SQLite store, Spark local[4] through spark-submit)
 runs the test word count while these tests, in order, submit it, list it, deactivate and
 activate it, rebalance its workers and a component's tasks, hot-deploy a new version,
-gray-upgrade one worker then complete, gray-upgrade then roll back, and kill it, checking
+gray-upgrade one worker then complete, gray-upgrade then roll back, rebalance then
+gray-upgrade under the rebalanced shape, hot-deploy back to the file's, and kill it, checking
 after each step that no tuple was lost (counts exact over every acked sentence) and that
 state survived. One topology serves every scenario: each spark-submit costs seconds.
 """
@@ -34,9 +35,9 @@ class World:
         # every version is wordcount.py, as a user edits one file: workers of two versions
         # must each import their own
         self.files = {v: write_topology(self._dir(v) / "wordcount.py", self.out, self.state, v)
-                      for v in ("v1", "v2", "v3", "v4", "v5")}
+                      for v in ("v1", "v2", "v3", "v4", "v5", "v6", "v7")}
         self.bigger = write_topology(self._dir("bigger") / "wordcount.py", self.out, self.state, "vx",
-                                     count_parallelism=3)
+                                     extra_component=True)
         self.nimbus = NimbusProcess(self.home, root)
         self.cli = Cli(self.nimbus.url, self.home, root)
 
@@ -214,7 +215,7 @@ def test_gray_upgrade_one_worker_then_complete(world):
 
 def test_gray_upgrade_of_another_shape_is_refused(world):
     err = refused(world.cli("upgrade", NAME, str(world.bigger), "--worker-num", "1"), 1, "shape")
-    assert "count" in err
+    assert "components: added ['audit']" in err
     t = world.topology()
     assert (t["status"], t["version"], t["upgrade"]) == ("ACTIVE", 3, None)
 
@@ -234,6 +235,46 @@ def test_gray_upgrade_by_component_then_rollback(world):
     wait_for(lambda: any(r.time > rolled + 1.0 for r in R.records(world.out)), 60,
              "counts after the rollback")
     assert {r.version for r in R.records(world.out) if r.time > rolled + 1.0} == {"v3"}
+    assert_exact(world)
+
+
+@pytest.mark.timeout(900)
+def test_a_rebalance_then_a_gray_upgrade_runs_under_the_rebalanced_shape(world):
+    """Issue 41, item 11: the file says 2 workers and 2 count tasks, the topology runs 3 and 3.
+
+    Item 10: the batch that reaches the last workers completes the upgrade by itself.
+    """
+    rebalanced = time.time()
+    ok(world.cli("rebalance", NAME, "--workers", "3", "--parallelism", "count=3", "--wait", "1"))
+    progress(world)
+    # a worker whose count task counts (seven words over three tasks: one task may get none)
+    counting = {int(f.stem.rsplit("-", 1)[1]) for f in world.out.glob("count-*-*.txt")
+                if f.stat().st_mtime > rebalanced}
+    info = world.info()
+    worker = next(w["worker"] for w in info["workers"] if w["pid"] in counting)
+    # v6's file is stored as version 5 (v4's upgrade was rolled back, "bigger" never stored)
+    out = ok(world.cli("upgrade", NAME, str(world.files["v6"]), "--workers", str(worker)))
+    assert "run version 5" in out
+    info = world.info()
+    assert len(info["workers"]) == 3 and len(info["components"]["count"]["tasks"]) == 3
+    assert sorted(w["version"] for w in info["workers"]) == [3, 3, 5]
+    wait_for(lambda: [r for r in R.records(world.out) if r.version == "v6"], 120, "records of v6")
+    # the next batch takes the two workers left: reaching every worker, the upgrade ends by itself
+    ok(world.cli("upgrade", NAME, "--worker-num", "2"))
+    info = world.info()
+    assert (info["status"], info["version"], info["upgrade"]) == ("ACTIVE", 5, None)
+    assert info["last_upgrade"]["state"] == "COMPLETED" and info["last_upgrade"]["workers"] == [0, 1, 2]
+    refused(world.cli("complete-upgrade", NAME), 5, "not being upgraded")
+    assert [w["version"] for w in info["workers"]] == [5, 5, 5]
+    assert len(info["components"]["count"]["tasks"]) == 3
+    progress(world)
+    assert_exact(world)
+    # a hot deploy takes the new submission's configuration: the file's 2 workers and 2 tasks
+    assert "now runs version 6" in ok(world.cli("upgrade", NAME, str(world.files["v7"]), timeout=240))
+    info = world.info()
+    assert [w["version"] for w in info["workers"]] == [6, 6]
+    assert len(info["components"]["count"]["tasks"]) == 2
+    progress(world)
     assert_exact(world)
 
 

@@ -33,6 +33,7 @@ N = {n!r}
 WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape"]
 CONF_EXTRA = {conf_extra!r}
 SPOUT_CONF = {spout_conf!r}
+EXTRA_COMPONENT = {extra_component!r}
 WATCHED = ["topology.message.timeout.secs", "topology.max.spout.pending", "topology.stats.sample.rate",
            "topology.debug", "topology.executor.receive.buffer.size"]
 
@@ -125,6 +126,8 @@ def build_topology():
     builder.set_bolt("split", SplitBolt(), parallelism=2).shuffle_grouping("sentences")
     builder.set_bolt("count", CountBolt(), parallelism={count_parallelism!r}).fields_grouping(
         "split", Fields("word"))
+    if EXTRA_COMPONENT:  # another shape: a gray upgrade to it is refused
+        builder.set_bolt("audit", SplitBolt(), parallelism=1).shuffle_grouping("sentences")
     conf = Config()
     conf.set_num_workers({workers!r})
     conf.set_message_timeout_secs(5)
@@ -139,10 +142,12 @@ def build_topology():
 
 def write_topology(path: Path, out: Path, state: Path, version: str, *, rate: float = 40.0,
                    n: int = 100_000, workers: int = 2, count_parallelism: int = 2,
-                   conf_extra: dict | None = None, spout_conf: dict | None = None) -> Path:
+                   conf_extra: dict | None = None, spout_conf: dict | None = None,
+                   extra_component: bool = False) -> Path:
     """Write a word-count topology file of ``version`` to ``path``."""
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(SOURCE.format(out=str(out), state=str(state), version=version, rate=rate, n=n,
                                   workers=workers, count_parallelism=count_parallelism,
-                                  conf_extra=conf_extra or {}, spout_conf=spout_conf or {}))
+                                  conf_extra=conf_extra or {}, spout_conf=spout_conf or {},
+                                  extra_component=extra_component))
     return path

@@ -1,8 +1,10 @@
 """Fixed ports: each of squall's listening sockets binds the port (range) its setting names.
 
 ``squall.spark.master.port``, ``squall.spark.master.control.port`` and
-``squall.spark.worker.port`` take 0 (any free port), a port, or ``LOW-HIGH`` (the first
-free port of the range); a full range is an error naming the setting. The last test runs a
+``squall.spark.worker.port`` take 0 (any free port), a port, ``LOW-HIGH`` (the first
+free port of the range) or a comma-separated list (the first free port of the list, what
+the cluster file's ``supervisor.slots.ports`` becomes); a full range is an error naming the
+setting. The last test runs a
 topology on ``local[3]`` with the master's port and the workers' range fixed, and checks
 the sockets it opened.
 """
@@ -93,6 +95,32 @@ def test_a_worker_socket_takes_the_first_free_port_of_its_range():
         for t in transports:
             t.close()
         blocker.close()
+        ctx.term()
+
+
+def test_a_worker_socket_takes_the_first_free_port_of_a_list():
+    """``supervisor.slots.ports: [a, c]`` in the cluster file becomes ``"a,c"``: b is never taken."""
+    import zmq
+
+    from squall.nimbus.clusterconf import classify
+    from squall.spark.transport import ZmqTransport
+
+    base = consecutive_free(3)
+    slots = [base + 2, base]
+    c = classify({"supervisor.slots.ports": slots}, "squall.yaml", {}, frozenset())
+    value = c.topology[KEY]
+    assert value == f"{base + 2},{base}" and "supervisor.slots.ports" not in c.ignored
+    ctx = zmq.Context()
+    transports = []
+    try:
+        for i in range(2):
+            transports.append(ZmqTransport(ctx, "127.0.0.1", secret=b"s" * 32, index=i, port=value))
+        assert [t.address for t in transports] == [f"tcp://127.0.0.1:{p}" for p in slots]
+        with pytest.raises(PortRangeError, match=f"no free port in {base + 2},{base} \\({KEY}\\)"):
+            ZmqTransport(ctx, "127.0.0.1", secret=b"s" * 32, index=2, port=value)
+    finally:
+        for t in transports:
+            t.close()
         ctx.term()
 
 

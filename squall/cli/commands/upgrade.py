@@ -4,7 +4,8 @@ Without a selector the new code and configuration replace the running ones (stat
 spouts replay). With ``--workers host:port,...`` (or worker numbers), ``--component C
 [--worker-num N]`` or ``--worker-num N`` (or the same in FILE's configuration:
 ``topology.upgrade.workers``, ``topology.upgrade.component``, ``topology.upgrade.worker.num``)
-only those workers move to the new version, which must have the running topology's shape.
+only those workers move to the new version, which runs under the running topology's shape
+(its worker count and parallelism) and must have its components, groupings and streams.
 While that gray upgrade is open, ``squall upgrade NAME --worker-num N`` (no FILE, or the
 same FILE) moves N more; finish with ``complete-upgrade NAME`` or undo with
 ``rollback NAME``.
