@@ -110,6 +110,7 @@ class TopologyApp:
         if not conf.get(STATE_KEY):
             conf[STATE_KEY] = self.state_key()
         conf = prepare_conf(conf, topology)
+        S.check_heartbeats(conf)
         code = WorkerCode(version, prepare_topology(topology, conf), conf, blobs.code_path)
         self._codes[cache_key] = code
         return code

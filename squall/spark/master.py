@@ -108,6 +108,9 @@ class TopologyMaster:
         self.placement = PlacementCheck(self._pins)
         self.placement_notes: list[str] = []  # the scheduler's notes on asks it could not honour
         self._registered: set[int] = set()  # workers registered this loop pass (``_announce``)
+        self._confirming: list[Confirmation] = []  # activates/deactivates not yet confirmed by all
+        # a retired process (dead, replaced, restarted) is not waited for
+        self.registry.on_retire = lambda inc: self._confirm(inc, None) if self._confirming else None
 
     # ---- API (any thread) ------------------------------------------------------------
 
@@ -136,28 +139,44 @@ class TopologyMaster:
         self._confirmed(active, timeout)
 
     def _confirmed(self, active: bool, timeout: float) -> None:
-        """Tell every running worker, and wait until each confirmed (or ``timeout``)."""
-        def apply() -> tuple[int, list[Incarnation]]:
+        """Tell every running worker, and wait until each confirmed (or ``timeout``).
+
+        The loop thread keeps the workers still to confirm (``_confirming``) and sets the
+        event when the last one does or is retired: O(1) per confirmation, no polling.
+        """
+        def apply() -> Confirmation:
             self.active = active
             self._active_seq += 1
-            told = list(self.registry.current())
-            for inc in told:
+            wait = Confirmation(self._active_seq, {inc.worker: inc for inc in self.registry.current()})
+            for inc in wait.waiting.values():
                 self.links.send(inc.identity, co.ACTIVATE if active else co.DEACTIVATE,
                                 seq=self._active_seq)
-            return self._active_seq, told
-        seq, told = self.calls.call(apply)
-        deadline = time.monotonic() + timeout
-        while True:
-            waiting = self.calls.call(lambda: [
-                i.worker for i in told
-                if i.applied < seq and any(i is c for c in self.registry.current())])
-            if not waiting:
-                return
-            if time.monotonic() >= deadline:
-                log.error("topology %r: workers %s did not confirm %s within %.0fs", self.name,
-                          waiting, "activate" if active else "deactivate", timeout)
-                return
-            time.sleep(0.005)  # confirmations arrive on the master's loop thread
+            if wait.waiting:
+                self._confirming.append(wait)
+            else:
+                wait.done.set()
+            return wait
+        wait = self.calls.call(apply)
+        if wait.done.wait(timeout):
+            return
+
+        def give_up() -> list[int]:
+            if wait in self._confirming:
+                self._confirming.remove(wait)
+            return sorted(wait.waiting)
+        waiting = self.calls.call(give_up)
+        if waiting:
+            log.error("topology %r: workers %s did not confirm %s within %.0fs", self.name,
+                      waiting, "activate" if active else "deactivate", timeout)
+
+    def _confirm(self, inc: Incarnation, seq: int | None) -> None:
+        """``inc`` confirmed command ``seq`` (None: it was retired and confirms nothing more)."""
+        for wait in list(self._confirming):
+            if (seq is None or seq >= wait.seq) and wait.waiting.get(inc.worker) is inc:
+                del wait.waiting[inc.worker]
+                if not wait.waiting:
+                    self._confirming.remove(wait)
+                    wait.done.set()
 
     def set_debug(self, rate: float, components: list[str] | None) -> None:
         """Sample emitted tuples at ``rate`` (0: off) in every worker (and later relaunches)."""
@@ -340,6 +359,8 @@ class TopologyMaster:
             return
         if t == co.APPLIED:
             inc.applied = max(inc.applied, int(msg.get("seq") or 0))
+            if self._confirming:
+                self._confirm(inc, inc.applied)
         elif t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
             self.liveness.observe(inc.worker, inc.pid, inc.metrics)
@@ -439,6 +460,15 @@ class TopologyMaster:
     def _close(self) -> None:
         self._running = False
         self.links.close()
+
+
+class Confirmation:
+    """An activate or deactivate (``seq``) and the processes that have not confirmed it yet."""
+
+    def __init__(self, seq: int, waiting: dict[int, Incarnation]) -> None:
+        self.seq = seq
+        self.waiting = waiting  # worker index -> the process told
+        self.done = threading.Event()
 
 
 def start_state(registry: WorkerRegistry) -> str:

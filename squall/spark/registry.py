@@ -80,6 +80,7 @@ class WorkerRegistry:
         self.clock = clock
         self.by_identity: dict[bytes, Incarnation] = {}
         self.carried: dict[int, dict] = {}  # task -> counters of its dead processes
+        self.on_retire: Callable[[Incarnation], None] | None = None  # told of each process retired
 
     def launched(self, index: int) -> int:
         """Worker ``index`` is being launched again; returns the new launch number."""
@@ -174,3 +175,5 @@ class WorkerRegistry:
             add_counters(self.carried.setdefault(m["task"], {}), m)
         self.by_identity.pop(inc.identity, None)
         slot.current = None
+        if self.on_retire is not None:
+            self.on_retire(inc)
