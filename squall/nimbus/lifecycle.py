@@ -135,6 +135,7 @@ class Lifecycle(NimbusCore):
             except NimbusError as e:
                 out["master"]["error"] = str(e)
             else:
+                out["master"]["store_beat_failures"] = live.get("store_beat_failures")
                 out.update(components=live["components"], workers=live["workers"],
                            errors=live["errors"], master_uptime_secs=live["uptime_secs"],
                            tasks=live.get("tasks", []))  # per task: last heartbeat and progress

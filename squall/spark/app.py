@@ -78,6 +78,7 @@ class TopologyApp:
         self._lock = threading.RLock()  # one control operation at a time
         self._exit = threading.Event()
         self._beats = 0
+        self.beat_failures = 0  # store heartbeats lost to an unexpected error (info, /metrics)
         self._fenced = False
         self.state = K.STARTING
         self.error: str | None = None
@@ -284,6 +285,10 @@ class TopologyApp:
             except StoreError as e:
                 # the workers carry on without the store; Nimbus may relaunch us if it lasts
                 log.warning("topology %r: heartbeat not stored: %s", self.name, e)
+            except Exception:  # noqa: BLE001 - a dead beat thread would make Nimbus take us for dead
+                self.beat_failures += 1
+                log.exception("topology %r: heartbeat failed unexpectedly (%d so far); beating on",
+                              self.name, self.beat_failures)
 
     def _beat_now(self) -> None:
         try:
@@ -360,7 +365,8 @@ class TopologyApp:
         """``get_topology_info`` plus each worker's version and this master's epoch."""
         info = self._running().info()
         info.update(epoch=self.epoch, pid=os.getpid(), spark_master=self.record.get("spark_master"),
-                    app_id=self.sc.applicationId if self.sc is not None else None)
+                    app_id=self.sc.applicationId if self.sc is not None else None,
+                    store_beat_failures=self.beat_failures)
         return info
 
     def brief_info(self, body: dict) -> dict:
