@@ -43,7 +43,7 @@ from squall.spark import settings as S
 from squall.spark.jobs import SparkJobs
 from squall.spark.liveness import TaskLiveness
 from squall.spark.loop_calls import LoopCalls
-from squall.spark.master_info import beat_info, master_info
+from squall.spark.master_info import beat_info, fold, snapshot
 from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
@@ -217,9 +217,18 @@ class TopologyMaster:
         self._thread.join(5.0)
         self._close()
 
-    def info(self) -> dict:
-        """``get_topology_info`` for this topology."""
-        return self.calls.call(self._info)
+    def info(self, per_task: bool = True) -> dict:
+        """``get_topology_info`` for this topology (without per-task detail: ``master_info.fold``).
+
+        The loop thread only takes a snapshot; the fold of every task's metrics runs on the
+        caller's thread, so that heartbeats and confirmations are not held up behind it.
+        """
+        snap, tasks, notes = self.calls.call(self._snapshot_for_info if per_task else self._snapshot_brief)
+        info = fold(snap, per_task=per_task)
+        if per_task:
+            info["tasks"] = tasks
+        info["placement_notes"] = notes
+        return info
 
     def beat_info(self) -> dict:
         """What the application's store heartbeat needs of ``info`` (``master_info.beat_info``), cheaply."""
@@ -444,12 +453,19 @@ class TopologyMaster:
         self.links.broadcast(co.STOP, graceful=True)
 
     def _info(self) -> dict:
+        """The whole info, on the loop thread (tests compare it with ``_beat_info``)."""
+        snap, tasks, notes = self._snapshot_for_info()
+        return {**fold(snap), "tasks": tasks, "placement_notes": notes}
+
+    def _snapshot_for_info(self) -> tuple[dict, list[dict] | None, list[str]]:
+        snap, _, notes = self._snapshot_brief()
+        return snap, self.liveness.report(), notes
+
+    def _snapshot_brief(self) -> tuple[dict, list[dict] | None, list[str]]:
         versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
-        info = master_info(self.name, self.status, self.plan, self.registry, list(self.errors),
-                           self.started_at, versions)
-        info["tasks"] = self.liveness.report()
-        info["placement_notes"] = self.placement_notes + self.placement.notes()
-        return info
+        snap = snapshot(self.name, self.status, self.plan, self.registry, list(self.errors), self.started_at,
+                        versions)
+        return snap, None, self.placement_notes + self.placement.notes()
 
     def _beat_info(self) -> dict:
         versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
