@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
+from squall.runtime import clock
 from squall.runtime.errors import cut_entry
 from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
@@ -58,6 +59,7 @@ LOOP_POLL_MS = 20
 START_FAILURES = 3  # job failures of one worker during submit before giving up
 STOP_TIMEOUT = 30.0
 SAMPLES_KEPT = 2000  # sampled tuples kept for the UI and squall samples
+ACK_EVERY = 5.0  # seconds between the ACKs of one worker's heartbeats (at most)
 
 
 class TopologyMaster:
@@ -91,6 +93,9 @@ class TopologyMaster:
             start_timeout=float(setting(conf, S.START_TIMEOUT)),
         )
         self._heartbeat = float(setting(conf, S.HEARTBEAT))
+        # a worker stops itself after MASTER_TIMEOUT without word from the master: it hears at
+        # least 6 times per timeout, and at 1,000 workers the master sends 200 ACKs a second, not 1,000
+        self._ack_every = min(ACK_EVERY, float(setting(conf, S.MASTER_TIMEOUT)) / 6)
         self.links = WorkerLinks(name, self.secret, conf, self.registry)
         self.address = self.links.address
         self._running = True
@@ -382,7 +387,10 @@ class TopologyMaster:
             for sample in msg.get("samples") or ():
                 self._sample_seq += 1
                 self.samples.append({**sample, "seq": self._sample_seq})
-            self.links.send(ident, co.ACK)
+            now = clock.monotonic()
+            if now - inc.acked_at >= self._ack_every:  # a sign of life, not an answer to each beat
+                inc.acked_at = now
+                self.links.send(ident, co.ACK)
         elif t == co.STARTED:
             self.errors.extend(cut_entry(e) for e in msg.get("errors") or ())
             if msg["error"] is not None:

@@ -46,6 +46,7 @@ class Incarnation:
     stuck: list[dict] = field(default_factory=list)  # its tasks stuck in one call, now
     usage: dict = field(default_factory=dict)  # its own RSS and CPU at the last heartbeat (ProcessUsage)
     nonce: bytes = b""  # its transport's end of every link (see ``squall.spark.transport``)
+    acked_at: float = float("-inf")  # when the master last acknowledged one of its heartbeats
 
 
 @dataclass

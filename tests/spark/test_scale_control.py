@@ -113,3 +113,38 @@ def test_a_heartbeat_timeout_under_three_heartbeats_is_refused():
     S.check_heartbeats({S.HEARTBEAT: 1.0, S.HEARTBEAT_TIMEOUT: 4.0})
     with pytest.raises(InvalidTopologyError, match="squall.spark.worker.heartbeat.timeout.secs"):
         S.check_heartbeats({S.HEARTBEAT: 2.0, S.HEARTBEAT_TIMEOUT: 4.0})
+
+
+def test_heartbeats_are_acknowledged_often_enough_for_the_worker_not_each_one():
+    from squall.spark import coordination as co
+    from squall.testing import simulated_time
+
+    topology, conf, plan = word_count(2)
+    secret = secrets.token_bytes(32)
+    with simulated_time() as clock:
+        master = TopologyMaster(NAME, topology, conf, plan, sc=NoSpark(), secret=secret)
+        try:
+            master.registry.launched(0)
+            ident = co.identity(NAME, 0, 1, 0, 4242)
+            link = co.Link(secret, ident, co.TO_MASTER)
+            acks = []
+            send = master.links.send
+            master.links.send = lambda i, t, **f: (acks.append(clock.monotonic()) if t == co.ACK else None,
+                                                   send(i, t, **f))[1]
+
+            def tell(t, **fields):
+                master._handle(ident, link.seal(t, worker=0, launch=1, **fields))
+            tell(co.REGISTER, attempt=0, pid=4242, host="h", address="tcp://127.0.0.1:1", nonce=b"n" * 8)
+            tell(co.STARTED, error=None)
+            beats = 60
+            for _ in range(beats):  # one a second, as a worker beats by default
+                clock.advance(1.0)
+                tell(co.HEARTBEAT, metrics=[], errors=[], stuck=[], samples=[])
+        finally:
+            master.links.close()
+    timeout = float(S.setting(conf, S.MASTER_TIMEOUT))
+    # the worker hears from its master well within its timeout (it stops itself otherwise) ...
+    gaps = [b - a for a, b in zip([0.0, *acks], acks, strict=False)]
+    assert acks and max(gaps) <= timeout / 3, gaps
+    # ... without an answer to each of 1,000 workers' heartbeats every second
+    assert len(acks) <= beats / 4, len(acks)
