@@ -33,6 +33,7 @@ import cloudpickle
 
 from squall.api.config import SQUALL_SPARK_MASTER
 from squall.api.topology import StormTopology
+from squall.runtime import clock
 from squall.runtime.errors import without_texts
 from squall.runtime.layout import layout_difference, upgrade_refusal
 from squall.runtime.plan import TaskPlan, make_plan
@@ -55,6 +56,9 @@ from squall.store import taskrecords as R
 
 log = logging.getLogger("squall.spark.app")
 HEARTBEAT_SECS = 1.0
+# each task's heartbeat record (``taskbeats/NAME``, 12,000 entries at 1,000 workers): Nimbus
+# reads it only while no master answers, so every few beats is enough (docs/scale.md)
+TASK_RECORDS_SECS = 5.0
 
 
 class Fenced(Exception):
@@ -79,6 +83,7 @@ class TopologyApp:
         self._exit = threading.Event()
         self._beats = 0
         self.beat_failures = 0  # store heartbeats lost to an unexpected error (info, /metrics)
+        self._records_at = float("-inf")  # when the task records were last written (runtime clock)
         self._fenced = False
         self.state = K.STARTING
         self.error: str | None = None
@@ -253,10 +258,11 @@ class TopologyApp:
     def _store_records(self, info: dict, placement: list[dict]) -> None:
         """Write JStorm's records (task heartbeats, errors, assignment) if this epoch is current."""
         now = time.time()
-        parts = R.beats_records(self.epoch, info["tasks"], now)
-        for i in range(len(parts) - 1, -1, -1):  # the first, which counts the parts, last
-            key = K.taskbeats_part_key(self.name, i) if i else K.taskbeats_key(self.name)
-            self._write_current(key, parts[i])
+        if info.get("tasks") is not None:  # every TASK_RECORDS_SECS only
+            parts = R.beats_records(self.epoch, info["tasks"], now)
+            for i in range(len(parts) - 1, -1, -1):  # the first, which counts the parts, last
+                key = K.taskbeats_part_key(self.name, i) if i else K.taskbeats_key(self.name)
+                self._write_current(key, parts[i])
         if info["errors"] != self._stored_errors:
             self._write_current(K.task_errors_key(self.name), R.errors_record(self.epoch, info["errors"]))
             self._stored_errors = list(info["errors"])
@@ -314,7 +320,12 @@ class TopologyApp:
             entry["app_id"] = self.sc.applicationId
         records = None
         if self.master is not None and state == K.RUNNING and not self._exit.is_set():
-            info = self.master.beat_info()  # counters only: the whole info is for Nimbus's pages
+            now = clock.monotonic()
+            tasks = now - self._records_at >= TASK_RECORDS_SECS
+            if tasks:
+                self._records_at = now
+            # counters only: the whole info is for Nimbus's pages; each task's report every few beats
+            info = self.master.beat_info(tasks=tasks)
             entry["summary"] = self._summary(info)
             entry["placement"] = placement_record(self.master.plan, info["workers"])
             entry["versions"] = {str(k): v for k, v in self.master.worker_versions().items()}

@@ -235,9 +235,13 @@ class TopologyMaster:
         info["placement_notes"] = notes
         return info
 
-    def beat_info(self) -> dict:
-        """What the application's store heartbeat needs of ``info`` (``master_info.beat_info``), cheaply."""
-        return self.calls.call(self._beat_info)
+    def beat_info(self, tasks: bool = True) -> dict:
+        """What the application's store heartbeat needs of ``info`` (``master_info.beat_info``), cheaply.
+
+        ``tasks=False``: without each task's report (``tasks`` is None), which the store needs
+        only every few beats.
+        """
+        return self.calls.call(functools.partial(self._beat_info, tasks))
 
     def run_version(self, indices: list[int], code: WorkerCode, timeout: float) -> None:
         """Restart workers ``indices`` on ``code``; return once they run it, else raise.
@@ -475,10 +479,10 @@ class TopologyMaster:
                         versions)
         return snap, None, self.placement_notes + self.placement.notes()
 
-    def _beat_info(self) -> dict:
+    def _beat_info(self, tasks: bool = True) -> dict:
         versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
         info = beat_info(self.status, self.plan, self.registry, list(self.errors), self.started_at, versions)
-        info["tasks"] = self.liveness.report()
+        info["tasks"] = self.liveness.report() if tasks else None
         return info
 
     def _close(self) -> None:

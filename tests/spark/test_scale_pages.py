@@ -86,3 +86,34 @@ def test_the_master_folds_every_tasks_metrics_off_its_loop_thread(monkeypatch):
         master._running = False
         master._thread.join(5)
         master.links.close()
+
+
+def test_the_task_records_are_stored_every_5_s_and_the_master_beat_every_second(tmp_path):
+    from benchmarks.scale import CountingStore
+    from squall.store import keys as K
+    from squall.store import open_store
+    from squall.testing import simulated_time
+
+    master = filled_master(20)
+    reports = []
+    report = master.liveness.report
+    master.liveness.report = lambda: (reports.append(1), report())[1]  # type: ignore[method-assign]
+    store = CountingStore(open_store(f"sqlite:{tmp_path}/store.db"))
+    store.put(K.topology_key(NAME), {"epoch": 1, "name": NAME})
+    app = TopologyApp(store, None, NAME, 1)  # type: ignore[arg-type]
+    app.master = master
+    wrote = []
+    store._wrote = lambda key, value: wrote.append(key)  # type: ignore[method-assign]
+    try:
+        with simulated_time() as clock:
+            for _ in range(10):  # ten beats, a second apart
+                app._beat("RUNNING")
+                clock.advance(1.0)
+        # the master's own record every beat (Nimbus's liveness check reads it) ...
+        assert wrote.count(K.master_key(NAME)) == 10
+        # ... each task's heartbeat record (read only while no master answers) every 5 s
+        assert wrote.count(K.taskbeats_key(NAME)) == 2, wrote
+        assert len(reports) == 2  # and the 12,000-entry report is not built in between
+    finally:
+        master.links.close()
+        store.close()
