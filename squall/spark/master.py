@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("squall.spark.master")
 LOOP_POLL_MS = 20
+BATCH = 500  # messages handled per loop pass at most, before the posted calls run
 START_FAILURES = 3  # job failures of one worker during submit before giving up
 STOP_TIMEOUT = 30.0
 SAMPLES_KEPT = 2000  # sampled tuples kept for the UI and squall samples
@@ -295,10 +296,12 @@ class TopologyMaster:
     def _loop(self) -> None:
         while self._running:
             try:
-                for ident, parts in self.links.receive(LOOP_POLL_MS):
+                # a bounded batch: calls (a deactivate, an info's snapshot) wait for one batch,
+                # not for a backlog of heartbeats that grows with the number of workers
+                for ident, parts in self.links.receive(LOOP_POLL_MS, BATCH):
                     self._handle(ident, parts)
                 self.calls.run_pending()
-                self._supervise()
+                self._supervise(judge=self.links.drained)
                 self._announce()
             except Exception:  # noqa: BLE001 - the master must outlive any one bad event
                 log.exception("topology master %r: error in its loop", self.name)
@@ -313,10 +316,15 @@ class TopologyMaster:
             workers, self._registered = self._registered, set()
             self.links.broadcast_addresses(workers)
 
-    def _supervise(self) -> None:
+    def _supervise(self, judge: bool = True) -> None:
+        """Relaunch what is due; declare silent workers dead only if ``judge``.
+
+        ``judge`` is False while messages wait unread: a worker's heartbeat may be among them,
+        and a backlog on the master's side must never be taken for a worker's silence.
+        """
         if self._stopping:
             return
-        for index in self.registry.dead():
+        for index in self.registry.dead() if judge else ():
             slot = self.registry.slots[index]
             timeout = self.registry.heartbeat_timeout
             reason = f"no heartbeat for {timeout:.0f}s" if slot.current else "never registered"

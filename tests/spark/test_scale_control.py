@@ -148,3 +148,44 @@ def test_heartbeats_are_acknowledged_often_enough_for_the_worker_not_each_one():
     assert acks and max(gaps) <= timeout / 3, gaps
     # ... without an answer to each of 1,000 workers' heartbeats every second
     assert len(acks) <= beats / 4, len(acks)
+
+
+def test_calls_to_the_loop_run_between_batches_of_messages_not_after_the_whole_backlog():
+    import time
+
+    import zmq
+
+    topology, conf, plan = word_count(2)
+    master = TopologyMaster(NAME, topology, conf, plan, sc=NoSpark())
+    handled = []
+    release = threading.Event()
+
+    def handle(ident, parts):  # stands for the real handling; the first one waits
+        handled.append(ident)
+        if len(handled) == 1:
+            release.wait(30)
+    master._handle = handle
+    ctx = zmq.Context()
+    dealer = ctx.socket(zmq.DEALER)
+    dealer.setsockopt(zmq.SNDHWM, 0)
+    dealer.connect(master.address)
+    master._thread.start()
+    try:
+        dealer.send_multipart([b"x", b"first"])
+        assert wait_for(lambda: len(handled) == 1, 10)
+        backlog = 5000
+        for _ in range(backlog):  # a backlog builds up while the loop is busy
+            dealer.send_multipart([b"x", b"beat"])
+        time.sleep(1.0)  # queued on the master's socket
+        ran_after = master.calls.post(lambda: len(handled))
+        release.set()
+        # the call ran after a bounded batch, not after the whole backlog (its wait grows with N)
+        assert ran_after.result(30) <= 1 + 1000, ran_after.result()
+        assert wait_for(lambda: len(handled) == 1 + backlog, 30)  # and every message was handled
+    finally:
+        release.set()
+        master._running = False
+        master._thread.join(5)
+        master.links.close()
+        dealer.close(0)
+        ctx.term()
