@@ -112,11 +112,12 @@ class Lifecycle(NimbusCore):
         recs = self.store.children(K.TOPOLOGIES)
         return [self.summary(recs[n]) for n in sorted(recs)]
 
-    def info(self, name: str, texts: bool = True) -> dict:
+    def info(self, name: str, texts: bool = True, per_task: bool = True) -> dict:
         """Record, master and live figures of ``name`` (components, workers, errors).
 
         ``texts=False``: errors without message and traceback (``runtime.errors.without_texts``),
-        for readers that only count them.
+        for readers that only count them. ``per_task=False`` (with texts): no per-task
+        figures (``by_task``) and no task list, for the topology page (``/info/components``).
         """
         rec = self.record(name)
         out: dict[str, Any] = self.summary(rec)
@@ -131,10 +132,12 @@ class Lifecycle(NimbusCore):
         live = None
         if self.live_master(rec) is not None:
             try:
-                live = self.control(rec, "GET", "/info" if texts else "/info/brief", timeout=10.0)
+                route = "/info/brief" if not texts else "/info" if per_task else "/info/components"
+                live = self.control(rec, "GET", route, timeout=10.0)
             except NimbusError as e:
                 out["master"]["error"] = str(e)
             else:
+                out["master"]["store_beat_failures"] = live.get("store_beat_failures")
                 out.update(components=live["components"], workers=live["workers"],
                            errors=live["errors"], master_uptime_secs=live["uptime_secs"],
                            tasks=live.get("tasks", []),  # per task: last heartbeat and progress

@@ -113,7 +113,8 @@ class Observer:
             if self.nimbus.live_master(rec) is None:
                 continue
             try:
-                live = self.nimbus.control(rec, "GET", "/info", timeout=5.0)
+                # component figures only: the whole info is 10 MB at 1,000 workers (docs/scale.md)
+                live = self.nimbus.control(rec, "GET", "/info/components", timeout=5.0)
             except NimbusError as e:
                 log.debug("observer: no figures from %r: %s", name, e)
                 continue

@@ -30,6 +30,8 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "squall_topology_tasks": ("gauge", "tasks (executors) of the topology"),
     "squall_topology_errors": ("gauge", "errors the components reported (kept in the master)"),
     "squall_topology_master_restarts_total": ("counter", "relaunches of the topology master by Nimbus"),
+    "squall_topology_master_store_beat_failures_total": (
+        "counter", "store heartbeats of the topology master lost to an unexpected error (it beats on)"),
     **{f"squall_component_{c}_total": ("counter", f"tuples {c} by the component's tasks") for c in COUNTERS},
     "squall_component_capacity": ("gauge", "max over the component's tasks of the share of time in execute"),
     "squall_component_execute_latency_ms": ("gauge", "mean execute latency (sampled)"),
@@ -207,6 +209,9 @@ def render(infos: Iterable[dict], nimbus: dict) -> str:
         page.add("squall_topology_tasks", top, sum(len(c.get("tasks") or []) for c in comps.values()))
         page.add("squall_topology_errors", top, len(info.get("errors") or []))
         page.add("squall_topology_master_restarts_total", top, info.get("restarts", 0))
+        failures = (info.get("master") or {}).get("store_beat_failures")
+        if failures is not None:  # only while a master answers
+            page.add("squall_topology_master_store_beat_failures_total", top, failures)
         kinds = info.get("kinds") or {}
         workers = {int(t): str(w.get("worker"))
                    for w in info.get("workers") or [] for t in w.get("tasks") or []}

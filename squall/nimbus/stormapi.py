@@ -111,6 +111,8 @@ class TopologyView:
         self.now = now
         self.components: dict[str, dict] = info.get("components") or {}
         self.by_task = _task_worker(info)
+        # task -> its component, for the workers' rows (a scan of every component per task was T x T)
+        self.task_component = {t: c for c, f in self.components.items() for t in f.get("tasks") or []}
         # when each task's current process started it (the master's, or its stored, records)
         self.task_started = {t["task"]: t["start_time"] for t in info.get("tasks") or []
                              if isinstance(t, dict) and t.get("start_time")}
@@ -245,7 +247,7 @@ def worker_row(view: TopologyView, worker: dict) -> dict:
     """A worker as Storm's ``workers`` entries describe it (plus squall's own fields)."""
     counts: dict[str, int] = {}
     for t in worker.get("tasks") or []:
-        comp = next((c for c, f in view.components.items() if t in (f.get("tasks") or [])), None)
+        comp = view.task_component.get(t)
         if comp is not None and not is_system(comp):
             counts[comp] = counts.get(comp, 0) + 1
     uptime = int(worker.get("uptime_secs") or 0)

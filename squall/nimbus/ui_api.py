@@ -86,8 +86,10 @@ class UiApi:
             ("GET", "/nimbus/summary", False, lambda q, b: self.nimbus_summary()),
             ("GET", "/supervisor/summary", False, lambda q, b: self.supervisor_summary()),
             ("GET", "/topology/summary", False, lambda q, b: self.topology_summary()),
-            ("GET", t, False, lambda q, b, id: topology_page(self.view(id), _window(q))),
-            ("GET", f"{t}/metrics", False, lambda q, b, id: topology_metrics(self.view(id), _window(q))),
+            # components and workers only: per-task figures are the component page's
+            ("GET", t, False, lambda q, b, id: topology_page(self.view(id, per_task=False), _window(q))),
+            ("GET", f"{t}/metrics", False,
+             lambda q, b, id: topology_metrics(self.view(id, per_task=False), _window(q))),
             ("GET", f"{t}/component/{COMPONENT}", False,
              lambda q, b, id, component: self.component(id, unquote(component), _window(q))),
             ("GET", f"/topology-workers/{ID}", False, lambda q, b, id: topology_workers(self.info(id))),
@@ -110,10 +112,10 @@ class UiApi:
 
     # ---- helpers -----------------------------------------------------------------------
 
-    def info(self, key: str, texts: bool = True) -> dict:
+    def info(self, key: str, texts: bool = True, per_task: bool = True) -> dict:
         """Nimbus's ``info`` of the topology whose id or name is ``key``, with workers' memory."""
         rec = self.observer.find(unquote(key))
-        info = self.nimbus.info(rec["name"], texts=texts)
+        info = self.nimbus.info(rec["name"], texts=texts, per_task=per_task)
         for w in info.get("workers") or []:  # only the workers on this host can be measured here
             if w.get("pid") and self._here(w.get("host")) and w.get("memory_mb") is None:
                 w["memory_mb"] = rss_mb(w["pid"])
@@ -130,10 +132,13 @@ class UiApi:
         except OSError:
             return False
 
-    def view(self, key: str) -> TopologyView:
-        """Everything about the topology whose id or name is ``key``, for the Storm shapes."""
+    def view(self, key: str, per_task: bool = True) -> TopologyView:
+        """Everything about the topology whose id or name is ``key``, for the Storm shapes.
+
+        ``per_task=False``: without each task's figures (``Nimbus.info``), for pages of components.
+        """
         rec = self.observer.find(unquote(key))
-        info = self.info(rec["id"])
+        info = self.info(rec["id"], per_task=per_task)
         shape, conf = self.observer.shape(rec)
         info["debug"] = rec.get("debug")
         history = self.observer.history(rec["name"], rec["id"])
@@ -322,7 +327,7 @@ class UiApi:
         shape, _ = self.observer.shape(rec)
         components: dict = {}
         try:
-            components = self.nimbus.info(name).get("components") or {}
+            components = self.nimbus.info(name, per_task=False).get("components") or {}
         except NimbusError:
             pass
         return {"name": name, "id": rec["id"], **graph(shape, components)}
@@ -341,7 +346,8 @@ class UiApi:
         if worker is not None:  # in local mode the workers log to the master's stderr
             if not re.fullmatch(r"[0-9]+", worker):
                 raise InvalidRequest(f"worker must be a worker number, got {worker!r}")
-            workers = {str(w.get("worker")): w for w in self.nimbus.info(name).get("workers") or []}
+            workers = {str(w.get("worker")): w
+                       for w in self.nimbus.info(name, per_task=False).get("workers") or []}
             if worker not in workers:
                 raise NotFound(f"topology {name!r} has no worker {worker}; workers: {', '.join(workers)}")
             pid = workers[worker].get("pid")

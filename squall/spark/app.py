@@ -33,6 +33,7 @@ import cloudpickle
 
 from squall.api.config import SQUALL_SPARK_MASTER
 from squall.api.topology import StormTopology
+from squall.runtime import clock
 from squall.runtime.autoscale_control import AutoscaleThread, make_autoscaler
 from squall.runtime.errors import without_texts
 from squall.runtime.layout import layout_difference, upgrade_refusal
@@ -56,6 +57,9 @@ from squall.store import taskrecords as R
 
 log = logging.getLogger("squall.spark.app")
 HEARTBEAT_SECS = 1.0
+# each task's heartbeat record (``taskbeats/NAME``, 12,000 entries at 1,000 workers): Nimbus
+# reads it only while no master answers, so every few beats is enough (docs/scale.md)
+TASK_RECORDS_SECS = 5.0
 
 
 class Fenced(Exception):
@@ -79,6 +83,8 @@ class TopologyApp:
         self._lock = threading.RLock()  # one control operation at a time
         self._exit = threading.Event()
         self._beats = 0
+        self.beat_failures = 0  # store heartbeats lost to an unexpected error (info, /metrics)
+        self._records_at = float("-inf")  # when the task records were last written (runtime clock)
         self._fenced = False
         self.state = K.STARTING
         self.error: str | None = None
@@ -112,6 +118,7 @@ class TopologyApp:
         if not conf.get(STATE_KEY):
             conf[STATE_KEY] = self.state_key()
         conf = prepare_conf(conf, topology)
+        S.check_heartbeats(conf)
         code = WorkerCode(version, prepare_topology(topology, conf), conf, blobs.code_path)
         self._codes[cache_key] = code
         return code
@@ -259,10 +266,11 @@ class TopologyApp:
     def _store_records(self, info: dict, placement: list[dict]) -> None:
         """Write JStorm's records (task heartbeats, errors, assignment) if this epoch is current."""
         now = time.time()
-        parts = R.beats_records(self.epoch, info["tasks"], now)
-        for i in range(len(parts) - 1, -1, -1):  # the first, which counts the parts, last
-            key = K.taskbeats_part_key(self.name, i) if i else K.taskbeats_key(self.name)
-            self._write_current(key, parts[i])
+        if info.get("tasks") is not None:  # every TASK_RECORDS_SECS only
+            parts = R.beats_records(self.epoch, info["tasks"], now)
+            for i in range(len(parts) - 1, -1, -1):  # the first, which counts the parts, last
+                key = K.taskbeats_part_key(self.name, i) if i else K.taskbeats_key(self.name)
+                self._write_current(key, parts[i])
         if info["errors"] != self._stored_errors:
             self._write_current(K.task_errors_key(self.name), R.errors_record(self.epoch, info["errors"]))
             self._stored_errors = list(info["errors"])
@@ -291,6 +299,10 @@ class TopologyApp:
             except StoreError as e:
                 # the workers carry on without the store; Nimbus may relaunch us if it lasts
                 log.warning("topology %r: heartbeat not stored: %s", self.name, e)
+            except Exception:  # noqa: BLE001 - a dead beat thread would make Nimbus take us for dead
+                self.beat_failures += 1
+                log.exception("topology %r: heartbeat failed unexpectedly (%d so far); beating on",
+                              self.name, self.beat_failures)
 
     def _beat_now(self) -> None:
         try:
@@ -316,7 +328,12 @@ class TopologyApp:
             entry["app_id"] = self.sc.applicationId
         records = None
         if self.master is not None and state == K.RUNNING and not self._exit.is_set():
-            info = self.master.beat_info()  # counters only: the whole info is for Nimbus's pages
+            now = clock.monotonic()
+            tasks = now - self._records_at >= TASK_RECORDS_SECS
+            if tasks:
+                self._records_at = now
+            # counters only: the whole info is for Nimbus's pages; each task's report every few beats
+            info = self.master.beat_info(tasks=tasks)
             entry["summary"] = self._summary(info)
             entry["placement"] = placement_record(self.master.plan, info["workers"])
             entry["versions"] = {str(k): v for k, v in self.master.worker_versions().items()}
@@ -349,6 +366,7 @@ class TopologyApp:
         return {
             ("GET", "/info"): self.info,
             ("GET", "/info/brief"): self.brief_info,
+            ("GET", "/info/components"): self.components_info,
             ("POST", "/activate"): lambda body: self._set_active(True),
             ("POST", "/deactivate"): lambda body: self._set_active(False),
             ("POST", "/rebalance"): self.rebalance,
@@ -363,13 +381,22 @@ class TopologyApp:
             raise ControlError(409, f"topology {self.name!r} is still starting")
         return self.master
 
-    def info(self, _body: dict) -> dict:
+    def info(self, _body: dict, per_task: bool = True) -> dict:
         """``get_topology_info`` plus each worker's version and this master's epoch."""
-        info = self._running().info()
+        info = self._running().info(per_task=per_task)
         info["autoscale"] = self.autoscaler.scaler.record() if self.autoscaler is not None else None
         info.update(epoch=self.epoch, pid=os.getpid(), spark_master=self.record.get("spark_master"),
-                    app_id=self.sc.applicationId if self.sc is not None else None)
+                    app_id=self.sc.applicationId if self.sc is not None else None,
+                    store_beat_failures=self.beat_failures)
         return info
+
+    def components_info(self, body: dict) -> dict:
+        """``info`` without per-task detail (``by_task``, ``tasks``), for the topology page.
+
+        At 1,000 workers the whole info is 10 MB, nearly all of it per task: the topology
+        page shows components and workers, and the component page asks for the whole.
+        """
+        return self.info(body, per_task=False)
 
     def brief_info(self, body: dict) -> dict:
         """``info`` with its errors' texts left out, for Nimbus's counts.

@@ -118,6 +118,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
         if inactive:
             conf = {**(conf or {}), S.START_INACTIVE: True}
         merged = prepare_conf(conf, topology)
+        S.check_heartbeats(merged)
         check_durable_state(merged, "SparkCluster")
         topology = prepare_topology(topology, merged)
         with self._lock:

@@ -1,9 +1,12 @@
 """The topology master's control endpoint: JSON over HTTP, for Nimbus.
 
-A ``ThreadingHTTPServer`` on the master's bind host (127.0.0.1 by default) and a random
-port, or the first free one of ``squall.spark.master.control.port`` (``squall.spark.ports``).
-Every request must carry ``Authorization: Bearer <topology secret>``; others get 401 and
-are logged. Routes are ``(method, path) -> handler(body) -> dict``; a handler raises
+A ``GuardedHTTPServer`` (``squall.runtime.httpguard``, as Nimbus and DRPC) on the master's
+bind host (127.0.0.1 by default) and a random port, or the first free one of
+``squall.spark.master.control.port`` (``squall.spark.ports``): a request must arrive whole
+within ``REQUEST_DEADLINE`` seconds, at most ``MAX_CONNECTIONS`` are served at once (one
+more gets 503), and a ``Host`` other than the endpoint's own names gets 421 (DNS
+rebinding). Every request must carry ``Authorization: Bearer <topology secret>``; others
+get 401 and are logged. Routes are ``(method, path) -> handler(body) -> dict``; a handler raises
 ``ControlError`` for a refusal with an HTTP status, anything else is a 500. Each request
 runs on its own thread, so handlers must be thread-safe (the app serialises the ones that
 change the topology).
@@ -16,15 +19,19 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from squall.runtime.httpguard import DeadlineHandler, GuardedHTTPServer, host_allowed, host_names
 from squall.spark.ports import bind_first_free, os_in_use
 from squall.spark.settings import MASTER_CONTROL_PORT
 
 log = logging.getLogger("squall.spark.control")
 MAX_BODY = 1 << 20
-SOCKET_TIMEOUT = 60.0  # an idle or slow connection is cut after this (kills wait longer: see Nimbus)
+# a request (line, headers, body) must arrive whole within this; the handler's work (a kill
+# that waits) is not counted, and Nimbus's own timeouts bound that
+REQUEST_DEADLINE = 30.0
+MAX_CONNECTIONS = 32  # Nimbus's calls and its observer's: a few at once
 
 Handler = Callable[[dict], dict]
 
@@ -41,13 +48,15 @@ class ControlServer:
     """Serves ``routes`` to holders of ``secret`` (see the module docstring)."""
 
     def __init__(self, host: str, secret: str, routes: dict[tuple[str, str], Handler], *,
-                 port: Any = 0, advertised: str | None = None) -> None:
+                 port: Any = 0, advertised: str | None = None,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
         self.secret = secret
         self.routes = routes
+        self.host = host
+        self.hosts = host_names(host, extra=(advertised,) if advertised else ())
         handler = self._handler_class()
-        self._server = bind_first_free(lambda p: ThreadingHTTPServer((host, p), handler), port,
+        self._server = bind_first_free(lambda p: GuardedHTTPServer((host, p), handler, max_connections), port,
                                        MASTER_CONTROL_PORT, host, os_in_use)
-        self._server.daemon_threads = True
         self.url = f"http://{advertised or host}:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="squall-control",
                                         daemon=True)
@@ -65,8 +74,8 @@ class ControlServer:
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
-        class _Handler(BaseHTTPRequestHandler):
-            timeout = SOCKET_TIMEOUT
+        class _Handler(DeadlineHandler):
+            timeout = REQUEST_DEADLINE
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
                 log.debug("control: " + format, *args)
@@ -80,6 +89,11 @@ class ControlServer:
         return _Handler
 
     def _serve(self, req: BaseHTTPRequestHandler, method: str) -> None:
+        if not host_allowed(req.headers.get("Host"), self.hosts, self.host):
+            req.close_connection = True
+            _reply(req, 421, {"error": "this control endpoint does not answer for the host "
+                                       f"{req.headers.get('Host')!r}"})
+            return
         auth = req.headers.get("Authorization", "")
         if not hmac.compare_digest(auth.encode(), f"Bearer {self.secret}".encode()):
             log.warning("control endpoint refused %s %s from %s: no valid secret", method, req.path,

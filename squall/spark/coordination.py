@@ -34,7 +34,7 @@ master -> worker
                   of ``components`` only when given.
     ``stop``      {graceful}: stop the tasks and end the Spark task.
     ``reject``    {reason}: registration refused (a newer launch of that worker exists).
-    ``ack``       : the master is alive (answers each heartbeat).
+    ``ack``       : the master is alive (answers a heartbeat at most every 5 s: ``master.ACK_EVERY``).
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
+from squall.runtime import clock
 from squall.runtime.errors import cut_entry
 from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
@@ -43,7 +44,7 @@ from squall.spark import settings as S
 from squall.spark.jobs import SparkJobs
 from squall.spark.liveness import TaskLiveness
 from squall.spark.loop_calls import LoopCalls
-from squall.spark.master_info import beat_info, master_info
+from squall.spark.master_info import beat_info, fold, snapshot
 from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
@@ -55,9 +56,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("squall.spark.master")
 LOOP_POLL_MS = 20
+BATCH = 500  # messages handled per loop pass at most, before the posted calls run
 START_FAILURES = 3  # job failures of one worker during submit before giving up
 STOP_TIMEOUT = 30.0
 SAMPLES_KEPT = 2000  # sampled tuples kept for the UI and squall samples
+ACK_EVERY = 5.0  # seconds between the ACKs of one worker's heartbeats (at most)
 
 
 class TopologyMaster:
@@ -91,6 +94,9 @@ class TopologyMaster:
             start_timeout=float(setting(conf, S.START_TIMEOUT)),
         )
         self._heartbeat = float(setting(conf, S.HEARTBEAT))
+        # a worker stops itself after MASTER_TIMEOUT without word from the master: it hears at
+        # least 6 times per timeout, and at 1,000 workers the master sends 200 ACKs a second, not 1,000
+        self._ack_every = min(ACK_EVERY, float(setting(conf, S.MASTER_TIMEOUT)) / 6)
         self.links = WorkerLinks(name, self.secret, conf, self.registry)
         self.address = self.links.address
         self._running = True
@@ -108,6 +114,9 @@ class TopologyMaster:
         self.placement = PlacementCheck(self._pins)
         self.placement_notes: list[str] = []  # the scheduler's notes on asks it could not honour
         self._registered: set[int] = set()  # workers registered this loop pass (``_announce``)
+        self._confirming: list[Confirmation] = []  # activates/deactivates not yet confirmed by all
+        # a retired process (dead, replaced, restarted) is not waited for
+        self.registry.on_retire = lambda inc: self._confirm(inc, None) if self._confirming else None
 
     # ---- API (any thread) ------------------------------------------------------------
 
@@ -136,28 +145,44 @@ class TopologyMaster:
         self._confirmed(active, timeout)
 
     def _confirmed(self, active: bool, timeout: float) -> None:
-        """Tell every running worker, and wait until each confirmed (or ``timeout``)."""
-        def apply() -> tuple[int, list[Incarnation]]:
+        """Tell every running worker, and wait until each confirmed (or ``timeout``).
+
+        The loop thread keeps the workers still to confirm (``_confirming``) and sets the
+        event when the last one does or is retired: O(1) per confirmation, no polling.
+        """
+        def apply() -> Confirmation:
             self.active = active
             self._active_seq += 1
-            told = list(self.registry.current())
-            for inc in told:
+            wait = Confirmation(self._active_seq, {inc.worker: inc for inc in self.registry.current()})
+            for inc in wait.waiting.values():
                 self.links.send(inc.identity, co.ACTIVATE if active else co.DEACTIVATE,
                                 seq=self._active_seq)
-            return self._active_seq, told
-        seq, told = self.calls.call(apply)
-        deadline = time.monotonic() + timeout
-        while True:
-            waiting = self.calls.call(lambda: [
-                i.worker for i in told
-                if i.applied < seq and any(i is c for c in self.registry.current())])
-            if not waiting:
-                return
-            if time.monotonic() >= deadline:
-                log.error("topology %r: workers %s did not confirm %s within %.0fs", self.name,
-                          waiting, "activate" if active else "deactivate", timeout)
-                return
-            time.sleep(0.005)  # confirmations arrive on the master's loop thread
+            if wait.waiting:
+                self._confirming.append(wait)
+            else:
+                wait.done.set()
+            return wait
+        wait = self.calls.call(apply)
+        if wait.done.wait(timeout):
+            return
+
+        def give_up() -> list[int]:
+            if wait in self._confirming:
+                self._confirming.remove(wait)
+            return sorted(wait.waiting)
+        waiting = self.calls.call(give_up)
+        if waiting:
+            log.error("topology %r: workers %s did not confirm %s within %.0fs", self.name,
+                      waiting, "activate" if active else "deactivate", timeout)
+
+    def _confirm(self, inc: Incarnation, seq: int | None) -> None:
+        """``inc`` confirmed command ``seq`` (None: it was retired and confirms nothing more)."""
+        for wait in list(self._confirming):
+            if (seq is None or seq >= wait.seq) and wait.waiting.get(inc.worker) is inc:
+                del wait.waiting[inc.worker]
+                if not wait.waiting:
+                    self._confirming.remove(wait)
+                    wait.done.set()
 
     def set_debug(self, rate: float, components: list[str] | None) -> None:
         """Sample emitted tuples at ``rate`` (0: off) in every worker (and later relaunches)."""
@@ -198,13 +223,26 @@ class TopologyMaster:
         self._thread.join(5.0)
         self._close()
 
-    def info(self) -> dict:
-        """``get_topology_info`` for this topology."""
-        return self.calls.call(self._info)
+    def info(self, per_task: bool = True) -> dict:
+        """``get_topology_info`` for this topology (without per-task detail: ``master_info.fold``).
 
-    def beat_info(self) -> dict:
-        """What the application's store heartbeat needs of ``info`` (``master_info.beat_info``), cheaply."""
-        return self.calls.call(self._beat_info)
+        The loop thread only takes a snapshot; the fold of every task's metrics runs on the
+        caller's thread, so that heartbeats and confirmations are not held up behind it.
+        """
+        snap, tasks, notes = self.calls.call(self._snapshot_for_info if per_task else self._snapshot_brief)
+        info = fold(snap, per_task=per_task)
+        if per_task:
+            info["tasks"] = tasks
+        info["placement_notes"] = notes
+        return info
+
+    def beat_info(self, tasks: bool = True) -> dict:
+        """What the application's store heartbeat needs of ``info`` (``master_info.beat_info``), cheaply.
+
+        ``tasks=False``: without each task's report (``tasks`` is None), which the store needs
+        only every few beats.
+        """
+        return self.calls.call(functools.partial(self._beat_info, tasks))
 
     def run_version(self, indices: list[int], code: WorkerCode, timeout: float) -> None:
         """Restart workers ``indices`` on ``code``; return once they run it, else raise.
@@ -258,10 +296,12 @@ class TopologyMaster:
     def _loop(self) -> None:
         while self._running:
             try:
-                for ident, parts in self.links.receive(LOOP_POLL_MS):
+                # a bounded batch: calls (a deactivate, an info's snapshot) wait for one batch,
+                # not for a backlog of heartbeats that grows with the number of workers
+                for ident, parts in self.links.receive(LOOP_POLL_MS, BATCH):
                     self._handle(ident, parts)
                 self.calls.run_pending()
-                self._supervise()
+                self._supervise(judge=self.links.drained)
                 self._announce()
             except Exception:  # noqa: BLE001 - the master must outlive any one bad event
                 log.exception("topology master %r: error in its loop", self.name)
@@ -276,10 +316,15 @@ class TopologyMaster:
             workers, self._registered = self._registered, set()
             self.links.broadcast_addresses(workers)
 
-    def _supervise(self) -> None:
+    def _supervise(self, judge: bool = True) -> None:
+        """Relaunch what is due; declare silent workers dead only if ``judge``.
+
+        ``judge`` is False while messages wait unread: a worker's heartbeat may be among them,
+        and a backlog on the master's side must never be taken for a worker's silence.
+        """
         if self._stopping:
             return
-        for index in self.registry.dead():
+        for index in self.registry.dead() if judge else ():
             slot = self.registry.slots[index]
             timeout = self.registry.heartbeat_timeout
             reason = f"no heartbeat for {timeout:.0f}s" if slot.current else "never registered"
@@ -340,6 +385,8 @@ class TopologyMaster:
             return
         if t == co.APPLIED:
             inc.applied = max(inc.applied, int(msg.get("seq") or 0))
+            if self._confirming:
+                self._confirm(inc, inc.applied)
         elif t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
             self.liveness.observe(inc.worker, inc.pid, inc.metrics)
@@ -352,7 +399,10 @@ class TopologyMaster:
             for sample in msg.get("samples") or ():
                 self._sample_seq += 1
                 self.samples.append({**sample, "seq": self._sample_seq})
-            self.links.send(ident, co.ACK)
+            now = clock.monotonic()
+            if now - inc.acked_at >= self._ack_every:  # a sign of life, not an answer to each beat
+                inc.acked_at = now
+                self.links.send(ident, co.ACK)
         elif t == co.STARTED:
             self.errors.extend(cut_entry(e) for e in msg.get("errors") or ())
             if msg["error"] is not None:
@@ -423,22 +473,38 @@ class TopologyMaster:
         self.links.broadcast(co.STOP, graceful=True)
 
     def _info(self) -> dict:
-        versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
-        info = master_info(self.name, self.status, self.plan, self.registry, list(self.errors),
-                           self.started_at, versions)
-        info["tasks"] = self.liveness.report()
-        info["placement_notes"] = self.placement_notes + self.placement.notes()
-        return info
+        """The whole info, on the loop thread (tests compare it with ``_beat_info``)."""
+        snap, tasks, notes = self._snapshot_for_info()
+        return {**fold(snap), "tasks": tasks, "placement_notes": notes}
 
-    def _beat_info(self) -> dict:
+    def _snapshot_for_info(self) -> tuple[dict, list[dict] | None, list[str]]:
+        snap, _, notes = self._snapshot_brief()
+        return snap, self.liveness.report(), notes
+
+    def _snapshot_brief(self) -> tuple[dict, list[dict] | None, list[str]]:
+        versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
+        snap = snapshot(self.name, self.status, self.plan, self.registry, list(self.errors), self.started_at,
+                        versions)
+        return snap, None, self.placement_notes + self.placement.notes()
+
+    def _beat_info(self, tasks: bool = True) -> dict:
         versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
         info = beat_info(self.status, self.plan, self.registry, list(self.errors), self.started_at, versions)
-        info["tasks"] = self.liveness.report()
+        info["tasks"] = self.liveness.report() if tasks else None
         return info
 
     def _close(self) -> None:
         self._running = False
         self.links.close()
+
+
+class Confirmation:
+    """An activate or deactivate (``seq``) and the processes that have not confirmed it yet."""
+
+    def __init__(self, seq: int, waiting: dict[int, Incarnation]) -> None:
+        self.seq = seq
+        self.waiting = waiting  # worker index -> the process told
+        self.done = threading.Event()
 
 
 def start_state(registry: WorkerRegistry) -> str:

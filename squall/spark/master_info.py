@@ -7,6 +7,7 @@ thread, which owns the registry.
 
 from __future__ import annotations
 
+import copy
 import time
 
 from squall.runtime.info import topology_info
@@ -19,22 +20,51 @@ SUMMED = ("emitted", "acked", "failed")  # what the stored summary adds up (Topo
 
 
 def master_info(name: str, status: str, plan: TaskPlan, registry: WorkerRegistry, errors: list[dict],
-                started_at: float, versions: dict[int, int]) -> dict:
+                started_at: float, versions: dict[int, int], *, per_task: bool = True) -> dict:
     """``get_topology_info`` of a topology on Spark; ``versions`` is each worker's code version."""
+    return fold(snapshot(name, status, plan, registry, errors, started_at, versions), per_task=per_task)
+
+
+def snapshot(name: str, status: str, plan: TaskPlan, registry: WorkerRegistry, errors: list[dict],
+             started_at: float, versions: dict[int, int]) -> dict:
+    """What ``fold`` needs of the registry, taken on the loop thread (cheap: references, no fold).
+
+    A worker's heartbeat metrics are replaced whole by the next one, never changed in place, so
+    the references stay valid; the counters of dead processes are copied (``_retire`` adds to them).
+    """
+    now = time.monotonic()
+    current = registry.current()
+    return {"name": name, "status": status, "plan": plan, "errors": errors,
+            "uptime_secs": now - started_at, "metrics": [inc.metrics for inc in current],
+            "carried": copy.deepcopy(registry.carried),
+            "stuck": [s for inc in current for s in inc.stuck],
+            "workers": workers_info(plan, registry, versions, now)}
+
+
+def fold(snap: dict, *, per_task: bool = True) -> dict:
+    """The info of a ``snapshot``, on any thread (the work per task: off the master's loop).
+
+    ``per_task=False`` leaves out each component's ``by_task`` (the topology page and the
+    summaries show components and workers; per-task figures are the component page's).
+    """
+    plan: TaskPlan = snap["plan"]
+    carried: dict = snap["carried"]
     metrics: list[TaskMetrics] = []
     seen = set()
-    for inc in registry.current():
-        for d in inc.metrics:
-            metrics.append(co.metrics_from_dict(d, registry.carried.get(d["task"])))
+    for dicts in snap["metrics"]:
+        for d in dicts:
+            metrics.append(co.metrics_from_dict(d, carried.get(d["task"])))
             seen.add(d["task"])
-    for task, counters in registry.carried.items():
+    for task, counters in carried.items():
         if task not in seen:
             metrics.append(co.metrics_from_dict({"component": plan.task_component[task], "task": task},
                                                 counters))
-    now = time.monotonic()
-    stuck = [s for inc in registry.current() for s in inc.stuck]
-    return topology_info(name, status, plan, metrics, errors, now - started_at,
-                         workers=workers_info(plan, registry, versions, now), stuck=stuck)
+    info = topology_info(snap["name"], snap["status"], plan, metrics, snap["errors"], snap["uptime_secs"],
+                         workers=snap["workers"], stuck=snap["stuck"])
+    if not per_task:
+        for figures in info["components"].values():
+            figures.pop("by_task", None)
+    return info
 
 
 def beat_info(status: str, plan: TaskPlan, registry: WorkerRegistry, errors: list[dict],

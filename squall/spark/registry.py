@@ -46,6 +46,7 @@ class Incarnation:
     stuck: list[dict] = field(default_factory=list)  # its tasks stuck in one call, now
     usage: dict = field(default_factory=dict)  # its own RSS and CPU at the last heartbeat (ProcessUsage)
     nonce: bytes = b""  # its transport's end of every link (see ``squall.spark.transport``)
+    acked_at: float = float("-inf")  # when the master last acknowledged one of its heartbeats
 
 
 @dataclass
@@ -80,6 +81,7 @@ class WorkerRegistry:
         self.clock = clock
         self.by_identity: dict[bytes, Incarnation] = {}
         self.carried: dict[int, dict] = {}  # task -> counters of its dead processes
+        self.on_retire: Callable[[Incarnation], None] | None = None  # told of each process retired
 
     def launched(self, index: int) -> int:
         """Worker ``index`` is being launched again; returns the new launch number."""
@@ -174,3 +176,5 @@ class WorkerRegistry:
             add_counters(self.carried.setdefault(m["task"], {}), m)
         self.by_identity.pop(inc.identity, None)
         slot.current = None
+        if self.on_retire is not None:
+            self.on_retire(inc)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from squall.api.config import SQUALL_SPARK_MASTER, Setting
+from squall.api.errors import InvalidTopologyError
 
 MASTER = SQUALL_SPARK_MASTER
 MASTER_BIND_HOST = "squall.spark.master.bind.host"
@@ -49,7 +50,8 @@ SPARK_SETTINGS: tuple[Setting, ...] = (
                             "receive sockets, one port per worker on a host (the cluster file's "
                             "supervisor.slots.ports sets it); 0: any free port"),
     Setting(HEARTBEAT, 1.0, "seconds between a worker's heartbeats (they carry its metrics)"),
-    Setting(HEARTBEAT_TIMEOUT, 10.0, "seconds of silence after which a worker is declared dead"),
+    Setting(HEARTBEAT_TIMEOUT, 4.0, "seconds of silence after which a worker is declared dead (at least "
+                                    "3 heartbeats: a slow beat or two is never taken for a death)"),
     Setting(START_TIMEOUT, 120.0, "seconds a launched worker has to register and open its tasks"),
     Setting(EXECUTOR_WAIT, 30.0, "seconds to wait for a cluster's first executor when counting slots"),
     Setting(START_INACTIVE, False, "submit with the spouts deactivated"),
@@ -73,3 +75,19 @@ def setting(conf: dict, key: str) -> Any:
     """``conf[key]``, or the key's default."""
     value = conf.get(key)
     return _DEFAULTS[key] if value is None else value
+
+
+MIN_BEATS_PER_TIMEOUT = 3  # heartbeats a worker may miss in a row before it is declared dead
+
+
+def check_heartbeats(conf: dict) -> None:
+    """Refuse a heartbeat timeout shorter than ``MIN_BEATS_PER_TIMEOUT`` heartbeats (false deaths)."""
+    interval, timeout = setting(conf, HEARTBEAT), setting(conf, HEARTBEAT_TIMEOUT)
+    numbers = (interval, timeout)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in numbers):
+        raise InvalidTopologyError(f"config {HEARTBEAT} and {HEARTBEAT_TIMEOUT} must be positive numbers, "
+                                   f"got {interval!r} and {timeout!r}")
+    if timeout < MIN_BEATS_PER_TIMEOUT * interval:
+        raise InvalidTopologyError(
+            f"config {HEARTBEAT_TIMEOUT} ({timeout}) must be at least {MIN_BEATS_PER_TIMEOUT} x "
+            f"{HEARTBEAT} ({interval}): a worker would be taken for dead after a slow heartbeat")

@@ -36,20 +36,28 @@ class WorkerLinks:
         self._router.setsockopt(zmq.LINGER, 0)
         self._router.setsockopt(zmq.MAXMSGSIZE, co.MAX_MESSAGE_BYTES)
         self._links: dict[bytes, co.Link] = {}  # worker process identity -> its sealed link
+        self.drained = True  # whether the last ``receive`` emptied the queue
         bind, host = bind_address(str(setting(conf, S.MASTER_BIND_HOST)))
         port = bind_zmq(self._router, bind, setting(conf, S.MASTER_PORT), S.MASTER_PORT)
         self.address = f"tcp://{host}:{port}"
 
-    def receive(self, timeout_ms: int) -> Iterator[tuple[bytes, list[bytes]]]:
-        """Wait up to ``timeout_ms`` for messages; yield each queued one as (identity, frames)."""
+    def receive(self, timeout_ms: int, limit: int | None = None) -> Iterator[tuple[bytes, list[bytes]]]:
+        """Wait up to ``timeout_ms`` for messages; yield each queued one as (identity, frames).
+
+        At most ``limit`` of them; ``drained`` says afterwards whether the queue was emptied.
+        """
+        self.drained = True
         if not self._router.poll(timeout_ms):
             return
-        while True:
+        count = 0
+        while limit is None or count < limit:
             try:
                 parts = self._router.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
+            count += 1
             yield parts[0], parts[1:]
+        self.drained = False
 
     def open(self, ident: bytes, parts: list[bytes]) -> dict | None:
         """The message ``parts`` from ``ident``, or None (logged) if not authentic or replayed."""

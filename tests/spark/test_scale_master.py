@@ -56,11 +56,27 @@ def running(tmp_path):
         store.close()
 
 
+def settled(jobs: SimJobs) -> dict:
+    """The simulated workers' counts once no address message arrived for half a second.
+
+    On a loaded machine the workers' processes lag behind the master: counts taken at once
+    would leave the start's last messages to the next count.
+    """
+    last = jobs.stats()
+    for _ in range(60):
+        time.sleep(0.5)
+        now = jobs.stats()
+        if now["address_msgs"] == last["address_msgs"]:
+            return now
+        last = now
+    return last
+
+
 def test_master_at_200_workers_welcomes_notices_deactivates_and_stores_within_limits(running):
     master, jobs, store, app = running
     # every worker welcomed, and started, each in its own slot
     assert master.calls.call(lambda: all(s.current and s.current.started for s in master.registry.slots))
-    started = jobs.stats()
+    started = settled(jobs)  # the start's last address messages may still be on their way
     assert started["welcomes"] == WORKERS
     # each worker was told each other's address about once, not the whole map each time (N x N)
     assert started["address_bytes"] <= 100 * WORKERS ** 2, started
@@ -79,7 +95,7 @@ def test_master_at_200_workers_welcomes_notices_deactivates_and_stores_within_li
     assert wait_for(lambda: master.calls.call(
         lambda: slot.launch > launch and slot.current is not None and slot.current.started), 60)
     assert slot.restarts == 1 and "no heartbeat" in (slot.last_error or "")
-    told = jobs.stats()["address_bytes"] - started["address_bytes"]
+    told = settled(jobs)["address_bytes"] - started["address_bytes"]
     assert told <= 100 * WORKERS, told  # the others learn the one new address
     # the others were never taken for dead meanwhile
     assert sum(s.restarts for s in master.registry.slots) == 1

@@ -1,0 +1,119 @@
+"""The topology page at 1,000 workers (issue 37): what the master hands Nimbus, and where it folds.
+
+The master's registry is filled as 1,000 workers' heartbeats would fill it
+(``benchmarks.scale_sim.task_metrics``: 10 user tasks and an acker each, with histograms,
+streams and latency samples); no sockets to workers.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+
+from benchmarks.scale import NAME, NoSpark
+from benchmarks.scale_sim import task_metrics, word_count
+from squall.nimbus.history import ALL_TIME, MetricHistory
+from squall.nimbus.stormapi import TopologyView, topology_page
+from squall.nimbus.structure import redact, structure
+from squall.spark import master_info
+from squall.spark.app import TopologyApp
+from squall.spark.master import TopologyMaster
+
+LIMIT = 2_000_000  # bytes: issue 37's target for the topology page at 1,000 workers
+
+
+def filled_master(workers: int) -> TopologyMaster:
+    topology, conf, plan = word_count(workers)
+    master = TopologyMaster(NAME, topology, conf, plan, sc=NoSpark())
+    rng = random.Random(7)
+    for w in range(workers):
+        master.registry.launched(w)
+        master.registry.register({"worker": w, "launch": 1, "attempt": 0, "pid": 1000 + w, "host": "h",
+                                  "address": f"tcp://127.0.0.1:{20000 + w}"}, b"w%d" % w)
+        inc = master.registry.slots[w].current
+        inc.started, inc.metrics = True, task_metrics(plan, w, rng)
+        master.liveness.observe(w, inc.pid, inc.metrics)
+    return master
+
+
+def page(info: dict, master: TopologyMaster, now: float) -> dict:
+    got = json.loads(json.dumps(info))  # as Nimbus receives it
+    got.update(id=f"{NAME}-1-1", master_uptime_secs=0, uptime_secs=0)
+    for worker in got["workers"]:
+        worker["uptime_secs"] = 0  # the two infos are taken a moment apart
+    return topology_page(TopologyView(got, structure(master.topology), redact(master.conf), MetricHistory(),
+                                      now), ALL_TIME)
+
+
+def test_the_topology_pages_info_at_1000_workers_is_under_2_mb_and_the_page_keeps_its_fields():
+    master = filled_master(1000)
+    try:
+        app = TopologyApp(None, None, NAME, 1)  # type: ignore[arg-type]  # no store read here
+        app.master = master
+        whole = app._routes()[("GET", "/info")]({})
+        brief = app._routes()[("GET", "/info/components")]({})
+        # what Nimbus fetches for the topology page: components and workers, no per-task detail
+        assert len(json.dumps(brief)) <= LIMIT, len(json.dumps(brief))
+        assert not any("by_task" in c for c in brief["components"].values()) and "tasks" not in brief
+        # the page built from it is the page built from the whole info, Storm's fields and all
+        now = time.time()
+        from_brief, from_whole = page(brief, master, now), page(whole, master, now)
+        assert from_brief == from_whole
+        assert len(json.dumps(from_brief)) <= LIMIT
+        assert from_brief["workers"][3]["componentNumTasks"] == {"count": 4, "spout": 2, "split": 4}
+    finally:
+        master.links.close()
+
+
+def test_the_master_folds_every_tasks_metrics_off_its_loop_thread(monkeypatch):
+    master = filled_master(20)
+    folded_on = []
+    real = master_info.topology_info
+
+    def spy(*args, **kwargs):
+        folded_on.append(threading.current_thread())
+        return real(*args, **kwargs)
+    monkeypatch.setattr(master_info, "topology_info", spy)
+    master._thread.start()  # the loop, with no worker to launch
+    try:
+        info = master.info()
+        assert len(info["tasks"]) == len(master.plan.task_component) - 20  # each worker's own system task
+        # the loop thread only took a snapshot: heartbeats are not held up behind the fold
+        assert folded_on and master._thread not in folded_on
+    finally:
+        master._running = False
+        master._thread.join(5)
+        master.links.close()
+
+
+def test_the_task_records_are_stored_every_5_s_and_the_master_beat_every_second(tmp_path):
+    from benchmarks.scale import CountingStore
+    from squall.store import keys as K
+    from squall.store import open_store
+    from squall.testing import simulated_time
+
+    master = filled_master(20)
+    reports = []
+    report = master.liveness.report
+    master.liveness.report = lambda: (reports.append(1), report())[1]  # type: ignore[method-assign]
+    store = CountingStore(open_store(f"sqlite:{tmp_path}/store.db"))
+    store.put(K.topology_key(NAME), {"epoch": 1, "name": NAME})
+    app = TopologyApp(store, None, NAME, 1)  # type: ignore[arg-type]
+    app.master = master
+    wrote = []
+    store._wrote = lambda key, value: wrote.append(key)  # type: ignore[method-assign]
+    try:
+        with simulated_time() as clock:
+            for _ in range(10):  # ten beats, a second apart
+                app._beat("RUNNING")
+                clock.advance(1.0)
+        # the master's own record every beat (Nimbus's liveness check reads it) ...
+        assert wrote.count(K.master_key(NAME)) == 10
+        # ... each task's heartbeat record (read only while no master answers) every 5 s
+        assert wrote.count(K.taskbeats_key(NAME)) == 2, wrote
+        assert len(reports) == 2  # and the 12,000-entry report is not built in between
+    finally:
+        master.links.close()
+        store.close()
