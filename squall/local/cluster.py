@@ -15,10 +15,12 @@ from squall.api.errors import (
     TopologyStartError,
 )
 from squall.api.topology import StormTopology
+from squall.local.rescale import new_record, now_ms, rescale_live
 from squall.runtime import clock as runtime_clock
 from squall.runtime.clusters import ClusterBase
 from squall.runtime.errors import ErrorLog
 from squall.runtime.info import topology_info
+from squall.runtime.live_plan import live_refusal, task_changes
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import check_name, prepare_conf, prepare_topology
 from squall.runtime.transport import InProcessHub
@@ -41,6 +43,7 @@ class _Running:
     hub: InProcessHub | None = None
     status: str = "ACTIVE"
     started_at: float = field(default_factory=time.monotonic)
+    rescale: dict | None = None  # the last rescale's record (API.md, Rescaling)
 
 
 class LocalCluster(ClusterBase[_Running]):
@@ -167,21 +170,61 @@ class LocalCluster(ClusterBase[_Running]):
 
     def rebalance(self, name: str, num_workers: int | None = None,
                   parallelism: dict[str, int] | None = None, wait_secs: float = 0) -> None:
-        """Restart ``name`` with a new worker count and/or component parallelism.
+        """Rescale ``name``: live where it can, else a restart under the new plan.
 
-        Spouts are deactivated, bolts drain for ``wait_secs``, every task stops, and the
-        topology starts again from the submitted components under the new plan. Tuples
-        still in flight are failed by timeout at the spout only if the spout survives the
-        restart, so use replayable spouts (as with Storm's rebalance).
+        Live (``runtime.live_plan.live_refusal`` says when not): the rescaled components
+        gain tasks with new ids (past the submitted task count, in running workers or in
+        new ones when ``num_workers`` grows) or lose their highest ones; the tasks feeding
+        them switch routes between two tuples; a removed task runs what it has queued and
+        fails what reaches it later, so its spout replays it (at-least-once). No other
+        worker or task is restarted. A restart: spouts are deactivated, bolts drain for
+        ``wait_secs``, every task stops, and the topology starts again from the submitted
+        components (tuples in flight replay by timeout if their spout survives, as with
+        Storm's rebalance). ``get_topology_info(name)["rescale"]`` says which, and how it went.
         """
         with self._lock:
             running = self._get(name)
             topology, conf, plan = self._rebalanced(running, num_workers, parallelism)
+            counts = {c: len(plan.component_tasks[c]) for c in (parallelism or {})}
+            changes = task_changes(running.plan, counts)
+            record = running.rescale = new_record(changes)
+            reason = live_refusal(topology, conf, running.plan, changes, num_workers)
             was_active = running.status != "INACTIVE"
             running.status = "REBALANCING"
-            self._stop_workers(running, wait_secs)
-            running.topology, running.conf, running.plan = topology, conf, plan
-            self._start_workers(running, active=was_active)
+            began = now_ms()
+            try:
+                if reason is None:
+                    self._rescale_live(running, topology, conf, changes, num_workers, record)
+                    return
+                record["live"], record["reason"] = False, reason
+                self._stop_workers(running, wait_secs)
+                running.topology, running.conf, running.plan = topology, conf, plan
+                self._start_workers(running, active=was_active)
+                record["pause_ms"] = round(now_ms() - began, 3)
+                record["status"] = "done"
+            except Exception as e:
+                record["status"] = "failed"
+                record["reason"] = f"{type(e).__name__}: {e}"
+                raise
+            finally:
+                running.status = "ACTIVE" if was_active else "INACTIVE"
+
+    def _rescale_live(self, running: _Running, topology: StormTopology, conf: dict,
+                      changes: dict[str, tuple[int, int]], num_workers: int | None,
+                      record: dict) -> None:
+        def start_worker(index: int, plan: TaskPlan) -> Worker:
+            assert running.hub is not None
+            w = Worker(topology_name=running.name, topology=topology, conf=conf, plan=plan,
+                       index=index, transport=running.hub.endpoint(index), errors=running.errors,
+                       tap=self._tap, active=running.workers[0].active, clock=self._clock)
+            w.start()
+            w.started.wait()
+            if w.start_error is not None:
+                raise w.start_error
+            return w
+
+        rescale_live(running, topology, changes, num_workers, start_worker, record)
+        running.conf = conf
 
     # ---- information -----------------------------------------------------------------
 
@@ -194,9 +237,11 @@ class LocalCluster(ClusterBase[_Running]):
         workers = [{"worker": w.index, "host": host, "pid": pid, "tasks": running.plan.worker_tasks(w.index),
                     "corrupt_frames": w.corrupt_frames, "transfer": w.transfer_stats()}
                    for w in running.workers]
-        return topology_info(name, running.status, running.plan, metrics,
+        info = topology_info(name, running.status, running.plan, metrics,
                              running.errors.list(), time.monotonic() - running.started_at,
                              workers=workers, stuck=stuck)
+        info["rescale"] = None if running.rescale is None else dict(running.rescale)
+        return info
 
     def set_transport_fault(self, name: str, fault: Callable[[int, int, bytes], list[bytes]] | None) -> None:
         """Pass every frame between ``name``'s workers through ``fault`` (None: stop).
