@@ -321,6 +321,7 @@ def topology_page(view: TopologyView, window: str) -> dict:
         "spouts": [spout_row(view, c, window) for c in view.spouts()],
         "bolts": [bolt_row(view, c, window) for c in view.bolts()],
         "chains": [list(c) for c in info.get("chains") or []],  # squall's: bolts fused with their upstream
+        "rescale": info.get("rescale"),  # squall's: the last rescale (API.md, Rescaling), None before one
         "configuration": view.conf,
         "visualizationTable": [],
     }

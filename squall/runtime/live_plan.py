@@ -132,3 +132,15 @@ def _pick_worker(worker_executors: list[list[Executor]], comp: str) -> int:
         mine = sum(len(ex.tasks) for ex in exs if ex.component == comp)
         return mine, sum(len(ex.tasks) for ex in exs), w
     return min(range(len(worker_executors)), key=load)
+
+
+RESTART_ON_SPARK = "the Spark runtime rescales by restarting the workers (live rescale runs on LocalCluster)"
+
+
+def restart_record(old: TaskPlan, new: TaskPlan, reason: str) -> dict:
+    """A ``rescale`` record (API.md, Rescaling) for a rescale done by restarting the topology."""
+    counts = {c: len(ts) for c, ts in new.component_tasks.items() if not c.startswith(("$", "__"))}
+    changes = task_changes(old, {c: n for c, n in counts.items() if c in old.component_tasks})
+    return {"status": "running", "components": {c: [o, n] for c, (o, n) in changes.items()},
+            "live": False, "moved_key_groups": 0, "moved_bytes": 0, "pause_ms": 0.0,
+            "reason": reason}

@@ -107,6 +107,7 @@ class TopologyMaster:
                               lambda *end: self.calls.post(functools.partial(self._job_ended, *end)))
         self.placement = PlacementCheck(self._pins)
         self.placement_notes: list[str] = []  # the scheduler's notes on asks it could not honour
+        self.rescale: dict | None = None  # the last rescale's record (API.md, Rescaling)
         self._registered: set[int] = set()  # workers registered this loop pass (``_announce``)
 
     # ---- API (any thread) ------------------------------------------------------------
@@ -428,6 +429,7 @@ class TopologyMaster:
                            self.started_at, versions)
         info["tasks"] = self.liveness.report()
         info["placement_notes"] = self.placement_notes + self.placement.notes()
+        info["rescale"] = None if self.rescale is None else dict(self.rescale)
         return info
 
     def _beat_info(self) -> dict:

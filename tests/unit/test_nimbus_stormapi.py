@@ -189,3 +189,11 @@ def test_topology_page_shows_the_chains_of_the_info():
     i = {**info(), "chains": [["spout", "MyBoltId"]]}
     page = topology_page(TopologyView(i, SHAPE, {}, None, NOW), ":all-time")
     assert page["chains"] == [["spout", "MyBoltId"]]
+
+
+def test_topology_page_has_the_last_rescale():
+    assert topology_page(view(), ":all-time")["rescale"] is None
+    rec = {"status": "done", "components": {"MyBoltId": [3, 6]}, "live": True, "moved_key_groups": 0,
+           "moved_bytes": 0, "pause_ms": 0.4, "reason": None}
+    v = TopologyView({**info(), "rescale": rec}, SHAPE, {}, None, NOW)
+    assert topology_page(v, ":all-time")["rescale"] == rec
