@@ -94,6 +94,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "topology.guarantee": GUARANTEE,
     "topology.state.provider": IMPORT_PATH,
     "topology.state.provider.config": JSON_OBJECT,
+    "topology.key.groups": POSITIVE_INT,
     "topology.executor.receive.buffer.size": POSITIVE_INT,
     "topology.executor.send.buffer.size": POSITIVE_INT,
     "topology.stats.sample.rate": FRACTION,

@@ -30,6 +30,7 @@ TOPOLOGY_LOCALITYAWARE_LOWER_BOUND = "topology.localityaware.lower.bound"
 TOPOLOGY_STATE_CHECKPOINT_INTERVAL = "topology.state.checkpoint.interval.ms"
 TOPOLOGY_STATE_PROVIDER = "topology.state.provider"
 TOPOLOGY_STATE_PROVIDER_CONFIG = "topology.state.provider.config"
+TOPOLOGY_KEY_GROUPS = "topology.key.groups"
 TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE = "topology.executor.receive.buffer.size"
 TOPOLOGY_EXECUTOR_SEND_BUFFER_SIZE = "topology.executor.send.buffer.size"
 TOPOLOGY_STATS_SAMPLE_RATE = "topology.stats.sample.rate"
@@ -71,6 +72,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(TOPOLOGY_STATE_CHECKPOINT_INTERVAL, 1000, "milliseconds between state checkpoints"),
     Setting(TOPOLOGY_STATE_PROVIDER, "squall.state.memory.InMemoryStateProvider", "state provider"),
     Setting(TOPOLOGY_STATE_PROVIDER_CONFIG, {}, "the state provider's configuration"),
+    Setting(TOPOLOGY_KEY_GROUPS, 4096,
+            "key groups of fields groupings and keyed state, fixed per topology once it has "
+            "state; a component's parallelism may grow up to it"),
     Setting(TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE, 32768, "capacity of each task's receive queue"),
     Setting(TOPOLOGY_EXECUTOR_SEND_BUFFER_SIZE, 32768, "tuples buffered per worker for remote peers"),
     Setting(TOPOLOGY_STATS_SAMPLE_RATE, 0.05, "fraction of executes timed for latency metrics"),

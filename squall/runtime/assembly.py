@@ -26,6 +26,7 @@ from squall.runtime.exactly_once import is_exactly_once
 from squall.runtime.exactly_once_tasks import ExactlyOnceSpoutTask, aligned
 from squall.runtime.fused import ChainHost
 from squall.runtime.host import AckScope, Task, TaskHost
+from squall.runtime.keygroups import num_key_groups
 from squall.runtime.plan import ACKER, SYSTEM, SYSTEM_STREAM_FIELDS
 from squall.runtime.routing import ConstantRouter, DirectOnly, LoadAwareness, make_router
 from squall.runtime.stateful import StatefulBoltTask
@@ -191,6 +192,7 @@ def make_routes(worker: Worker, comp: str, task_id: int, ctx: WorkerTopologyCont
     """
     topology, plan = worker.topology, worker.plan
     load = load_awareness(worker)
+    key_groups = num_key_groups(worker.conf)
     routes = {}
     for stream, sdef in topology.components[comp].streams.items():
         routers = []
@@ -201,7 +203,7 @@ def make_routes(worker: Worker, comp: str, task_id: int, ctx: WorkerTopologyCont
             router = make_router(
                 grouping, task=task_id, targets=plan.component_tasks[sub],
                 local_tasks=local, stream=stream, stream_fields=sdef.fields,
-                context=ctx, component=sub, source=comp, load=load,
+                context=ctx, component=sub, source=comp, load=load, key_groups=key_groups,
             )
             if isinstance(router, DirectOnly):
                 direct = DirectOnly(sorted(set(direct.targets if direct else ()) | router.targets))

@@ -24,8 +24,8 @@ cdef class LoadAwareShuffleRouter(RouterBase):
     cpdef list route(self, object values)
 
 cdef class FieldsRouter(RouterBase):
-    cdef public list _singles, _indexes
-    cdef public Py_ssize_t _n, _index
+    cdef public list _singles, _indexes, _groups, table
+    cdef public Py_ssize_t _n, _index, _k
     @cython.locals(h="unsigned long long", index=Py_ssize_t, crc="long long")
     cpdef list route(self, object values)
 

@@ -11,6 +11,7 @@ from squall.api.context import WorkerTopologyContext
 from squall.api.fields import Fields
 from squall.api.topology import Grouping
 from squall.runtime.hashing import crc32_ascii, hash_values, stable_hash
+from squall.runtime.keygroups import DEFAULT_KEY_GROUPS, KEY_GROUPS, default_table
 
 Router = Callable[[list], list[int]]
 # the mean queue fill (0: empty, 1: full) of some of this worker's tasks
@@ -109,15 +110,37 @@ class LoadAwareShuffleRouter(RouterBase):
 
 
 class FieldsRouter(RouterBase):
-    """Equal values of the grouping fields go to the same task, in every process."""
+    """Equal values of the grouping fields go to the same task, in every process.
 
-    __slots__ = ("_singles", "_indexes", "_n", "_index")
+    A key goes to its key group (``keygroups.key_group``: ``stable_hash % K``) and the key
+    group to a task by the routing table (a task index per key group, by default
+    ``keygroups.default_table``), exactly as keyed state places it. ``set_table`` switches
+    targets and table between two tuples (a live rescale).
+    """
 
-    def __init__(self, targets: list[int], stream_fields: Fields, fields: Fields) -> None:
-        self._singles = [[t] for t in sorted(targets)]
+    __slots__ = ("_singles", "_indexes", "_n", "_index", "_groups", "_k", "table")
+
+    def __init__(self, targets: list[int], stream_fields: Fields, fields: Fields,
+                 key_groups: int = DEFAULT_KEY_GROUPS, table: list[int] | None = None) -> None:
         self._indexes = [stream_fields.index(f) for f in fields]
-        self._n = len(targets)
         self._index = self._indexes[0] if len(self._indexes) == 1 else -1  # -1: several fields
+        self._k = key_groups
+        self.set_table(targets, default_table(len(targets), key_groups) if table is None else table)
+
+    def set_table(self, targets: list[int], table: list[int]) -> None:
+        """Route by ``table`` (a task index into sorted ``targets`` per key group) from now on."""
+        singles = [[t] for t in sorted(targets)]
+        if len(table) != self._k:
+            raise ValueError(f"a routing table of {len(table)} key groups for a fields grouping "
+                             f"of {self._k} ({KEY_GROUPS} cannot change)")
+        if table and (min(table) < 0 or max(table) >= len(singles)):
+            raise ValueError(f"the routing table names task index {max(table)}, but there are "
+                             f"{len(singles)} targets")
+        self._singles = singles
+        self._n = len(singles)
+        self.table = list(table)
+        # one list per key group, its target's: a route is one more list index than h % n
+        self._groups = [singles[i] for i in table]  # assigned last: route reads it once
 
     def route(self, values: list) -> list[int]:
         """Target task ids for ``values``."""
@@ -129,11 +152,11 @@ class FieldsRouter(RouterBase):
                 # kept in a C int (-1: not ASCII, left to stable_hash)
                 crc = crc32_ascii(v)
                 if crc >= 0:
-                    return self._singles[crc % self._n]
+                    return self._groups[crc % self._k]
             h = stable_hash(v)
         else:
             h = hash_values([values[i] for i in self._indexes])
-        return self._singles[h % self._n]  # C arithmetic and a C index, compiled
+        return self._groups[h % self._k]  # C arithmetic and a C index, compiled
 
 
 def second_hash(h: int) -> int:
@@ -261,11 +284,13 @@ def make_router(
     component: str,
     source: str = "",
     load: LoadAwareness | None = None,
+    key_groups: int = DEFAULT_KEY_GROUPS,
 ) -> Router | DirectOnly:
     """The router one emitting ``task`` of component ``source`` uses for one subscription.
 
     ``component`` is the subscriber; with ``load`` (None when
-    ``topology.disable.loadaware.messaging`` is set) a shuffle prefers this worker's tasks.
+    ``topology.disable.loadaware.messaging`` is set) a shuffle prefers this worker's tasks;
+    ``key_groups`` is the topology's ``topology.key.groups`` (fields groupings).
     """
     kind = grouping.kind
     targets = sorted(targets)
@@ -281,7 +306,7 @@ def make_router(
         return ShuffleRouter(local or targets, seed=task)
     if kind == "fields":
         assert grouping.fields is not None
-        return FieldsRouter(targets, stream_fields, grouping.fields)
+        return FieldsRouter(targets, stream_fields, grouping.fields, key_groups)
     if kind == "partial_key":
         assert grouping.fields is not None
         return PartialKeyRouter(targets, stream_fields, grouping.fields)

@@ -6,12 +6,15 @@ stateful bolt first prepares, commits or rolls back its state. A stateful bolt's
 are held until the checkpoint that covers them commits, and failed on rollback, so the
 committed state and the acked tuples always agree (at-least-once).
 
-Namespaces: task ``i`` of component ``c`` in topology ``t`` keeps its state in ``t/c/i``,
-the same across restarts and redeploys. When the component's task count changes, a new
-generation of namespaces ``t/c/i@gN`` is started and each new task copies from the
-previous generation the keys that the fields grouping now routes to it (keys are taken
-to be the grouping's values: the value of a one-field grouping, or the list of values).
-Earlier generations are left in place, so nothing is lost if a move is interrupted.
+Namespaces. A stateful bolt whose inputs are all fields groupings keeps its state by key
+group (``squall.state.keygrouped``): key group ``g`` of component ``c`` in topology ``t`` is
+namespace ``t/c/kg/<g>``, owned by the task the routing table gives it
+(``keygroups.default_table``), so a change of the task count moves key groups, not keys.
+Every other stateful bolt (fed by a shuffle or another grouping, a windowed bolt) keeps
+one namespace per task, ``t/c/i``; when the component's task count changes, a new
+generation ``t/c/i@gN`` is started and each new task copies from the previous generation
+the keys that the fields grouping would route to it. A component's state kept per task by
+an earlier squall moves into key groups on its first start (``migrate``).
 """
 
 from __future__ import annotations
@@ -22,12 +25,15 @@ from squall.api.tuple import Tuple
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Action
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.hashing import stable_hash
+from squall.runtime.keygroups import KEY_GROUPS, default_table, num_key_groups, owned_groups
 from squall.runtime.tasks import BoltTask
 
 if TYPE_CHECKING:
     from squall.api.context import TopologyContext
 
 HISTORY_KEY = "history"
+KEY_GROUPS_KEY = "key_groups"  # the component's K, once its state is kept by key group
+LEGACY_KEY = "legacy"  # [generation, tasks] of the per-task layout its key groups came from
 
 
 def state_namespace(topology: str, component: str, index: int, generation: int) -> str:
@@ -36,9 +42,32 @@ def state_namespace(topology: str, component: str, index: int, generation: int) 
     return base if generation == 0 else f"{base}@g{generation}"
 
 
-def key_owner(key: Any, num_tasks: int) -> int:
-    """Index of the task that owns ``key``: where the fields grouping sends that value."""
-    return stable_hash(key) % num_tasks
+def key_owner(key: Any, num_tasks: int, key_groups: int | None = None) -> int:
+    """Index of the task that owns ``key``: where the fields grouping sends that value.
+
+    ``key_groups`` is ``topology.key.groups`` (None: its default); the key's key group goes
+    to the task the default routing table gives it.
+    """
+    k = num_key_groups(None) if key_groups is None else key_groups
+    group = stable_hash(key) % k
+    return group * num_tasks // k  # default_table's entry for the group, without the table
+
+
+class KeyGroupsChangedError(ValueError):
+    """``topology.key.groups`` differs from the K a component's state is kept in."""
+
+
+def keyed_component(context: TopologyContext, bolt: Any = None) -> bool:
+    """Whether the component's state follows key groups: every input a fields grouping.
+
+    A bolt class may say ``keyed_state = False`` (a windowed bolt's state is not by key);
+    a sink that follows checkpoints (``follows_checkpoints``) is not keyed either.
+    """
+    kind = type(bolt)
+    if getattr(kind, "keyed_state", True) is False or getattr(kind, "follows_checkpoints", False) is True:
+        return False
+    inputs = [g for (_, stream), g in context.get_this_sources().items() if stream != CHECKPOINT_STREAM]
+    return bool(inputs) and all(g is not None and g.kind == "fields" for g in inputs)
 
 
 def task_generation(provider: Any, conf: dict, context: TopologyContext) -> tuple[list[int], Any]:
@@ -91,18 +120,177 @@ def previous_states(provider: Any, conf: dict, context: TopologyContext, history
     return states
 
 
-def open_task_state(provider: Any, conf: dict, context: TopologyContext) -> Any:
-    """Open the task's state, moving its keys in from the previous generation if needed."""
+def open_task_state(provider: Any, conf: dict, context: TopologyContext, bolt: Any = None) -> Any:
+    """Open the task's state: by key group for a keyed component, else per task (see the module)."""
+    if bolt is not None and (keyed_component(context, bolt) or kept_by_key_group(provider, conf, context)):
+        return open_keyed_state(provider, conf, context)
     num_tasks = len(context.get_this_component_tasks())
     index = context.get_this_task_index()
     history, state = task_generation(provider, conf, context)
     if needs_move(history, state):
+        k = num_key_groups(conf)
         for source in previous_states(provider, conf, context, history):
             for key, value in committed_items(source):
-                if key_owner(key, num_tasks) == index:
+                if key_owner(key, num_tasks, k) == index:
                     state.put(key, value)
         state.commit(0)
     return state
+
+
+def kept_by_key_group(provider: Any, conf: dict, context: TopologyContext) -> bool:
+    """Whether the component's state is already kept by key group (its ``$tasks`` says K)."""
+    meta = provider.new_state(f"{context.topology_name}/{context.component_id}/$tasks", conf, context)
+    return meta.get(KEY_GROUPS_KEY) is not None
+
+
+def open_keyed_state(provider: Any, conf: dict, context: TopologyContext) -> Any:
+    """The task's ``KeyGroupedState``, its key groups settled when the plan changed.
+
+    The component's ``$tasks`` record keeps K (``topology.key.groups`` cannot change over
+    existing state: ``KeyGroupsChangedError``) and the task counts; a task that starts a new
+    plan (``take_over``) settles its key groups' staged transactions by the checkpoint
+    record and moves in what an earlier squall kept per task (``migrate``).
+    """
+    from squall.state.keygrouped import KeyGroupedState, record_namespace
+
+    topology, component = context.topology_name, context.component_id
+    prefix = f"{topology}/{component}"
+    num_tasks = len(context.get_this_component_tasks())
+    index = context.get_this_task_index()
+    k = num_key_groups(conf)
+    meta = provider.new_state(f"{prefix}/$tasks", conf, context)
+    history = list(meta.get(HISTORY_KEY) or [])
+    recorded = meta.get(KEY_GROUPS_KEY)
+    if recorded is not None and recorded != k:
+        raise KeyGroupsChangedError(
+            f"{KEY_GROUPS} of topology {topology!r} is {k}, but the state of {component!r} is kept "
+            f"in {recorded} key groups; it cannot change over existing state: set it back to "
+            f"{recorded}, or clear the topology's state")
+    if num_tasks > k:
+        raise KeyGroupsChangedError(f"{component!r} has {num_tasks} tasks, more than its {k} key "
+                                    f"groups ({KEY_GROUPS})")
+    changed = False
+    if recorded is None:
+        meta.put(KEY_GROUPS_KEY, k)
+        if history:  # an earlier squall kept this state per task: move it in
+            meta.put(LEGACY_KEY, [len(history) - 1, history[-1]])
+        changed = True
+    if not history or history[-1] != num_tasks:
+        history.append(num_tasks)  # every task of the new plan appends the same entry
+        meta.put(HISTORY_KEY, history)
+        changed = True
+    if changed:
+        meta.commit((meta.committed_txid() or 0) + 1)
+    legacy = meta.get(LEGACY_KEY)
+    generation = len(history) - 1
+    record = provider.new_state(record_namespace(prefix, index, generation), conf, context)
+    sibling = getattr(record, "sibling", None)
+    opener = sibling if sibling is not None else (lambda ns: provider.new_state(ns, conf, context))
+    groups = owned_groups(default_table(num_tasks, k), index)
+    state = KeyGroupedState(opener, prefix, index, k, groups, record, stable_hash)
+    if record.committed_txid() is None and (generation > 0 or legacy):
+        take_over(state, provider, conf, context, history, legacy)
+    return state
+
+
+def checkpoint_committing(provider: Any, conf: dict, context: TopologyContext) -> int | None:
+    """The txid the checkpoint record says is COMMITTING (recovery commits it), else None."""
+    from squall.runtime.checkpoint_spout import RECORD_KEY
+    from squall.state import load_provider
+
+    meta: Any = load_provider(conf).new_state(f"{context.topology_name}/{CHECKPOINT_SPOUT}",
+                                              conf, context)
+    record = meta.get(RECORD_KEY)
+    return record[0] if record and record[1] == "COMMITTING" else None
+
+
+def take_over(state: Any, provider: Any, conf: dict, context: TopologyContext,
+              history: list[int], legacy: list[int] | None) -> None:
+    """Settle a new plan's task state: staged transactions of its key groups, migration.
+
+    A key group staged by its old owner is committed if the checkpoint record says that
+    txid is COMMITTING (the recovery's COMMIT would have committed it there), else rolled
+    back (the recovery rolls it back). Task index 0 also settles the own namespaces of
+    task indexes the new plan no longer has. Then the task's record says committed 0.
+    """
+    from squall.state.base import apply_all, txids_all
+    from squall.state.keygrouped import OTHER, task_namespace
+
+    committing = checkpoint_committing(provider, conf, context)
+    groups = state.key_groups()
+    states = state.open_states([*groups, OTHER])
+    if state.index == 0:
+        prefix, num_tasks = state.prefix, len(context.get_this_component_tasks())
+        states += [provider.new_state(task_namespace(prefix, i), conf, context)
+                   for i in range(num_tasks, max(history))]
+    txids = txids_all(states)
+    apply_all([(s, "commit" if prepared == committing else "rollback", prepared)
+               for s, (_, prepared) in zip(states, txids, strict=True) if prepared is not None])
+    if legacy:
+        migrate(state, provider, conf, context, legacy,
+                [g for g, (committed, _) in zip(groups, txids, strict=False) if committed is None],
+                committing)
+    state.mark_committed(0)
+
+
+def migrate(state: Any, provider: Any, conf: dict, context: TopologyContext, legacy: list[int],
+            groups: list[int], committing: int | None) -> None:
+    """Copy into ``groups`` (owned, never committed) their keys from the per-task layout.
+
+    ``legacy`` is the last per-task generation and its task count. Only committed values are
+    copied (a staged transaction the checkpoint record says is COMMITTING is committed in
+    the old namespace first, as the recovery would have); the old namespaces are not
+    changed otherwise. Each migrated key group is committed as txid 0, so a migration
+    interrupted midway resumes with the key groups not yet committed, and a key group that
+    has taken new changes since is never overwritten.
+    """
+    from squall.state.base import apply_all
+
+    if not groups:
+        return
+    generation, tasks = legacy
+    wanted = set(groups)
+    targets = dict(zip(groups, state.open_states(groups), strict=True))
+    topology, component = context.topology_name, context.component_id
+    for old in range(tasks):
+        source = provider.new_state(state_namespace(topology, component, old, generation), conf, context)
+        if committing is not None and source.prepared_txid() == committing:
+            source.commit(committing)
+        for key, value in committed_items(source):
+            group = state.key_group_of(key)
+            if group in wanted:
+                targets[group].put(key, value)
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
+    apply_all([(targets[g], "commit", 0) for g in groups])
+
+
+def component_items(provider: Any, conf: dict, topology: str, component: str) -> Any:
+    """``(namespace, key, value)`` of every committed pair of a component's state, any layout.
+
+    By key group: each key group's namespace, then each task index's own; per task: the
+    current generation's task namespaces. For tools and tests that read a stopped
+    topology's state from its store.
+    """
+    from squall.state.keygrouped import group_namespace, task_namespace
+
+    meta = provider.new_state(f"{topology}/{component}/$tasks", conf, None)
+    history = meta.get(HISTORY_KEY) or []
+    k = meta.get(KEY_GROUPS_KEY)
+    if k is None:
+        generation = len(history) - 1
+        names = [state_namespace(topology, component, i, generation) for i in range(history[-1])] \
+            if history else []
+    else:
+        prefix = f"{topology}/{component}"
+        names = [group_namespace(prefix, g) for g in range(k)]
+        names += [task_namespace(prefix, i) for i in range(max(history))]
+    sibling = getattr(meta, "sibling", None)
+    for name in names:
+        state = sibling(name) if sibling is not None else provider.new_state(name, conf, None)
+        for key, value in committed_items(state):
+            yield name, key, value
 
 
 def committed_items(state: Any) -> Any:
@@ -225,7 +413,8 @@ class StatefulBoltTask(BoltTask):
             if self.state is None:
                 from squall.state import load_provider
 
-                self.state = open_task_state(load_provider(self.conf), self.conf, self.context)
+                self.state = open_task_state(load_provider(self.conf), self.conf, self.context,
+                                             self.bolt)
             if action is Action.INITSTATE:
                 if not self.initialized:
                     check_recovered(self.state, self.conf, self.context)

@@ -18,7 +18,7 @@ import abc
 import json
 import threading
 from _thread import get_ident
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
@@ -30,6 +30,8 @@ DEFAULT_PROVIDER = "squall.state.memory.InMemoryStateProvider"
 
 # One pending or staged change: the encoded value, or None for a deleted key (a tombstone).
 Changes = dict[bytes, bytes | None]
+# (state, "prepare" | "commit" | "rollback", txid): one step of ``apply_all``
+Op = tuple[Any, str, "int | None"]
 
 
 class StateUnavailableError(RuntimeError):
@@ -406,12 +408,70 @@ class BufferedKeyValueState(KeyValueState):
         """See ``State.rollback``."""
         with self._lock:
             self._discard_staged()
-            # _dirty before _cache: an unlocked put between the two leaves a dirty key with
-            # no cached value, which the flush skips (the put came before the rollback)
-            self._dirty.clear()
-            self._cache.clear()
-            self._pending = {}
-            self._deferred = {}
+            self._forget()
+
+    def _forget(self) -> None:
+        """Drop every change not stored (the lock is held)."""
+        # _dirty before _cache: an unlocked put between the two leaves a dirty key with
+        # no cached value, which the flush skips (the put came before the rollback)
+        self._dirty.clear()
+        self._cache.clear()
+        self._pending = {}
+        self._deferred = {}
+
+    def sibling(self, namespace: str) -> BufferedKeyValueState:
+        """The state of ``namespace`` in the same store, sharing this state's connection and lock.
+
+        A task's key groups (``squall.state.keygrouped``) are siblings of its record, so
+        ``apply_all`` can write them in one store transaction. Only the same topology's
+        namespaces.
+        """
+        if namespace.split("/", 1)[0] != self.namespace.split("/", 1)[0]:
+            raise StateConfigError(f"state {self.namespace!r} cannot open {namespace!r} of "
+                                   f"another topology")
+        return self._sibling(namespace)
+
+    def _sibling(self, namespace: str) -> BufferedKeyValueState:
+        raise NotImplementedError
+
+    @classmethod
+    def apply_all(cls, ops: Sequence[Op]) -> None:
+        """Do ``(state, "prepare" | "commit" | "rollback", txid)`` for each; see ``apply_all``.
+
+        Here one call per state; squall's SQLite and Redis states override it to write
+        siblings in one store transaction.
+        """
+        _apply_each(ops)
+
+    def _apply_batched(self, ops: Sequence[Op], transaction: Any) -> None:
+        """``ops`` on siblings sharing this state's lock, the store calls inside ``transaction``."""
+        with self._lock:
+            for state, op, txid in ops:
+                if op != "rollback":
+                    _check_txid(txid)  # type: ignore[arg-type]
+                    state._flush()
+            outcomes = []
+            with transaction:
+                for state, op, txid in ops:
+                    if op == "prepare":
+                        state._stage(txid, state._pending)
+                        outcomes.append(_Outcome.DIRECT)
+                    elif op == "commit":
+                        outcomes.append(state._commit(txid, state._pending))
+                    else:
+                        state._discard_staged()
+                        outcomes.append(_Outcome.NOOP)
+            for (state, op, _), outcome in zip(ops, outcomes, strict=True):
+                if op == "rollback":
+                    state._forget()
+                else:
+                    if outcome is _Outcome.DIRECT:
+                        state._pending = {}
+                    state._trim()
+
+    def txids_all(self, states: list[Any]) -> list[tuple[int | None, int | None]]:
+        """``(committed_txid, prepared_txid)`` of each of ``states`` (siblings: one query)."""
+        return [(s.committed_txid(), s.prepared_txid()) for s in states]
 
     def _already_committed(self, txid: int, committed: int) -> InvalidTxidError:
         return InvalidTxidError(f"state {self.namespace!r}: cannot prepare txid {txid}, txid "
@@ -446,6 +506,44 @@ class BufferedKeyValueState(KeyValueState):
     @abc.abstractmethod
     def _discard_staged(self) -> None:
         """Atomically drop the staged changes and the prepared txid."""
+
+
+def apply_all(ops: Sequence[Op]) -> None:
+    """Prepare, commit or roll back several states: ``(state, op, txid)`` in order.
+
+    States of one squall store sharing a connection (``BufferedKeyValueState.sibling``) are
+    written in one transaction (SQLite) or one MULTI/EXEC pipeline (Redis); any other
+    states, a user's provider's, get one call each, in the order given.
+    """
+    if not ops:
+        return
+    kind = type(ops[0][0])
+    if issubclass(kind, BufferedKeyValueState) and all(type(s) is kind for s, _, _ in ops):
+        kind.apply_all(ops)
+    else:
+        _apply_each(ops)
+
+
+def _apply_each(ops: Sequence[Op]) -> None:
+    for state, op, txid in ops:
+        if op == "prepare":
+            state.prepare_commit(txid)
+        elif op == "commit":
+            state.commit(txid)
+        elif op == "rollback":
+            state.rollback()
+        else:
+            raise ValueError(f"unknown state operation {op!r}")
+
+
+def txids_all(states: list[Any]) -> list[tuple[int | None, int | None]]:
+    """``(committed_txid, prepared_txid)`` of each state: one store query for siblings."""
+    if not states:
+        return []
+    first = states[0]
+    if isinstance(first, BufferedKeyValueState) and all(type(s) is type(first) for s in states):
+        return first.txids_all(states)
+    return [(s.committed_txid(), s.prepared_txid()) for s in states]
 
 
 def _check_txid(txid: int) -> None:

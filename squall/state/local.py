@@ -28,7 +28,7 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -36,6 +36,7 @@ from squall.state.base import (
     BufferedKeyValueState,
     Changes,
     KeyValueState,
+    Op,
     StateConfigError,
     StateProvider,
     StateUnavailableError,
@@ -69,6 +70,7 @@ class LocalKeyValueState(BufferedKeyValueState):
                  codec: Codec = DEFAULT) -> None:
         super().__init__(namespace, codec)
         self.db_path = db_path
+        self._borrowed = False
         with self._unavailable_as_error():
             # autocommit (isolation_level=None): transactions are the explicit BEGIN IMMEDIATE
             # ones, taking the write lock up front so two writers never deadlock upgrading.
@@ -98,9 +100,44 @@ class LocalKeyValueState(BufferedKeyValueState):
             return self._txids()[1]
 
     def close(self) -> None:
-        """Close this state's connection."""
+        """Close this state's connection (a sibling leaves it to the state it came from)."""
         with self._lock:
-            self._conn.close()
+            if not self._borrowed:
+                self._conn.close()
+
+    def _sibling(self, namespace: str) -> LocalKeyValueState:
+        state = LocalKeyValueState.__new__(LocalKeyValueState)
+        BufferedKeyValueState.__init__(state, namespace, self._codec)
+        state.db_path = self.db_path
+        state._conn = self._conn
+        state._lock = self._lock  # one connection, one lock: its transactions never interleave
+        state._borrowed = True
+        return state
+
+    @classmethod
+    def apply_all(cls, ops: Sequence[Op]) -> None:
+        """Siblings' prepares, commits and rollbacks in one SQLite transaction (else one each)."""
+        first = ops[0][0]
+        if any(state._conn is not first._conn for state, _, _ in ops):
+            super().apply_all(ops)
+            return
+        first._apply_batched(ops, first._transaction())
+
+    def txids_all(self, states: list[Any]) -> list[tuple[int | None, int | None]]:
+        """The txids of ``states`` (siblings of this one: one query per 500 namespaces)."""
+        if any(s._conn is not self._conn for s in states):
+            return super().txids_all(states)
+        found: dict[str, tuple[int | None, int | None]] = {}
+        names = [s.namespace for s in states]
+        with self._lock, self._unavailable_as_error():
+            for i in range(0, len(names), 500):
+                chunk = names[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                for ns, committed, prepared in self._conn.execute(
+                        f"SELECT ns, committed_txid, prepared_txid FROM txids WHERE ns IN ({marks})",
+                        chunk):
+                    found[ns] = (committed, prepared)
+        return [found.get(ns, (None, None)) for ns in names]
 
     def _stored_get(self, ekey: bytes) -> bytes | None:
         with self._unavailable_as_error():
@@ -191,7 +228,14 @@ class LocalKeyValueState(BufferedKeyValueState):
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: all of the block's statements, or none of them."""
+        """One write transaction: all of the block's statements, or none of them.
+
+        Inside a transaction already open on the shared connection (``apply_all``'s, whose
+        lock the caller holds), the block joins it.
+        """
+        if self._conn.in_transaction:
+            yield self._conn
+            return
         with self._unavailable_as_error():
             self._conn.execute("BEGIN IMMEDIATE")
             try:

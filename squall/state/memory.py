@@ -72,6 +72,9 @@ class InMemoryKeyValueState(BufferedKeyValueState):
         with self._stored.lock:
             return self._stored.prepared_txid
 
+    def _sibling(self, namespace: str) -> InMemoryKeyValueState:
+        return InMemoryKeyValueState(namespace, _stored(namespace))
+
     def _stored_get(self, ekey: bytes) -> bytes | None:
         s = self._stored
         with s.lock:

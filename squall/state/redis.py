@@ -32,7 +32,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
@@ -41,9 +41,11 @@ from squall.state.base import (
     BufferedKeyValueState,
     Changes,
     KeyValueState,
+    Op,
     StateConfigError,
     StateProvider,
     StateUnavailableError,
+    _check_txid,
     _Outcome,
     check_namespace,
     provider_config,
@@ -118,14 +120,18 @@ class RedisKeyValueState(BufferedKeyValueState):
 
     def __init__(self, namespace: str, client: redis_py.Redis, where: str, codec: Codec = DEFAULT) -> None:
         super().__init__(namespace, codec)
+        self._init_keys(namespace, client, where)
+        self._prepare_script = client.register_script(_PREPARE)
+        self._commit_script = client.register_script(_COMMIT)
+        self._borrowed = False
+
+    def _init_keys(self, namespace: str, client: redis_py.Redis, where: str) -> None:
         self._client = client
         self._where = where
         prefix = f"squall:state:{{{namespace}}}"
         self._committed_key = f"{prefix}:committed"
         self._staged_key = f"{prefix}:staged"
         self._txids_key = f"{prefix}:txids"
-        self._prepare_script = client.register_script(_PREPARE)
-        self._commit_script = client.register_script(_COMMIT)
         self._errors = _redis_errors()
 
     def committed_txid(self) -> int | None:
@@ -137,8 +143,83 @@ class RedisKeyValueState(BufferedKeyValueState):
         return self._txid("prepared")
 
     def close(self) -> None:
-        """Close this state's connections."""
-        self._client.close()
+        """Close this state's connections (a sibling leaves them to the state it came from)."""
+        if not self._borrowed:
+            self._client.close()
+
+    def _sibling(self, namespace: str) -> RedisKeyValueState:
+        state = RedisKeyValueState.__new__(RedisKeyValueState)
+        BufferedKeyValueState.__init__(state, namespace, self._codec)
+        state._init_keys(namespace, self._client, self._where)
+        state._prepare_script = self._prepare_script
+        state._commit_script = self._commit_script
+        state._lock = self._lock
+        state._borrowed = True
+        return state
+
+    @classmethod
+    def apply_all(cls, ops: Sequence[Op]) -> None:
+        """Siblings' prepares, commits and rollbacks in one MULTI/EXEC pipeline (else one each).
+
+        Each script checks its own txids as alone; Redis runs the pipeline whole, so no
+        other client's command comes between two of them.
+        """
+        first = ops[0][0]
+        if any(state._client is not first._client for state, _, _ in ops):
+            super().apply_all(ops)
+            return
+        with first._lock:
+            for state, op, txid in ops:
+                if op != "rollback":
+                    _check_txid(txid)  # type: ignore[arg-type]
+                    state._flush()
+            with first._unavailable_as_error():
+                pipe = first._client.pipeline(transaction=True)
+                for state, op, txid in ops:
+                    if op == "prepare":
+                        state._prepare_script(keys=[state._staged_key, state._txids_key],
+                                              args=[txid, *_flatten(state._pending)], client=pipe)
+                    elif op == "commit":
+                        state._commit_script(
+                            keys=[state._committed_key, state._staged_key, state._txids_key],
+                            args=[txid, *_flatten(state._pending)], client=pipe)
+                    else:
+                        pipe.delete(state._staged_key)
+                        pipe.hdel(state._txids_key, "prepared")
+                replies = iter(pipe.execute())
+            errors = []
+            for state, op, txid in ops:
+                if op == "prepare":
+                    done, committed = next(replies)
+                    if done == 0:
+                        errors.append(state._already_committed(txid, int(committed)))
+                    else:
+                        state._pending = {}
+                    state._trim()
+                elif op == "commit":
+                    outcome, prepared = next(replies)
+                    if outcome == -1:
+                        errors.append(state._other_prepared(txid, int(prepared)))
+                    elif outcome == 2:
+                        state._pending = {}
+                    state._trim()
+                else:
+                    next(replies)
+                    next(replies)
+                    state._forget()
+            if errors:
+                raise errors[0]
+
+    def txids_all(self, states: list[Any]) -> list[tuple[int | None, int | None]]:
+        """The txids of ``states`` (siblings of this one: one pipelined round trip)."""
+        if any(s._client is not self._client for s in states):
+            return super().txids_all(states)
+        with self._unavailable_as_error():
+            pipe = self._client.pipeline(transaction=False)
+            for s in states:
+                pipe.hmget(s._txids_key, "committed", "prepared")
+            rows = pipe.execute()
+        return [(None if c is None else int(c), None if p is None else int(p)) for c, p in rows]
 
     def _txid(self, field: str) -> int | None:
         with self._unavailable_as_error():

@@ -6,7 +6,7 @@ import pytest
 
 from squall import Config, Fields, LocalCluster, TopologyBuilder
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT
-from squall.runtime.stateful import state_namespace
+from squall.runtime.stateful import component_items
 from squall.state import load_provider
 from squall.testing import tracked_topology
 from tests.integration.components import FAULTS, RECORD, ListSpout, SplitBolt, StatefulCount
@@ -41,16 +41,10 @@ def conf(provider=None, workers=2, **extra):
 
 def committed_counts(c, name, component="count"):
     """Read every task's committed state straight from the store."""
-    provider = load_provider(c)
-    meta = provider.new_state(f"{name}/{component}/$tasks", c, None)
-    history = meta.get("history")
-    generation = len(history) - 1
     total = Counter()
-    for index in range(history[-1]):
-        state = provider.new_state(state_namespace(name, component, index, generation), c, None)
-        for key, value in state:
-            assert key not in total, f"{key!r} kept by two tasks"
-            total[key] = value
+    for _, key, value in component_items(load_provider(c), c, name, component):
+        assert key not in total, f"{key!r} kept by two namespaces"
+        total[key] = value
     return total
 
 

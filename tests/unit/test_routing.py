@@ -12,6 +12,7 @@ from squall.api.components import CustomStreamGrouping, GlobalStreamId
 from squall.api.fields import Fields
 from squall.api.topology import Grouping
 from squall.runtime.hashing import hash_values, stable_hash
+from squall.runtime.keygroups import default_table
 from squall.runtime.routing import (
     ConstantRouter,
     CustomRouter,
@@ -134,14 +135,15 @@ def test_fields_uses_every_task_with_many_keys():
     assert min(counts.values()) > 2000 / len(TARGETS) / 2  # roughly even
 
 
-def test_fields_routes_by_stable_hash_over_sorted_targets():
+def test_fields_routes_by_key_group_over_sorted_targets():
+    # the key's key group (stable_hash % topology.key.groups), then the task that owns it
     route = router("fields", fields=Fields("word"))
-    assert route(["hello", 3]) == [sorted(TARGETS)[stable_hash("hello") % 4]]
+    assert route(["hello", 3]) == [sorted(TARGETS)[default_table(4, 4096)[stable_hash("hello") % 4096]]]
 
 
 def test_fields_on_several_fields_selects_in_grouping_order():
     route = FieldsRouter(TARGETS, STREAM_FIELDS, Fields("count", "word"))
-    assert route(["w", 7]) == [sorted(TARGETS)[hash_values([7, "w"]) % 4]]
+    assert route(["w", 7]) == [sorted(TARGETS)[default_table(4, 4096)[hash_values([7, "w"]) % 4096]]]
     other = FieldsRouter([5, 6, 7], STREAM_FIELDS, Fields("count", "word"))
     assert {other(["w", 7])[0] for _ in range(5)} == {other(["w", 7])[0]}
 

@@ -1,0 +1,183 @@
+"""Keyed state by key group (issue 38 item 1): one namespace per key group, transactions that
+touch only the changed key groups, recovery of a staged transaction after a crash, and
+key groups added and released."""
+
+from __future__ import annotations
+
+import uuid
+from types import SimpleNamespace
+
+import pytest
+
+from squall.runtime.keygroups import default_table, key_group, owned_groups
+from squall.runtime.stateful import KeyGroupsChangedError, open_keyed_state
+from squall.state.keygrouped import KeyGroupedState, group_namespace
+
+K = 64
+
+
+def context(topology: str, tasks: int, index: int) -> SimpleNamespace:
+    return SimpleNamespace(topology_name=topology, component_id="count", task_id=index + 1,
+                           get_this_component_tasks=lambda: list(range(tasks)),
+                           get_this_task_index=lambda: index)
+
+
+@pytest.fixture(params=["memory", "local", "redis", "user"])
+def store(request, tmp_path):
+    """(provider, conf) of each squall provider and of the user's one of docs/state.md."""
+    if request.param == "memory":
+        from squall.state.memory import InMemoryStateProvider
+
+        return InMemoryStateProvider(), {"topology.key.groups": K}
+    if request.param == "local":
+        from squall.state.local import LocalStateProvider
+
+        return LocalStateProvider(), {"topology.state.provider.config": {"path": str(tmp_path / "s")},
+                                      "topology.key.groups": K}
+    if request.param == "user":
+        from tests.state.dict_provider import DictStateProvider
+
+        return DictStateProvider(), {"topology.state.provider.config": {"path": str(tmp_path / "d")},
+                                     "topology.key.groups": K}
+    from squall.state.redis import RedisStateProvider
+
+    host, port = request.getfixturevalue("redis_server")
+    return RedisStateProvider(), {"topology.state.provider.config": {"host": host, "port": port},
+                                  "topology.state.key": "kg-test-key", "topology.key.groups": K}
+
+
+def topology() -> str:
+    return f"kg-{uuid.uuid4().hex[:8]}"
+
+
+def owner(key, tasks: int) -> int:
+    return default_table(tasks, K)[key_group(key, K)]
+
+
+def committed_groups(provider, conf, name: str) -> set[int]:
+    """Key groups whose namespace has a committed txid."""
+    found = set()
+    for g in range(K):
+        s = provider.new_state(group_namespace(f"{name}/count", g), conf, None)
+        if s.committed_txid() is not None:
+            found.add(g)
+        s.close() if hasattr(s, "close") else None
+    return found
+
+
+WORDS = [f"w{i}" for i in range(40)]
+
+
+def test_keys_live_in_their_key_groups_namespaces_and_iterate_as_one_map(store):
+    provider, conf = store
+    name = topology()
+    states = [open_keyed_state(provider, conf, context(name, 2, i)) for i in range(2)]
+    assert isinstance(states[0], KeyGroupedState)
+    assert states[1].key_groups() == owned_groups(default_table(2, K), 1)
+    for w in WORDS:
+        s = states[owner(w, 2)]
+        s.put(w, s.get(w, 0) + 1)
+    states[0].put("total", 7)  # a key outside the task's key groups, or not: kept either way
+    for s in states:
+        s.prepare_commit(1)
+        s.commit(1)
+    assert sorted(k for s in states for k, _ in s) == sorted(WORDS + ["total"])
+    again = open_keyed_state(provider, conf, context(name, 2, 0))
+    assert again.get("total") == 7 and again.committed_txid() == 1
+    g = key_group(WORDS[0], K)
+    one = provider.new_state(group_namespace(f"{name}/count", g), conf, None)
+    assert one.get(WORDS[0]) == 1  # the key group's own namespace holds the key
+
+
+def test_a_checkpoint_touches_only_the_key_groups_changed_since_the_last(store):
+    provider, conf = store
+    name = topology()
+    state = open_keyed_state(provider, conf, context(name, 1, 0))
+    state.put("a", 1)
+    state.put("b", 2)
+    state.prepare_commit(1)
+    state.commit(1)
+    assert committed_groups(provider, conf, name) == {key_group("a", K), key_group("b", K)}
+    state.prepare_commit(2)  # nothing changed: no key group is written
+    state.commit(2)
+    assert state.committed_txid() == 2
+    assert provider.new_state(group_namespace(f"{name}/count", key_group("a", K)), conf,
+                              None).committed_txid() == 1
+
+
+@pytest.mark.parametrize("outcome", ["commit", "rollback"])
+def test_a_staged_transaction_is_settled_by_a_restarted_task(store, outcome):
+    provider, conf = store
+    name = topology()
+    state = open_keyed_state(provider, conf, context(name, 1, 0))
+    for w in WORDS:
+        state.put(w, 1)
+    state.prepare_commit(1)
+    state.commit(1)
+    for w in WORDS:
+        state.put(w, 2)
+    state.prepare_commit(2)
+    # the worker dies here, or midway through the commit: one key group is committed
+    g = key_group(WORDS[0], K)
+    provider.new_state(group_namespace(f"{name}/count", g), conf, None).commit(2)
+    restarted = open_keyed_state(provider, conf, context(name, 1, 0))
+    assert restarted.prepared_txid() == 2 and restarted.committed_txid() == 1
+    assert set(restarted.staged_key_groups()) == {key_group(w, K) for w in WORDS}
+    if outcome == "commit":  # the COMMIT the recovery replays
+        restarted.commit(2)
+        expected = 2
+    else:
+        restarted.rollback()
+        expected = 1 if g != key_group(WORDS[0], K) else None
+    values = dict(open_keyed_state(provider, conf, context(name, 1, 0)))
+    if outcome == "commit":
+        assert values == {w: expected for w in WORDS}
+    else:  # every key group not committed before the crash goes back to txid 1
+        assert {w: v for w, v in values.items() if key_group(w, K) != g} == {
+            w: 1 for w in WORDS if key_group(w, K) != g}
+
+
+def test_a_new_plan_moves_key_groups_without_copying_keys(store):
+    provider, conf = store
+    name = topology()
+    states = [open_keyed_state(provider, conf, context(name, 2, i)) for i in range(2)]
+    for w in WORDS:
+        states[owner(w, 2)].put(w, len(w))
+    for s in states:
+        s.prepare_commit(1)
+        s.commit(1)
+    wider = [open_keyed_state(provider, conf, context(name, 5, i)) for i in range(5)]
+    for i, s in enumerate(wider):
+        assert {k for k, _ in s} == {w for w in WORDS if owner(w, 5) == i}
+    assert {k: v for s in wider for k, v in s} == {w: len(w) for w in WORDS}
+
+
+def test_key_groups_are_added_and_released(store):
+    provider, conf = store
+    name = topology()
+    a, b = (open_keyed_state(provider, conf, context(name, 2, i)) for i in range(2))
+    for w in WORDS:
+        (a if owner(w, 2) == 0 else b).put(w, 1)
+    a.prepare_commit(1)
+    a.commit(1)
+    b.prepare_commit(1)
+    b.put(WORDS[0], 5)
+    moving = b.key_groups()[:8]
+    with pytest.raises(RuntimeError, match="uncommitted"):
+        b.release_key_groups(moving)  # txid 1 is staged
+    b.commit(1)
+    b.rollback()
+    b.release_key_groups(moving)
+    a.add_key_groups(moving)
+    assert set(a.key_groups()) == set(owned_groups(default_table(2, K), 0)) | set(moving)
+    moved_words = [w for w in WORDS if key_group(w, K) in moving]
+    assert all(a.get(w) == 1 for w in moved_words)
+    assert all(k not in moved_words for k, _ in b)
+
+
+def test_a_changed_key_group_count_is_refused(store):
+    provider, conf = store
+    name = topology()
+    open_keyed_state(provider, conf, context(name, 1, 0))
+    with pytest.raises(KeyGroupsChangedError, match=f"kept in {K} key groups; it cannot change"):
+        open_keyed_state(provider, {**conf, "topology.key.groups": 128}, context(name, 1, 0))
