@@ -16,6 +16,7 @@ from squall.api.errors import (
 )
 from squall.api.topology import StormTopology
 from squall.local.rescale import new_record, now_ms, rescale_live
+from squall.local.rescale_keyed import KeyedRescale, NotSettled, arm, progress
 from squall.runtime import clock as runtime_clock
 from squall.runtime.clusters import ClusterBase
 from squall.runtime.errors import ErrorLog
@@ -44,6 +45,7 @@ class _Running:
     status: str = "ACTIVE"
     started_at: float = field(default_factory=time.monotonic)
     rescale: dict | None = None  # the last rescale's record (API.md, Rescaling)
+    moving: KeyedRescale | None = None  # a keyed move riding a checkpoint, until it is over
 
 
 class LocalCluster(ClusterBase[_Running]):
@@ -184,6 +186,9 @@ class LocalCluster(ClusterBase[_Running]):
         """
         with self._lock:
             running = self._get(name)
+            if running.moving is not None and not self._progress(running):
+                raise RuntimeError(f"topology {name!r}: a rescale of {running.moving.component!r} "
+                                   f"rides checkpoint {running.moving.txid}; wait until it is over")
             topology, conf, plan = self._rebalanced(running, num_workers, parallelism)
             counts = {c: len(plan.component_tasks[c]) for c in (parallelism or {})}
             changes = task_changes(running.plan, counts)
@@ -193,6 +198,15 @@ class LocalCluster(ClusterBase[_Running]):
             running.status = "REBALANCING"
             began = now_ms()
             try:
+                keyed = [c for c in changes if topology.components[c].stateful]
+                if reason is None and keyed:
+                    # returns at once: the move rides the next checkpoint (record "running")
+                    try:
+                        running.moving = arm(running, topology, keyed[0], changes, record)
+                        running.conf = conf
+                        return
+                    except NotSettled as e:
+                        reason = str(e)
                 if reason is None:
                     self._rescale_live(running, topology, conf, changes, num_workers, record)
                     return
@@ -228,9 +242,18 @@ class LocalCluster(ClusterBase[_Running]):
 
     # ---- information -----------------------------------------------------------------
 
+    def _progress(self, running: _Running) -> bool:
+        """Finish a keyed move whose tasks are all done; True when none is left running."""
+        with self._lock:
+            move = running.moving
+            if move is not None and progress(running, move):
+                running.moving = None
+            return running.moving is None
+
     def get_topology_info(self, name: str) -> dict:
         """Status, per-component figures, workers and errors of ``name``."""
         running = self._get(name)
+        self._progress(running)
         metrics = [t.metrics for w in running.workers for t in w.tasks.values()]
         stuck = [dict(s) for w in running.workers for s in list(w.stuck.values())]
         host, pid = socket.gethostname(), os.getpid()
@@ -277,6 +300,8 @@ class LocalCluster(ClusterBase[_Running]):
             sim.advance(step)
             left -= step
             self._round_everywhere()
+            for running in list(self._topologies.values()):
+                self._progress(running)
             if time.monotonic() < deadline:
                 self.wait_quiet(max(0.0, deadline - time.monotonic()), raise_on_timeout=False)
 

@@ -158,15 +158,16 @@ def switch_routes(worker: Any, task_ids: list[int]) -> float:
     return time.perf_counter() - began
 
 
-def retire_tasks(worker: Any, task_ids: list[int]) -> int:
+def retire_tasks(worker: Any, task_ids: list[int], drain: bool = True) -> int:
     """Run what ``task_ids`` have queued, clean them up, leave a ``RetiredTask`` in each's place.
 
+    ``drain`` False: what they have queued is failed instead (by the ``RetiredTask``).
     Returns the tuples they executed on the way out.
     """
     done = 0
     for task_id in task_ids:
         task = worker.tasks[task_id]
-        while task.inbox:
+        while drain and task.inbox:
             done += task.process(len(task.inbox))
         task.stop()
         retired = RetiredTask(task)

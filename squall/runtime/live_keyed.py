@@ -197,7 +197,7 @@ class KeyedMove:
         """The task's checkpoint, with the move's steps before or after it."""
         what = self.schedule.see(txid, str(action))
         if what == "rolled_back":
-            self._abandon()
+            self.abandon()
         elif what == "committed" and not self.added:
             self._take()
         ok = bool(self.checkpoint(txid, action))
@@ -223,7 +223,7 @@ class KeyedMove:
         for tup in held:
             self.execute(tup)
 
-    def _abandon(self) -> None:
+    def abandon(self) -> None:
         """T rolled back: nothing moved; held input is replayed (at-least-once) or read again."""
         self.holding = set()
         self.closed = set()

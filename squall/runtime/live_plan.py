@@ -43,12 +43,50 @@ def live_refusal(topology: StormTopology, conf: dict, plan: TaskPlan,
         return f"fewer workers ({plan.num_workers} -> {num_workers}) need a restart"
     if not changes:
         return "no task count changes (executors alone are regrouped by a restart)"
+    keyed = [c for c in changes if topology.components[c].stateful]
+    if keyed:
+        if len(changes) > 1:
+            return f"component {keyed[0]!r}: a keyed stateful component rescales live alone"
+        if num_workers not in (None, plan.num_workers):
+            return f"component {keyed[0]!r}: a live move of key groups keeps the worker count"
+        reason = _keyed_refusal(topology, conf, plan, keyed[0])
+        return None if reason is None else f"component {keyed[0]!r}: {reason}"
     if is_exactly_once(conf):
-        return "exactly-once topologies rescale by a restart on this cluster"
+        return "exactly-once topologies rescale stateless components by a restart"
     for comp in changes:
         reason = _component_refusal(topology, conf, plan, comp)
         if reason is not None:
             return f"component {comp!r}: {reason}"
+    return None
+
+
+def _keyed_refusal(topology: StormTopology, conf: dict, plan: TaskPlan, comp: str) -> str | None:
+    """Why the keyed stateful ``comp`` cannot move its key groups live, or None."""
+    spec = topology.components[comp]
+    if "Windowed" in spec.class_name:
+        return "windowed state (its windows do not move live)"
+    data = [i for i in spec.inputs if i.stream != CHECKPOINT_STREAM]
+    if not data or any(i.grouping.kind != "fields" for i in data):
+        return "its state is kept per task, not by key group (an input is not a fields grouping)"
+    return _wiring_refusal(topology, conf, plan, comp, downstream=True)
+
+
+def _wiring_refusal(topology: StormTopology, conf: dict, plan: TaskPlan, comp: str,
+                    downstream: bool = False) -> str | None:
+    """Why the routes feeding ``comp`` (and, ``downstream``, the barriers after it) cannot switch."""
+    involved = {comp, *upstream_components(topology, comp)}
+    if downstream:
+        involved |= {d.id for d in topology.components.values()
+                     if any(i.component == comp for i in d.inputs)}
+    for chain in plan.chains:
+        if involved & set(chain):
+            return f"it or a neighbour runs fused in the chain {' -> '.join(chain)}"
+    for cid in sorted(involved):
+        own = {**conf, **topology.components[cid].conf}
+        if own.get(THREADED):
+            return f"{cid!r} runs on a thread of its own ({THREADED})"
+        if topology.components[cid].asynchronous:
+            return f"{cid!r} is an AsyncBolt"
     return None
 
 
@@ -58,8 +96,6 @@ def _component_refusal(topology: StormTopology, conf: dict, plan: TaskPlan, comp
         return "a spout (spout positions do not move live)"
     if "Windowed" in spec.class_name:
         return "windowed state (its windows do not move live)"
-    if spec.stateful:
-        return "keyed state moves only at a checkpoint barrier (not on this cluster yet)"
     if spec.asynchronous:
         return "an AsyncBolt"
     for inp in spec.inputs:
@@ -71,17 +107,7 @@ def _component_refusal(topology: StormTopology, conf: dict, plan: TaskPlan, comp
     for down in topology.components.values():
         if any(i.component == comp and i.stream == CHECKPOINT_STREAM for i in down.inputs):
             return "checkpoint barriers count its tasks (a checkpointed topology restarts)"
-    involved = {comp, *upstream_components(topology, comp)}
-    for chain in plan.chains:
-        if involved & set(chain):
-            return f"it or its upstream runs fused in the chain {' -> '.join(chain)}"
-    for cid in involved:
-        own = {**conf, **topology.components[cid].conf}
-        if own.get(THREADED):
-            return f"{cid!r} runs on a thread of its own ({THREADED})"
-        if topology.components[cid].asynchronous:
-            return f"its upstream {cid!r} is an AsyncBolt"
-    return None
+    return _wiring_refusal(topology, conf, plan, comp)
 
 
 def live_plan(plan: TaskPlan, changes: dict[str, tuple[int, int]],

@@ -56,4 +56,7 @@ def test_refusals_name_the_cause():
     assert live_refusal(topology, conf, plan, changes, None) == (
         "component 'count': global grouping from 'src' (it names tasks, so it does not move live)")
     topology, conf, plan = planned(StatefulCount())
-    assert "keyed state" in live_refusal(topology, conf, plan, changes, None)
+    assert live_refusal(topology, conf, plan, changes, None) is None  # key groups move live
+    assert "keeps the worker count" in live_refusal(topology, conf, plan, changes, 3)
+    topology, conf, plan = planned(StatefulCount(), grouping="global")
+    assert "kept per task" in live_refusal(topology, conf, plan, changes, None)
