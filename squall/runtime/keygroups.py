@@ -59,3 +59,29 @@ def moved(old: list[int], new: list[int]) -> dict[int, tuple[int, int]]:
         raise ValueError(f"routing tables of {len(old)} and {len(new)} key groups: "
                          f"{KEY_GROUPS} cannot change")
     return {g: (a, b) for g, (a, b) in enumerate(zip(old, new, strict=True)) if a != b}
+
+
+# groupings whose choice of task is not a key group's owner: a live rescale cannot move them
+NOT_BY_KEY_GROUP = {
+    "direct": "direct grouping (the emitter picks the task id)",
+    "custom": "a custom grouping (it picks task ids)",
+    "global": "global grouping (every tuple to the lowest task id)",
+    "partial_key": "partial key grouping (a key on two tasks)",
+}
+
+
+def live_rescale_blocker(topology: Any, component: str) -> str | None:
+    """Why ``component`` of ``topology`` cannot be rescaled live (one line), or None if it can.
+
+    Its state and routing follow key groups unless it reads a stream by direct, custom,
+    global or partial key grouping, or keeps windowed state; such a component is restarted
+    (today's rebalance), not moved live. Shuffle-like groupings and all grouping move freely.
+    """
+    spec = topology.components[component]
+    if "WindowedBoltExecutor" in spec.class_name:
+        return f"{component!r} keeps windowed state, which is not kept by key group"
+    for inp in spec.inputs:
+        reason = NOT_BY_KEY_GROUP.get(inp.grouping.kind)
+        if reason is not None:
+            return f"{component!r} reads {inp.component}:{inp.stream} by {reason}"
+    return None

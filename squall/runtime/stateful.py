@@ -226,11 +226,13 @@ def take_over(state: Any, provider: Any, conf: dict, context: TopologyContext,
     txids = txids_all(states)
     apply_all([(s, "commit" if prepared == committing else "rollback", prepared)
                for s, (_, prepared) in zip(states, txids, strict=True) if prepared is not None])
+    written = {g for g, (committed, prepared) in zip(groups, txids, strict=False)
+               if committed is not None or (prepared is not None and prepared == committing)}
     if legacy:
-        migrate(state, provider, conf, context, legacy,
-                [g for g, (committed, _) in zip(groups, txids, strict=False) if committed is None],
-                committing)
-    state.mark_committed(0)
+        moved = [g for g in groups if g not in written]
+        migrate(state, provider, conf, context, legacy, moved, committing)
+        written.update(moved)
+    state.mark_committed(0, written)
 
 
 def migrate(state: Any, provider: Any, conf: dict, context: TopologyContext, legacy: list[int],
@@ -353,6 +355,15 @@ def check_recovered(state: Any, conf: dict, context: TopologyContext) -> None:
             f"{where}: its state is missing, but the topology committed checkpoint "
             f"{record[0]}; restore the state store, or kill the topology and clear its state "
             f"to start over")
+    missing = getattr(state, "missing_key_groups", None)
+    if missing is not None and ever_committed(record, meta.get(ORIGIN_KEY)):
+        lost = missing()
+        if lost:
+            raise MissingStateError(
+                f"{where}: its state is missing (key groups {lost[:10]}"
+                f"{' ...' if len(lost) > 10 else ''}), but the topology committed checkpoint "
+                f"{record[0]}; restore the state store, or kill the topology and clear its "
+                f"state to start over")
     if record is None and committed:
         raise InconsistentStateError(
             f"{where}: its state was committed at txid {committed}, but the checkpoint "

@@ -7,11 +7,12 @@ from dataclasses import replace
 from typing import Any
 
 from squall.api.conf_checks import check_setting, check_settings
-from squall.api.config import check_component_conf, effective_conf
+from squall.api.config import TOPOLOGY_TASKS, check_component_conf, effective_conf
 from squall.api.errors import InvalidTopologyError
 from squall.api.topology import StormTopology
 from squall.runtime.exactly_once import AT_LEAST_ONCE, GUARANTEE_KEY, is_exactly_once
 from squall.runtime.exactly_once_checks import check_exactly_once
+from squall.runtime.keygroups import KEY_GROUPS, num_key_groups
 from squall.runtime.window_checks import check_windows
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -47,6 +48,7 @@ def prepare_conf(conf: Any, topology: Any) -> dict:
     for comp in topology.components.values():
         check_component_conf(comp.id, comp.conf)  # again: a topology may not come from the builder
     check_windows(merged, topology)
+    check_key_group_tasks(merged, topology)
     if topology.stateful or exactly_once:
         interval = merged["topology.state.checkpoint.interval.ms"]
         timeout_ms = float(merged["topology.message.timeout.secs"]) * 1000.0
@@ -89,5 +91,22 @@ def with_parallelism(topology: StormTopology, parallelism: dict[str, int]) -> St
                 f"rebalance: parallelism of {cid!r} must be a positive integer, got {n!r}"
             )
         tasks = n if spec.num_tasks == spec.parallelism else max(spec.num_tasks, n)
-        components[cid] = replace(spec, parallelism=n, num_tasks=tasks)
+        # the component's own task count from now on: a topology-wide topology.tasks (the
+        # count at submit) no longer caps it, so a rebalance may go past it (key groups)
+        components[cid] = replace(spec, parallelism=n, num_tasks=tasks,
+                                  conf={**spec.conf, TOPOLOGY_TASKS: tasks})
     return StormTopology(components)
+
+
+def check_key_group_tasks(conf: dict, topology: StormTopology) -> None:
+    """Refuse a fields-grouped component with more tasks than ``topology.key.groups``."""
+    from squall.runtime.plan import spec_tasks
+
+    k = num_key_groups(conf)
+    for spec in topology.components.values():
+        if any(inp.grouping.kind == "fields" for inp in spec.inputs):
+            tasks, _ = spec_tasks(spec, conf)
+            if tasks > k:
+                raise InvalidTopologyError(
+                    f"{spec.id!r} would have {tasks} tasks, more than its {k} key groups "
+                    f"({KEY_GROUPS}): a fields-grouped component's parallelism is at most that")

@@ -10,8 +10,9 @@ lives in ``<prefix>/kg/task-<index>``, which stays with the task index across re
 **Transactions.** ``prepare_commit``, ``commit`` and ``rollback`` touch only the key groups
 changed since the last transaction (and those staged), never every owned one. The task's
 txids and the key groups its staged transaction covers are kept in a record,
-``<prefix>/kg/task-<index>@g<generation>``, written with every prepare, commit and rollback
-(before the key groups are staged, after they are committed), so ``committed_txid`` and
+``<prefix>/$kg/task-<index>@g<generation>`` (``$``: no data, as ``$tasks``), written with
+every prepare, commit and rollback (before the key groups are staged, after they are
+committed), so ``committed_txid`` and
 ``prepared_txid`` say what is stored and a COMMIT replayed after a crash, or a rollback,
 settles every key group the staged transaction touched. squall's SQLite and Redis states
 do the key groups' and the record's writes of one call as one SQLite transaction or one
@@ -26,10 +27,10 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Any
 
-from squall.state.base import InvalidTxidError, KeyValueState, Op, apply_all
+from squall.state.base import InvalidTxidError, KeyValueState, Op, apply_all, txids_all
 
-# record fields
-COMMITTED, PREPARED, STAGED = "committed", "prepared", "staged"
+# record fields; WRITTEN: the key groups the task has committed to (a lost one is an error)
+COMMITTED, PREPARED, STAGED, WRITTEN = "committed", "prepared", "staged", "written"
 OTHER = -1  # the task's own namespace, among the staged key groups of the record
 ROUTE_CACHE_SIZE = 65536  # str keys whose state a KeyGroupedState remembers
 
@@ -46,7 +47,7 @@ def task_namespace(prefix: str, index: int) -> str:
 
 def record_namespace(prefix: str, index: int, generation: int) -> str:
     """The namespace of task ``index``'s txid record in plan ``generation``."""
-    return f"{prefix}/kg/task-{index}@g{generation}"
+    return f"{prefix}/$kg/task-{index}@g{generation}"
 
 
 class KeyGroupedState(KeyValueState):
@@ -79,6 +80,7 @@ class KeyGroupedState(KeyValueState):
         self._committed: int | None = record.get(COMMITTED)
         self._prepared: int | None = record.get(PREPARED)
         self._staged: set[int] = set(record.get(STAGED) or ())
+        self._written: set[int] = set(record.get(WRITTEN) or ())
 
     # the map
 
@@ -173,6 +175,7 @@ class KeyGroupedState(KeyValueState):
                                    f"{busy} have uncommitted changes; commit before releasing them")
             for g in groups:
                 self._owned.discard(g)
+                self._written.discard(g)
                 state = self._states.pop(g, None)
                 if state is not None:
                     self._ids.pop(id(state), None)
@@ -238,9 +241,13 @@ class KeyGroupedState(KeyValueState):
             else:
                 dirty, groups = [], set(self._staged)
             ops: list[Op] = [(self._state(g), "commit", txid) for g in sorted(groups)]
+            written = self._written | (groups - {OTHER})
+            if written != self._written:
+                self._record.put(WRITTEN, sorted(written))
             ops.append(self._record_op(txid, None, set()))
             apply_all(ops)  # the record last: a crash before it replays the commit
             self._recorded(txid, None, set())
+            self._written = written
             self._dirty.difference_update(dirty)
 
     def rollback(self) -> None:
@@ -254,11 +261,23 @@ class KeyGroupedState(KeyValueState):
             self._dirty.clear()
             self._route.clear()
 
-    def mark_committed(self, txid: int) -> None:
-        """Record ``txid`` as committed with nothing staged (a task that takes over a new plan)."""
+    def mark_committed(self, txid: int, written: Iterable[int] = ()) -> None:
+        """Record ``txid`` as committed with nothing staged (a task that takes over a new plan).
+
+        ``written``: the owned key groups that hold committed state.
+        """
         with self._lock:
+            self._written = set(written)
+            self._record.put(WRITTEN, sorted(self._written))
             apply_all([self._record_op(txid, None, set())])
             self._recorded(txid, None, set())
+
+    def missing_key_groups(self) -> list[int]:
+        """Owned key groups the task committed to whose namespace has no commit now (lost)."""
+        with self._lock:
+            groups = sorted(self._written & self._owned)
+            txids = txids_all(self.open_states(groups))
+        return [g for g, (committed, _) in zip(groups, txids, strict=True) if committed is None]
 
     def open_states(self, groups: Iterable[int]) -> list[KeyValueState]:
         """The provider states of ``groups`` (opened if needed), for recovery and migration."""

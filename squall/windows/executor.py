@@ -60,6 +60,8 @@ class WindowedBoltExecutor(Bolt):
     """Runs a ``WindowedBolt``: windows in, ``execute(window)`` out."""
 
     anchor_to_window = True
+    # a stateful window's state is the window, not keys: kept per task, not by key group
+    keyed_state = False
 
     def __init__(self, bolt: IWindowedBolt) -> None:
         self.bolt = bolt

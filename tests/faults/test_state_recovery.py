@@ -4,10 +4,15 @@ an error naming the task, never a silent start from empty state."""
 import sqlite3
 
 from squall import LocalCluster
+from squall.runtime.keygroups import default_table, owned_groups
+from squall.state.keygrouped import group_namespace
 from squall.state.local import DB_FILE
 from squall.testing import simulated_time, tracked_topology
 from tests.integration.components import RECORD
 from tests.integration.test_stateful import SENTENCES, committed_counts, conf, expected, topology
+
+# the namespaces of task 0's key groups (2 count tasks, topology.key.groups at its default)
+TASK0 = [group_namespace("d11/count", g) for g in owned_groups(default_table(2, 4096), 0)]
 
 
 def local(tmp_path):
@@ -66,8 +71,9 @@ def test_d11_a_deleted_task_state_is_an_error_not_an_empty_start(tmp_path):
     c["topology.max.error.report.per.interval"] = 1000  # every refusal shown, not Storm's 5 per 10 s
     first_run(c)
     with sqlite3.connect(tmp_path / "state" / DB_FILE) as db:  # one partition vanishes
-        gone = db.execute("DELETE FROM committed WHERE ns = 'd11/count/0'").rowcount
-        db.execute("DELETE FROM txids WHERE ns = 'd11/count/0'")
+        # task 0's key groups (its record, which says which it committed, stays)
+        gone = sum(db.execute("DELETE FROM committed WHERE ns = ?", (ns,)).rowcount for ns in TASK0)
+        db.executemany("DELETE FROM txids WHERE ns = ?", [(ns,) for ns in TASK0])
     assert gone > 0
     messages, acked = errors_after_resubmit(c)
     assert any(m.startswith("MissingStateError: task") and "'count'" in m and "is missing" in m
@@ -76,7 +82,8 @@ def test_d11_a_deleted_task_state_is_an_error_not_an_empty_start(tmp_path):
     assert sum(m.startswith("MissingStateError") for m in messages) > 10  # refused at every retry
     assert len(RECORD["stateful.init"]) == 1  # only the task whose state is whole initialised
     with sqlite3.connect(tmp_path / "state" / DB_FILE) as db:  # and nothing filled the gap
-        assert db.execute("SELECT count(*) FROM committed WHERE ns = 'd11/count/0'").fetchone() == (0,)
+        assert sum(db.execute("SELECT count(*) FROM committed WHERE ns = ?", (ns,)).fetchone()[0]
+                   for ns in TASK0) == 0
 
 
 def test_d11_a_lost_checkpoint_record_is_an_error(tmp_path):

@@ -15,6 +15,7 @@ from squall import Fields, SeekableSpout, StatefulBolt
 from squall.api.components import BasicBolt, Bolt, Spout
 from squall.api.errors import FailedException
 from squall.runtime import clock
+from squall.runtime.stateful import component_items
 from squall.state import memory
 from squall.state.codec import DEFAULT
 from tests.integration.components import record
@@ -288,16 +289,12 @@ class PartitionedSpout(SeekableSpout):
 
 
 def latest_generation(topology: str, component: str) -> dict:
-    """The committed states of ``component``'s newest generation of in-memory namespaces, merged."""
-    prefix = f"{topology}/{component}/"
-    names = [n for n in list(memory._store) if n.startswith(prefix) and "$" not in n]
-    gen = max((int(n.split("@g")[1]) if "@g" in n else 0) for n in names)
+    """The committed state of ``component`` in memory: its newest generation of task
+    namespaces, or its key groups, merged."""
     out: dict = {}
-    for n in names:
-        if (int(n.split("@g")[1]) if "@g" in n else 0) == gen:
-            for k, v in committed(n).items():
-                assert k not in out, f"{k!r} kept by two tasks of {component}"
-                out[k] = v
+    for _, k, v in component_items(memory.InMemoryStateProvider(), {}, topology, component):
+        assert k not in out, f"{k!r} kept by two namespaces of {component}"
+        out[k] = v
     return out
 
 

@@ -28,6 +28,7 @@ import pytest
 from squall import Config, Fields, LocalCluster, StatefulBolt, TopologyBuilder
 from squall.api.components import Bolt
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT, Action, Phase
+from squall.runtime.stateful import component_items
 from squall.runtime.worker import Worker
 from squall.state import load_provider, memory
 from squall.testing import simulated_time
@@ -174,15 +175,10 @@ def in_flight(cluster: LocalCluster, action: Action) -> bool:
 
 
 def committed(c: Config) -> dict:
-    provider = load_provider(c)
-    meta = provider.new_state(f"{NAME}/count/$tasks", c, None)
-    generation = len(meta.get("history")) - 1
     seen: dict = {}
-    for index in range(2):
-        ns = f"{NAME}/count/{index}" + (f"@g{generation}" if generation else "")
-        for key, seqs in provider.new_state(ns, c, None):
-            assert key not in seen, f"key {key} kept by two tasks"
-            seen[key] = seqs
+    for _, key, seqs in component_items(load_provider(c), c, NAME, "count"):
+        assert key not in seen, f"key {key} kept by two namespaces"
+        seen[key] = seqs
     return seen
 
 

@@ -21,6 +21,7 @@ import pytest
 from squall import Config, Fields, LocalCluster, TopologyBuilder
 from squall.api.errors import InvalidTopologyError
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT, Phase
+from squall.runtime.stateful import component_items
 from squall.state import memory
 from squall.testing import simulated_time
 from squall.testing.invariants import tally
@@ -196,11 +197,11 @@ def settled(cluster: LocalCluster, guarantee: str, texts: list[str]) -> bool:
 
 
 def state_of(component: str, tasks: int) -> dict:
+    """The component's committed state, over its namespaces (by task or by key group)."""
     out: dict = {}
-    for i in range(tasks):
-        for k, v in committed(f"{NAME}/{component}/{i}").items():
-            assert k not in out, f"{k!r} kept by two tasks of {component}"
-            out[k] = v
+    for _, k, v in component_items(memory.InMemoryStateProvider(), {}, NAME, component):
+        assert k not in out, f"{k!r} kept by two namespaces of {component}"
+        out[k] = v
     return out
 
 
@@ -362,7 +363,7 @@ def hold_next_prepare_ack(cluster: LocalCluster) -> threading.Event:
     return held
 
 
-def run_rebalanced(moves: list[tuple[str, dict[str, int]]], texts: list[str]) -> dict:
+def run_rebalanced(moves: list[tuple[str, dict[str, int]]], texts: list[str], counts: int = 2) -> dict:
     """An exactly-once word count from a ``PartitionedSpout``, rebalanced as ``moves`` say:
     ("committed", parallelism) once a checkpoint committed since the last move, ("preparing",
     parallelism) while every task has a PREPARE staged."""
@@ -371,7 +372,8 @@ def run_rebalanced(moves: list[tuple[str, dict[str, int]]], texts: list[str]) ->
     Faults.plan = {}
     c = conf("exactly_once")
     with simulated_time(), LocalCluster() as cluster:
-        cluster.submit_topology(NAME, c, build(texts, spout=PartitionedSpout(texts, NAME, rate=RATE)))
+        cluster.submit_topology(NAME, c, build(texts, spout=PartitionedSpout(texts, NAME, rate=RATE),
+                                               counts=counts))
         moves = list(moves)
         since = None
         held = None
@@ -439,6 +441,17 @@ def test_rebalancing_a_stateful_bolt_while_a_prepare_is_staged_counts_exactly():
     texts = sentences(12, SENTENCES)
     out = run_rebalanced([("committed", {"count": 3}), ("preparing", {"count": 4})], texts)
     check_exact(out, texts)
+
+
+def test_a_stateful_bolt_rebalanced_4_12_4_moves_its_key_groups_and_counts_exactly():
+    # issue 38: past the submitted task count, the key groups move (no keys copied between
+    # task namespaces), once after a commit and once while every task has a PREPARE staged
+    texts = sentences(13, SENTENCES)
+    out = run_rebalanced([("committed", {"count": 12}), ("preparing", {"count": 4})], texts, counts=4)
+    check_exact(out, texts)
+    kept = [n for n, s in list(memory._store.items()) if n.startswith(f"{NAME}/count/")
+            and "$" not in n and s.committed]
+    assert kept and all(n.startswith(f"{NAME}/count/kg/") for n in kept), kept
 
 
 def test_a_rebalance_of_a_spout_that_cannot_merge_positions_is_refused():
