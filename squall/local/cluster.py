@@ -186,14 +186,18 @@ class LocalCluster(ClusterBase[_Running]):
         """
         with self._lock:
             running = self._get(name)
+            busy = None
             if running.moving is not None and not self._progress(running):
-                raise RuntimeError(f"topology {name!r}: a rescale of {running.moving.component!r} "
-                                   f"rides checkpoint {running.moving.txid}; wait until it is over")
+                # the store is consistent at every point of a move (each key group's state is
+                # its last committer's), so a restart may cut in
+                busy = (f"a live move of {running.moving.component!r} was still riding checkpoint "
+                        f"{running.moving.txid}: restarted instead")
+                running.moving = None
             topology, conf, plan = self._rebalanced(running, num_workers, parallelism)
             counts = {c: len(plan.component_tasks[c]) for c in (parallelism or {})}
             changes = task_changes(running.plan, counts)
             record = running.rescale = new_record(changes)
-            reason = live_refusal(topology, conf, running.plan, changes, num_workers)
+            reason = busy or live_refusal(topology, conf, running.plan, changes, num_workers)
             was_active = running.status != "INACTIVE"
             running.status = "REBALANCING"
             began = now_ms()

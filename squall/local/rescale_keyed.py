@@ -187,7 +187,7 @@ def _open_new(worker: Any, ids: list[int]) -> None:
     for task_id in ids:
         task = worker.tasks[task_id]
         conf, ctx = task.conf, task.context
-        provider = load_provider(conf)
+        provider: Any = load_provider(conf)
         prefix = f"{ctx.topology_name}/{ctx.component_id}"
         history = provider.new_state(f"{prefix}/$tasks", conf, ctx).get(HISTORY_KEY) or [0]
         index = ctx.get_this_task_index()

@@ -60,6 +60,9 @@ def reindex(worker: Any, plan: TaskPlan) -> None:
     """Make ``worker``'s data path know ``plan`` (removed tasks stay deliverable)."""
     old = worker.plan
     worker.plan = plan
+    for task in worker.tasks.values():  # what user code reads of the plan is current
+        if getattr(task.context, "_plan", None) is old:
+            task.context._plan = plan
     task_worker = old.task_worker()
     task_worker.update(plan.task_worker())
     worker._task_worker = task_worker
