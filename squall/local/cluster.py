@@ -16,7 +16,7 @@ from squall.api.errors import (
 )
 from squall.api.topology import StormTopology
 from squall.local.rescale import new_record, now_ms, rescale_live
-from squall.local.rescale_keyed import KeyedRescale, NotSettled, arm, progress
+from squall.local.rescale_keyed import KeyedRescale, NotSettled, arm, broken, progress
 from squall.runtime import clock as runtime_clock
 from squall.runtime.clusters import ClusterBase
 from squall.runtime.errors import ErrorLog
@@ -247,10 +247,25 @@ class LocalCluster(ClusterBase[_Running]):
     # ---- information -----------------------------------------------------------------
 
     def _progress(self, running: _Running) -> bool:
-        """Finish a keyed move whose tasks are all done; True when none is left running."""
+        """Finish a keyed move whose tasks are all done; True when none is left running.
+
+        A worker that stopped or was replaced during the move took its tasks' part of it
+        along: the topology restarts under the new plan (each key group's committed state
+        is its last committer's, and the recovery settles what was staged).
+        """
         with self._lock:
             move = running.moving
-            if move is not None and progress(running, move):
+            if move is not None and broken(running, move):
+                running.moving = None
+                move.record.update(live=False, reason="a worker stopped during the move: the "
+                                   "topology restarted under the new plan")
+                was_active = bool(running.workers) and running.workers[0].active
+                topology, conf, plan = self._rebalanced(running, None, None)
+                self._stop_workers(running, 0)
+                running.topology, running.conf, running.plan = topology, conf, plan
+                self._start_workers(running, active=was_active)
+                move.record["status"] = "done"
+            elif move is not None and progress(running, move):
                 running.moving = None
             return running.moving is None
 

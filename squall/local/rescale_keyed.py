@@ -43,6 +43,7 @@ class KeyedRescale:
     new: TaskPlan
     txid: int
     record: dict
+    workers: list[Any] = field(default_factory=list)  # the workers the move was set up on
     moves: list[tuple[Any, KeyedMove]] = field(default_factory=list)  # (worker, move)
     upstream: dict[int, list[int]] = field(default_factory=dict)  # worker -> tasks feeding
     downstream: dict[int, list[int]] = field(default_factory=dict)  # worker -> tasks fed
@@ -108,6 +109,7 @@ def _install(running: Any, topology: Any, move: KeyedRescale, workers: list[Any]
     groups = moved(old_table, new_table)
     move.record["moved_key_groups"] = len(groups)
     schedule = MoveSchedule(move.txid, old_tasks, new_tasks)
+    move.workers = list(workers)
     move.added = by_worker(new, set(new_tasks) - set(old_tasks))
     move.removed = by_worker(old, set(old_tasks) - set(new_tasks))
     where = new.task_worker()
@@ -275,6 +277,11 @@ def _positions(topology: Any, source: str, stream: str, comp: str) -> list[int]:
 def _routers_to(topology: Any, source: str, stream: str, comp: str, route: Any) -> list[Any]:
     return [route.routers[i] for i in _positions(topology, source, stream, comp)
             if hasattr(route.routers[i], "set_table")]
+
+
+def broken(running: Any, move: KeyedRescale) -> bool:
+    """A worker the move was set up on stopped or was replaced: its part of the move is lost."""
+    return running.workers != move.workers or any(w.stopped.is_set() for w in move.workers)
 
 
 def progress(running: Any, move: KeyedRescale) -> bool:

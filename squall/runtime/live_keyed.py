@@ -8,9 +8,9 @@ task takes each step at the same point of the barrier sequence:
 - ``MoveSchedule`` (pure): which of the component's tasks a checkpoint tuple ``(txid,
   action)`` goes to. ``PREPARE(T)`` and everything before it: the old tasks; ``COMMIT(T)``:
   old and new (the old commit what they prepared, the new commit nothing); from then on the
-  new tasks. A recovery barrier (ROLLBACK or INITSTATE) of ``T`` or before, seen after
-  ``PREPARE(T)``, means ``T`` rolled back: the old tasks for good (the move failed, the old
-  routing stays).
+  new tasks. ``ROLLBACK(T)`` means ``T`` rolled back (it is emitted only once ``PREPARE(T)``
+  was, whether or not this task forwarded it): the old tasks for good (the move failed, the
+  old routing stays).
 - ``SwitchRouter``: the ``$checkpoint`` router of a task feeding the component: it sends each
   barrier to the schedule's tasks and switches the task's fields routers to the new table
   right after ``PREPARE(T)`` (so what the task sends after the barrier goes by the new
@@ -68,7 +68,9 @@ class MoveSchedule:
         t = self.txid
         if self.rolled_back:
             return "before"
-        if self.switched and action in RECOVERY and (txid < t or (txid == t and action == "ROLLBACK")):
+        # ROLLBACK(T) exists only once PREPARE(T) was emitted (the record said PREPARING(T)):
+        # the move failed, for every task, whether or not this one had forwarded PREPARE(T)
+        if (txid == t and action == "ROLLBACK") or (self.switched and action in RECOVERY and txid < t):
             self.rolled_back = True
             return "rolled_back"
         if txid < t:
@@ -78,8 +80,6 @@ class MoveSchedule:
             return "switch"
         if txid == t and action == "COMMIT":
             return "commit"
-        if txid == t and action == "ROLLBACK":  # before PREPARE(T) was seen here: nothing moved
-            return "before"
         return "committed"
 
     def targets(self, txid: int, action: str) -> list[int]:
