@@ -120,3 +120,24 @@ def test_live_rescale_4_12_4_under_faults_loses_nothing_and_repeats_nothing(seed
     assert (sink.lost, sink.duplicated) == ([], []), (sink, why)
     assert len(out["tasks"]) == 4
     assert out["faults"], why  # at least one fault hit a move
+
+
+def figures(seeds=ALL_SEEDS) -> str:
+    """The faults, the moves' outcomes and their pauses over ``seeds`` (docs/state.md quotes it)."""
+    kinds: Counter = Counter()
+    outcomes: Counter = Counter()
+    pauses = []
+    for seed in seeds:
+        out = run(seed)
+        kinds.update("restart" if "restarted" in f else "fail" for f in out["faults"])
+        for r in out["records"]:
+            how = "live" if r["live"] else "restart"
+            outcomes[f"{r['status']} ({how})"] += 1
+            if r["status"] == "done" and r["live"]:
+                pauses.append(r["pause_ms"])
+    return (f"faults {dict(kinds)}; moves {dict(outcomes)}; pause_ms of live moves: "
+            f"min {min(pauses)}, max {max(pauses)}")
+
+
+if __name__ == "__main__":  # python -m tests.faults.test_live_rescale_faults
+    print(figures())
