@@ -140,3 +140,20 @@ def test_new_workers_take_new_tasks_live():
         assert set(fifth) & set(info["components"]["count"]["tasks"])
         cluster.wait_quiet(trees=True)
         assert acked("spout") == set(range(len(WORDS)))
+
+
+def test_a_tuple_reaching_a_removed_task_is_failed_so_its_spout_replays_it():
+    from squall.runtime.live import RetiredTask
+
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology("t", c(), word_topology())
+        cluster.wait_quiet(trees=True)
+        cluster.rebalance("t", parallelism={"count": 1})
+        (w, retired), = [(w, t) for w in cluster.workers("t") for t in w.tasks.values()
+                         if isinstance(t, RetiredTask)]
+        src = next(t for x in cluster.workers("t") for t in x.tasks.values() if t.component == "src")
+        # a frame sent before the switch, arriving after the retirement: one tracked tuple
+        w.query(lambda: w.deliver1(retired.task_id, src, "default", ["late"], 7, 9), 10)
+        cluster.wait_quiet()
+        assert retired.failed == 1
+        assert len(cluster.get_topology_info("t")["components"]["count"]["tasks"]) == 1
