@@ -125,13 +125,11 @@ def test_a_staged_transaction_is_settled_by_a_restarted_task(store, outcome):
     assert set(restarted.staged_key_groups()) == {key_group(w, K) for w in WORDS}
     if outcome == "commit":  # the COMMIT the recovery replays
         restarted.commit(2)
-        expected = 2
     else:
         restarted.rollback()
-        expected = 1 if g != key_group(WORDS[0], K) else None
     values = dict(open_keyed_state(provider, conf, context(name, 1, 0)))
     if outcome == "commit":
-        assert values == {w: expected for w in WORDS}
+        assert values == {w: 2 for w in WORDS}
     else:  # every key group not committed before the crash goes back to txid 1
         assert {w: v for w, v in values.items() if key_group(w, K) != g} == {
             w: 1 for w in WORDS if key_group(w, K) != g}
@@ -181,3 +179,60 @@ def test_a_changed_key_group_count_is_refused(store):
     open_keyed_state(provider, conf, context(name, 1, 0))
     with pytest.raises(KeyGroupsChangedError, match=f"kept in {K} key groups; it cannot change"):
         open_keyed_state(provider, {**conf, "topology.key.groups": 128}, context(name, 1, 0))
+
+
+def legacy_state(provider, conf, name: str, tasks: int) -> dict:
+    """Today's per-task layout (``t/c/i``, ``$tasks``) with committed and staged values."""
+    from squall.runtime.hashing import stable_hash
+    from squall.runtime.stateful import open_task_state
+
+    states = [open_task_state(provider, conf, context(name, tasks, i)) for i in range(tasks)]
+    for w in WORDS:  # where the fields grouping put a key before key groups
+        states[stable_hash(w) % tasks].put(w, len(w))
+    for s in states:
+        s.prepare_commit(3)
+        s.commit(3)
+    for w in WORDS:
+        states[stable_hash(w) % tasks].put(w, -1)  # staged when the topology stopped: not moved
+    for s in states:
+        s.prepare_commit(4)
+    return {w: len(w) for w in WORDS}
+
+
+def test_an_interrupted_migration_resumes_and_a_repeated_one_changes_nothing(store, monkeypatch):
+    import squall.state.base as base
+
+    provider, conf = store
+    name = topology()
+    want = legacy_state(provider, conf, name, 3)
+    real = base.apply_all
+    calls = []
+
+    def crash_midway(ops):
+        if len(ops) > 4 and all(op == "commit" and txid == 0 for _, op, txid in ops):
+            calls.append(len(ops))
+            real(ops[:len(ops) // 2])  # half the key groups moved in, then the worker dies
+            raise RuntimeError("worker killed")
+        real(ops)
+
+    monkeypatch.setattr(base, "apply_all", crash_midway)
+    with pytest.raises(RuntimeError, match="worker killed"):
+        open_keyed_state(provider, conf, context(name, 2, 0))
+    monkeypatch.setattr(base, "apply_all", real)
+    assert calls
+    states = [open_keyed_state(provider, conf, context(name, 2, i)) for i in range(2)]
+    assert {k: v for s in states for k, v in s} == want
+    for i, s in enumerate(states):
+        assert {k for k, _ in s} == {w for w in WORDS if owner(w, 2) == i}
+        s.put(WORDS[0], 99) if owner(WORDS[0], 2) == i else None
+        s.prepare_commit(5)
+        s.commit(5)
+    again = [open_keyed_state(provider, conf, context(name, 2, i)) for i in range(2)]  # same plan
+    assert {k: v for s in again for k, v in s} == {**want, WORDS[0]: 99}
+    wider = [open_keyed_state(provider, conf, context(name, 4, i)) for i in range(4)]  # a rescale
+    assert {k: v for s in wider for k, v in s} == {**want, WORDS[0]: 99}  # never migrated twice
+    old = provider.new_state(f"{name}/count/0", conf, None)
+    # the old layout is left alone (a user's state, which cannot list committed values only,
+    # gets the rollback the recovery would have sent)
+    user = type(provider).__name__ == "DictStateProvider"
+    assert (old.committed_txid(), old.prepared_txid()) == (3, None if user else 4)

@@ -68,3 +68,45 @@ def test_num_key_groups_reads_the_setting_with_its_default():
     assert num_key_groups({}) == 4096 and num_key_groups({"topology.key.groups": 12}) == 12
     with pytest.raises(ValueError, match="topology.key.groups"):
         num_key_groups({"topology.key.groups": 0})
+
+
+def test_a_component_that_cannot_follow_key_groups_says_why():
+    from squall import TopologyBuilder
+    from squall.runtime.keygroups import live_rescale_blocker
+    from squall.windows import Count, StatefulWindowedBolt
+    from tests.integration.components import ListSpout, SplitBolt, StatefulCount
+
+    class Win(StatefulWindowedBolt):
+        def execute(self, window):
+            pass
+
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([["a"]]), 1)
+    b.set_bolt("split", SplitBolt(), 2).shuffle_grouping("spout")
+    b.set_bolt("count", StatefulCount(), 2).fields_grouping("split", Fields("word"))
+    b.set_bolt("one", StatefulCount(), 1).global_grouping("split")
+    b.set_bolt("pkg", StatefulCount(), 2).partial_key_grouping("split", Fields("word"))
+    win = Win().with_tumbling_window(Count(2)).with_persistence()
+    b.set_bolt("win", win, 2).fields_grouping("split", Fields("word"))
+    t = b.create_topology()
+    assert live_rescale_blocker(t, "count") is None and live_rescale_blocker(t, "split") is None
+    assert live_rescale_blocker(t, "one") == "'one' reads split:default by global grouping " \
+                                            "(every tuple to the lowest task id)"
+    assert "partial key grouping" in live_rescale_blocker(t, "pkg")
+    assert live_rescale_blocker(t, "win") == "'win' keeps windowed state, which is not kept by key group"
+
+
+def test_a_rebalance_may_go_past_a_topology_wide_task_count():
+    from squall import TopologyBuilder
+    from squall.runtime.plan import make_plan
+    from squall.runtime.submission import prepare_conf, with_parallelism
+    from tests.integration.components import ListSpout, SplitBolt, StatefulCount
+
+    b = TopologyBuilder()
+    b.set_spout("spout", ListSpout([["a"]]), 1)
+    b.set_bolt("split", SplitBolt(), 1).shuffle_grouping("spout")
+    b.set_bolt("count", StatefulCount(), 4).fields_grouping("split", Fields("word"))
+    conf = prepare_conf({"topology.tasks": 4}, b.create_topology())
+    for n in (12, 4, 2):
+        plan = make_plan(with_parallelism(b.create_topology(), {"count": n}), conf)
+        assert len(plan.component_tasks["count"]) == n
