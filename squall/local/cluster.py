@@ -179,10 +179,14 @@ class LocalCluster(ClusterBase[_Running]):
         new ones when ``num_workers`` grows) or lose their highest ones; the tasks feeding
         them switch routes between two tuples; a removed task runs what it has queued and
         fails what reaches it later, so its spout replays it (at-least-once). No other
-        worker or task is restarted. A restart: spouts are deactivated, bolts drain for
-        ``wait_secs``, every task stops, and the topology starts again from the submitted
-        components (tuples in flight replay by timeout if their spout survives, as with
-        Storm's rebalance). ``get_topology_info(name)["rescale"]`` says which, and how it went.
+        worker or task is restarted. A keyed stateful component's key groups move riding
+        the next checkpoint (``local.rescale_keyed``): this returns at once with the record
+        ``running``; its last step (retiring removed tasks) runs at the next
+        ``get_topology_info``, ``advance_time`` or ``rebalance``. A restart: spouts are
+        deactivated, bolts drain for ``wait_secs``, every task stops, and the topology
+        starts again from the submitted components (tuples in flight replay by timeout if
+        their spout survives, as with Storm's rebalance).
+        ``get_topology_info(name)["rescale"]`` says which, and how it went.
         """
         with self._lock:
             running = self._get(name)
