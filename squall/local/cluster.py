@@ -207,6 +207,8 @@ class LocalCluster(ClusterBase[_Running]):
             began = now_ms()
             try:
                 keyed = [c for c in changes if topology.components[c].stateful]
+                if reason is None and keyed and not was_active:
+                    reason = "the topology is inactive: no checkpoint runs to carry the move"
                 if reason is None and keyed:
                     # returns at once: the move rides the next checkpoint (record "running")
                     try:

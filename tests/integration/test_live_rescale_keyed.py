@@ -162,3 +162,15 @@ def test_a_count_fed_by_an_at_least_once_spout_moves_live_and_counts_every_word(
         counts[key] = value
     assert counts == Counter(w for [w] in words)
     assert all(ns == group_namespace("direct/count", key_group(k, 4096)) for k, ns in where.items())
+
+
+def test_an_inactive_topology_rescales_its_keyed_bolt_by_a_restart_and_says_why():
+    memory.clear()
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, conf("exactly_once"), build(sentences(1, 10), counts=2),
+                                inactive=True)
+        cluster.rebalance(NAME, parallelism={"count": 3})
+        rec = cluster.get_topology_info(NAME)["rescale"]
+        assert (rec["status"], rec["live"]) == ("done", False)
+        assert rec["reason"] == "the topology is inactive: no checkpoint runs to carry the move"
+        assert cluster.get_topology_info(NAME)["status"] == "INACTIVE"
