@@ -15,11 +15,14 @@ from squall.api.errors import (
     TopologyStartError,
 )
 from squall.api.topology import StormTopology
+from squall.local.rescale import new_record, now_ms, rescale_live
+from squall.local.rescale_keyed import KeyedRescale, NotSettled, arm, broken, progress
 from squall.runtime import clock as runtime_clock
 from squall.runtime.autoscale_control import Autoscaler, AutoscaleThread, autoscale_step, make_autoscaler
 from squall.runtime.clusters import ClusterBase
 from squall.runtime.errors import ErrorLog
 from squall.runtime.info import topology_info
+from squall.runtime.live_plan import live_refusal, task_changes
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import check_name, prepare_conf, prepare_topology
 from squall.runtime.transport import InProcessHub
@@ -44,6 +47,8 @@ class _Running:
     autoscaler: Autoscaler | None = None
     autoscale_thread: AutoscaleThread | None = None
     started_at: float = field(default_factory=time.monotonic)
+    rescale: dict | None = None  # the last rescale's record (API.md, Rescaling)
+    moving: KeyedRescale | None = None  # a keyed move riding a checkpoint, until it is over
 
 
 class LocalCluster(ClusterBase[_Running]):
@@ -179,27 +184,113 @@ class LocalCluster(ClusterBase[_Running]):
 
     def rebalance(self, name: str, num_workers: int | None = None,
                   parallelism: dict[str, int] | None = None, wait_secs: float = 0) -> None:
-        """Restart ``name`` with a new worker count and/or component parallelism.
+        """Rescale ``name``: live where it can, else a restart under the new plan.
 
-        Spouts are deactivated, bolts drain for ``wait_secs``, every task stops, and the
-        topology starts again from the submitted components under the new plan. Tuples
-        still in flight are failed by timeout at the spout only if the spout survives the
-        restart, so use replayable spouts (as with Storm's rebalance).
+        Live (``runtime.live_plan.live_refusal`` says when not): the rescaled components
+        gain tasks with new ids (past the submitted task count, in running workers or in
+        new ones when ``num_workers`` grows) or lose their highest ones; the tasks feeding
+        them switch routes between two tuples; a removed task runs what it has queued and
+        fails what reaches it later, so its spout replays it (at-least-once). No other
+        worker or task is restarted. A keyed stateful component's key groups move riding
+        the next checkpoint (``local.rescale_keyed``): this returns at once with the record
+        ``running``; its last step (retiring removed tasks) runs at the next
+        ``get_topology_info``, ``advance_time`` or ``rebalance``. A restart: spouts are
+        deactivated, bolts drain for ``wait_secs``, every task stops, and the topology
+        starts again from the submitted components (tuples in flight replay by timeout if
+        their spout survives, as with Storm's rebalance).
+        ``get_topology_info(name)["rescale"]`` says which, and how it went.
         """
         with self._lock:
             running = self._get(name)
+            busy = None
+            if running.moving is not None and not self._progress(running):
+                # the store is consistent at every point of a move (each key group's state is
+                # its last committer's), so a restart may cut in
+                busy = (f"a live move of {running.moving.component!r} was still riding checkpoint "
+                        f"{running.moving.txid}: restarted instead")
+                running.moving = None
             topology, conf, plan = self._rebalanced(running, num_workers, parallelism)
+            counts = {c: len(plan.component_tasks[c]) for c in (parallelism or {})}
+            changes = task_changes(running.plan, counts)
+            record = running.rescale = new_record(changes)
+            reason = busy or live_refusal(topology, conf, running.plan, changes, num_workers)
             was_active = running.status != "INACTIVE"
             running.status = "REBALANCING"
-            self._stop_workers(running, wait_secs)
-            running.topology, running.conf, running.plan = topology, conf, plan
-            self._start_workers(running, active=was_active)
+            began = now_ms()
+            try:
+                keyed = [c for c in changes if topology.components[c].stateful]
+                if reason is None and keyed and not was_active:
+                    reason = "the topology is inactive: no checkpoint runs to carry the move"
+                if reason is None and keyed:
+                    # returns at once: the move rides the next checkpoint (record "running")
+                    try:
+                        running.moving = arm(running, topology, keyed[0], changes, record)
+                        running.conf = conf
+                        return
+                    except NotSettled as e:
+                        reason = str(e)
+                if reason is None:
+                    self._rescale_live(running, topology, conf, changes, num_workers, record)
+                    return
+                record["live"], record["reason"] = False, reason
+                self._stop_workers(running, wait_secs)
+                running.topology, running.conf, running.plan = topology, conf, plan
+                self._start_workers(running, active=was_active)
+                record["pause_ms"] = round(now_ms() - began, 3)
+                record["status"] = "done"
+            except Exception as e:
+                record["status"] = "failed"
+                record["reason"] = f"{type(e).__name__}: {e}"
+                raise
+            finally:
+                running.status = "ACTIVE" if was_active else "INACTIVE"
+
+    def _rescale_live(self, running: _Running, topology: StormTopology, conf: dict,
+                      changes: dict[str, tuple[int, int]], num_workers: int | None,
+                      record: dict) -> None:
+        def start_worker(index: int, plan: TaskPlan) -> Worker:
+            assert running.hub is not None
+            w = Worker(topology_name=running.name, topology=topology, conf=conf, plan=plan,
+                       index=index, transport=running.hub.endpoint(index), errors=running.errors,
+                       tap=self._tap, active=running.workers[0].active, clock=self._clock)
+            w.start()
+            w.started.wait()
+            if w.start_error is not None:
+                raise w.start_error
+            return w
+
+        rescale_live(running, topology, changes, num_workers, start_worker, record)
+        running.conf = conf
 
     # ---- information -----------------------------------------------------------------
+
+    def _progress(self, running: _Running) -> bool:
+        """Finish a keyed move whose tasks are all done; True when none is left running.
+
+        A worker that stopped or was replaced during the move took its tasks' part of it
+        along: the topology restarts under the new plan (each key group's committed state
+        is its last committer's, and the recovery settles what was staged).
+        """
+        with self._lock:
+            move = running.moving
+            if move is not None and broken(running, move):
+                running.moving = None
+                move.record.update(live=False, reason="a worker stopped during the move: the "
+                                   "topology restarted under the new plan")
+                was_active = bool(running.workers) and running.workers[0].active
+                topology, conf, plan = self._rebalanced(running, None, None)
+                self._stop_workers(running, 0)
+                running.topology, running.conf, running.plan = topology, conf, plan
+                self._start_workers(running, active=was_active)
+                move.record["status"] = "done"
+            elif move is not None and progress(running, move):
+                running.moving = None
+            return running.moving is None
 
     def get_topology_info(self, name: str) -> dict:
         """Status, per-component figures, workers and errors of ``name``."""
         running = self._get(name)
+        self._progress(running)
         metrics = [t.metrics for w in running.workers for t in w.tasks.values()]
         stuck = [dict(s) for w in running.workers for s in list(w.stuck.values())]
         host, pid = socket.gethostname(), os.getpid()
@@ -209,6 +300,7 @@ class LocalCluster(ClusterBase[_Running]):
         info = topology_info(name, running.status, running.plan, metrics,
                              running.errors.list(), time.monotonic() - running.started_at,
                              workers=workers, stuck=stuck)
+        info["rescale"] = None if running.rescale is None else dict(running.rescale)
         info["autoscale"] = running.autoscaler.record() if running.autoscaler else None
         return info
 
@@ -263,6 +355,8 @@ class LocalCluster(ClusterBase[_Running]):
             sim.advance(step)
             left -= step
             self._round_everywhere()
+            for running in list(self._topologies.values()):
+                self._progress(running)
             if time.monotonic() < deadline:
                 self.wait_quiet(max(0.0, deadline - time.monotonic()), raise_on_timeout=False)
             for name, running in list(self._topologies.items()):

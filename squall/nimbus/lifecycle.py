@@ -142,6 +142,8 @@ class Lifecycle(NimbusCore):
                            errors=live["errors"], master_uptime_secs=live["uptime_secs"],
                            tasks=live.get("tasks", []),  # per task: last heartbeat and progress
                            autoscale=live.get("autoscale"))
+        # the last rescale (API.md, Rescaling): the master's, else what the record kept
+        out["rescale"] = (live or {}).get("rescale") or rec.get("rescale")
         if live is None:  # no master answers (relaunching, or down): what the last one stored
             stored = taskrecords.errors_from(self.store.get(K.task_errors_key(name)))
             out.update(errors=stored if texts else without_texts(stored),
@@ -237,7 +239,7 @@ class Lifecycle(NimbusCore):
                          "last_upgrade": {**gray.ended(up, gray.EXPIRED, self.now()), "workers": [],
                                           "ended_by": "rebalance: every worker back on the base version"}}
             rec = self.update(name, workers=result["workers"], num_workers=result["workers"],
-                              parallelism=merged, **ended)
+                              parallelism=merged, rescale=result.get("rescale"), **ended)
             self.notify(name, "rebalance")
             return self.summary(rec)
 

@@ -324,6 +324,7 @@ def topology_page(view: TopologyView, window: str) -> dict:
         "bolts": [bolt_row(view, c, window) for c in view.bolts()],
         "chains": [list(c) for c in info.get("chains") or []],  # squall's: bolts fused with their upstream
         "autoscale": info.get("autoscale"),  # squall's: the autoscaler's mode and decisions, or None
+        "rescale": info.get("rescale"),  # squall's: the last rescale (API.md, Rescaling), None before one
         "configuration": view.conf,
         "visualizationTable": [],
     }

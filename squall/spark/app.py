@@ -37,6 +37,7 @@ from squall.runtime import clock
 from squall.runtime.autoscale_control import AutoscaleThread, make_autoscaler
 from squall.runtime.errors import without_texts
 from squall.runtime.layout import layout_difference, upgrade_refusal
+from squall.runtime.live_plan import RESTART_ON_SPARK, restart_record
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import prepare_conf, prepare_topology, with_parallelism
 from squall.scheduler import OldWorker, SchedulingError, old_workers
@@ -444,19 +445,29 @@ class TopologyApp:
                 raise ControlError(409, str(e)) from None
             was_active = old.active
             old.status = K.REBALANCING
+            record = old.rescale = restart_record(old.plan, plan, RESTART_ON_SPARK)
+            began = time.perf_counter()
             old.stop(wait_secs=float(body.get("wait_secs") or 0))
             new = TopologyMaster(self.name, topology, conf, plan, self.sc, active=was_active,
                                  code_path=old.base.code_path, version=old.base.version, secret=old.secret)
             new.placement_notes = notes
             new.errors.extend(old.errors)
+            new.rescale = record
             self.master = new
-            new.start()
+            try:
+                new.start()
+            except Exception as e:
+                record.update(status="failed", reason=f"{type(e).__name__}: {e}")
+                raise
+            record.update(status="done", pause_ms=round((time.perf_counter() - began) * 1000.0, 3))
             if old.debug["rate"]:
                 new.set_debug(old.debug["rate"], old.debug["components"])
             parallelism = {**(self.record.get("parallelism") or {}), **(body.get("parallelism") or {})}
-            self.record = {**self.record, "workers": plan.num_workers, "parallelism": parallelism}
+            self.record = {**self.record, "workers": plan.num_workers, "parallelism": parallelism,
+                           "rescale": dict(record)}
             return {"workers": plan.num_workers,
-                    "tasks": {c: len(t) for c, t in plan.component_tasks.items()}}
+                    "tasks": {c: len(t) for c, t in plan.component_tasks.items()},
+                    "rescale": dict(record)}
 
     def upgrade(self, body: dict) -> dict:
         """Run ``workers`` on ``version`` (gray upgrade, completion, rollback); ``base`` too."""

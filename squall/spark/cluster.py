@@ -10,6 +10,7 @@ one Spark application.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from squall.api.config import SQUALL_SPARK_MASTER
@@ -18,6 +19,7 @@ from squall.api.topology import StormTopology
 from squall.runtime.autoscale_control import AutoscaleThread, make_autoscaler
 from squall.runtime.clusters import ClusterBase
 from squall.runtime.exactly_once_checks import check_durable_state
+from squall.runtime.live_plan import RESTART_ON_SPARK, restart_record
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import check_name, prepare_conf, prepare_topology
 from squall.scheduler import Assignment, OldWorker, old_workers
@@ -214,16 +216,21 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             plan, assignment = self._schedule(self._sc, name, topology, conf, plan, slots, previous=old)
             was_active = old.status != "INACTIVE"
             old.status = "REBALANCING"
+            record = old.rescale = restart_record(old.plan, plan, RESTART_ON_SPARK)
+            began = time.perf_counter()
             old.stop(wait_secs=wait_secs)
             # the old master answers get_topology_info (as REBALANCING) until the new one runs
             master = TopologyMaster(name, topology, conf, plan, self._sc, active=was_active)
             master.placement_notes = list(assignment.notes)
+            master.rescale = record
             try:
                 master.start()
-            except BaseException:
+            except Exception as e:
+                record.update(status="failed", reason=f"{type(e).__name__}: {e}")
                 del self._topologies[name]
                 self._assignments.pop(name, None)
                 raise
+            record.update(status="done", pause_ms=round((time.perf_counter() - began) * 1000.0, 3))
             self._topologies[name] = master
             self._assignments[name] = assignment
 

@@ -113,6 +113,7 @@ class TopologyMaster:
                               lambda *end: self.calls.post(functools.partial(self._job_ended, *end)))
         self.placement = PlacementCheck(self._pins)
         self.placement_notes: list[str] = []  # the scheduler's notes on asks it could not honour
+        self.rescale: dict | None = None  # the last rescale's record (API.md, Rescaling)
         self._registered: set[int] = set()  # workers registered this loop pass (``_announce``)
         self._confirming: list[Confirmation] = []  # activates/deactivates not yet confirmed by all
         # a retired process (dead, replaced, restarted) is not waited for
@@ -475,7 +476,8 @@ class TopologyMaster:
     def _info(self) -> dict:
         """The whole info, on the loop thread (tests compare it with ``_beat_info``)."""
         snap, tasks, notes = self._snapshot_for_info()
-        return {**fold(snap), "tasks": tasks, "placement_notes": notes}
+        return {**fold(snap), "tasks": tasks, "placement_notes": notes,
+                "rescale": None if self.rescale is None else dict(self.rescale)}
 
     def _snapshot_for_info(self) -> tuple[dict, list[dict] | None, list[str]]:
         snap, _, notes = self._snapshot_brief()

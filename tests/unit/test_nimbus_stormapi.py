@@ -198,3 +198,11 @@ def test_component_page_shows_the_chain_a_component_runs_in():
     assert component_page(chained, "MyBoltId", ":all-time")["chain"] == ["spout", "MyBoltId"]
     assert component_page(chained, "spout", ":all-time")["chain"] == ["spout", "MyBoltId"]
     assert component_page(view(), "MyBoltId", ":all-time")["chain"] is None
+
+
+def test_topology_page_has_the_last_rescale():
+    assert topology_page(view(), ":all-time")["rescale"] is None
+    rec = {"status": "done", "components": {"MyBoltId": [3, 6]}, "live": True, "moved_key_groups": 0,
+           "moved_bytes": 0, "pause_ms": 0.4, "reason": None}
+    v = TopologyView({**info(), "rescale": rec}, SHAPE, {}, None, NOW)
+    assert topology_page(v, ":all-time")["rescale"] == rec

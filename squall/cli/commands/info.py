@@ -77,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
                     workers))
     for note in info.get("placement_notes") or []:
         print(f"placement: {note}")
+    rescale = rescale_line(info.get("rescale"))
+    if rescale:
+        print(rescale)
     print_upgrade(info)
     print_autoscale(info)
     if args.tasks:
@@ -94,6 +97,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"\n{len(info['errors'])} error(s); last, from {last['component']} task {last['task']}: "
               f"{last['message']} (squall errors {args.name})")
     return 0
+
+
+def rescale_line(rec: dict | None) -> str:
+    """The last rescale in one line ('' before the first).
+
+    >>> rescale_line({"status": "done", "components": {"count": [4, 12]}, "live": True,
+    ...               "moved_key_groups": 0, "moved_bytes": 0, "pause_ms": 1.5, "reason": None})
+    'rescale: done, live: count 4 -> 12; key groups moved 0 (0 bytes); pause 1.5 ms'
+    """
+    if not rec:
+        return ""
+    comps = ", ".join(f"{c} {o} -> {n}" for c, (o, n) in sorted((rec.get("components") or {}).items()))
+    how = "live" if rec.get("live") else "restart"
+    line = (f"rescale: {rec.get('status')}, {how}: {comps or 'no task counts changed'}; key groups "
+            f"moved {rec.get('moved_key_groups', 0)} ({rec.get('moved_bytes', 0)} bytes); "
+            f"pause {rec.get('pause_ms', 0)} ms")
+    return line + (f"; {rec['reason']}" if rec.get("reason") else "")
 
 
 def _system(name: str) -> bool:

@@ -412,6 +412,14 @@ async function topologyView(name, params) {
     out.push(h("h2", {}, "Gray upgrade"), table("upgrade", [["From version", "from"], ["To version", "to"],
       ["Upgraded workers", (r) => r.workers.join(", "), "text"], ["Progress", (r) => `${r.workers.length} of ${topo.workersTotal}`]], [u]));
   }
+  if (info.rescale) {  // the last rescale (API.md, Rescaling)
+    const r = info.rescale;
+    out.push(h("h2", {}, "Last rescale"), table("rescale", [["Status", "status", "text"],
+      ["How", (x) => (x.live ? "live" : "restart"), "text"],
+      ["Components", (x) => Object.keys(x.components || {}).sort().map((c) => `${c} ${x.components[c][0]} \u2192 ${x.components[c][1]}`).join(", "), "text"],
+      ["Key groups moved", "moved_key_groups"], ["Bytes moved", "moved_bytes"], ["Pause (ms)", "pause_ms"],
+      ["Reason", (x) => x.reason || "", "wrap"]], [r]));
+  }
   out.push(...checkpointSection(info));
   out.push(
     h("h2", {}, "Topology stats"),
