@@ -100,11 +100,12 @@ class Autoscaler:
     def observe(self, now: float, info: Mapping[str, Any]) -> Decision | None:
         """A decision if a window of ``interval`` seconds has ended with ``info``, else None.
 
-        Nothing is decided while a rescale is in progress (``in_progress``); the window
-        starts again after one (``applied``), so a decision never reads figures from
-        before the change it follows.
+        Nothing is decided while a rescale is in progress (``in_progress``, or the
+        topology's ``rescale`` record says ``running``: a live move); the window starts
+        again after one, so a decision never reads figures from before the change it follows.
         """
-        if self.in_progress:
+        if self.in_progress or (info.get("rescale") or {}).get("status") == "running":
+            self._start = None  # the next window starts after the move
             return None
         snap = snapshot(info)
         if self._start is None:
@@ -125,13 +126,20 @@ class Autoscaler:
                                    "applied": False})
         return decision
 
-    def applied(self, now: float, decision: Decision, ok: bool, note: str = "") -> None:
-        """The cluster applied ``decision`` (or failed to: ``note`` says why); a new window starts."""
+    def applied(self, now: float, decision: Decision, ok: bool, note: str = "",
+                live: bool | None = None) -> None:
+        """The cluster applied ``decision`` (or failed to: ``note`` says why); a new window starts.
+
+        ``live``: whether the rescale ran live (the topology's ``rescale`` record), else
+        ``note`` says why it restarted.
+        """
         self.in_progress = False
         self._start = None
         for record in reversed(self.decisions):
             if record["changes"] == {c: list(v) for c, v in decision.changes.items()}:
                 record["applied"] = ok
+                if live is not None:
+                    record["live"] = live
                 if note:
                     record["note"] = note
                 break
@@ -242,7 +250,10 @@ def autoscale_step(scaler: Autoscaler, name: str, now: Callable[[], float],
             scaler.applied(now(), decision, ok=False, note=f"{type(e).__name__}: {e}")
             log.error("autoscale of %r failed: %s: %s", name, type(e).__name__, e)
         else:
-            scaler.applied(now(), decision, ok=True)
+            rescale = info().get("rescale") or {}
+            live = rescale.get("live")
+            note = "" if live or not rescale.get("reason") else f"applied by a restart: {rescale['reason']}"
+            scaler.applied(now(), decision, ok=True, note=note, live=live)
             log.info("autoscale of %r: %s", name, decision.reason)
     return scaler.decisions[-1] if scaler.decisions else None
 
