@@ -99,6 +99,9 @@ def test_apply_mode_rescales_what_the_decision_says():
     assert first["target_rates"]["count"] > 0
     assert 0 < first["true_rates"]["count"] <= 520  # at least 2 ms a tuple
     assert len(info["components"]["count"]["tasks"]) == 2
+    # a stateless bolt rescales live (docs/state.md, "Live rescale"): no worker restarted
+    assert first["live"] is True and "note" not in first, first
+    assert info["rescale"]["live"] is True and info["rescale"]["components"] == {"count": [1, 2]}
 
 
 def test_recommend_mode_shows_the_decision_and_changes_nothing():
