@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from squall.connectors.kafka.book import Book
@@ -31,11 +32,17 @@ class Fetcher:
         self.buffer: deque[Any] = deque()
         self.held: dict[Any, deque[Any]] = {}  # records of partitions at the limit
         self.paused: set[TopicPartition] = set()
+        # exactly-once: whether a record of the partition is read but not out of the spout
+        # (its translator or emit raised; a retry or dead letter waits). Its later records
+        # are held until it is out: sent before it, they would commit in a checkpoint whose
+        # position stays at it, and come again after the rollback that follows
+        self.stuck: Callable[[Any], bool] = lambda tp: False
 
     def full(self, tp: tuple) -> bool:
-        """Whether ``tp`` has ``max_uncommitted_offsets`` emitted but uncommitted."""
-        return self.at_least_once and \
+        """Whether ``tp`` has ``max_uncommitted_offsets`` emitted but uncommitted, or is stuck."""
+        return self.at_least_once and (
             len(self.book.managers[tp]._emitted) >= self.config.max_uncommitted_offsets
+            or self.stuck(tp))
 
     def next_record(self) -> Any:
         """The next record to emit: held ones of partitions with room again first, in order."""

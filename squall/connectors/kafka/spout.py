@@ -7,7 +7,9 @@ AT_LEAST_ONCE every tuple carries the msg id ``(topic, partition, offset)``; per
 ``offset_commit_period_ms``, and polling pauses on a partition with ``max_uncommitted_offsets``
 emitted but uncommitted. A failed record is retried after the retry service's backoff (from
 the record kept in memory, translated again, rather than fetched again); past the retry limit
-it goes to ``__dead_letter`` and counts as done once its dead letter is acked.
+it goes to ``__dead_letter`` and counts as done once its dead letter is acked. In
+exactly-once mode a record that is not out of the spout (its translator or emit raised)
+holds its partition's later records back until it is.
 
 Handing a partition over: the task that reads a partition records itself as its owner
 (``owners``: a side consumer group, since not every broker keeps commit metadata), and when a
@@ -134,6 +136,9 @@ class KafkaSpout(SeekableSpout):
         owners = ck.Consumer({**props, "group.id": owners_group(cfg.group_id),
                               "on_commit": self._on_owner_commit})
         self.fetcher = Fetcher(consumer, cfg, self.book, self.health, self.commits, poll_timeout_s)
+        if self.exactly_once:
+            held_back = self.inflight.held_back
+            self.fetcher.stuck = lambda tp: bool(held_back.get(tp))
         self.commits.bind(consumer, self.fetcher.serve)
         down: list[Any] = []
         lookup = ck.Consumer({**props, "error_cb": down.append})

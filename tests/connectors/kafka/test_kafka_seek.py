@@ -372,19 +372,21 @@ def test_a_record_whose_emit_raised_holds_the_position_and_is_emitted_again(kafk
 
     out.emit = emit_or_raise
     raised = []
-    deadline = time.monotonic() + 20
-    while len(out.records()) < 9 and time.monotonic() < deadline:
+    for _ in range(200):  # 10 simulated seconds: the first retry raises too
         try:
             s.next_tuple()
         except ValueError as e:
             raised.append(str(e))
         sim.advance(0.05)
-    assert raised == ["tuple too large at offset 5"]
-    assert [m[2] for _, m in out.records()] == [0, 1, 2, 3, 4, 6, 7, 8, 9]
+        time.sleep(0.002)
+    assert set(raised) == {"tuple too large at offset 5"} and len(raised) >= 2, raised
+    # the partition's later records wait behind it (sent first, they would commit in a
+    # checkpoint whose position stays at 5, and come again after the next rollback)
+    assert [m[2] for _, m in out.records()] == [0, 1, 2, 3, 4]
     assert s.position() == [["in", 0, 5]]
     refuse.clear()
-    assert pump(s, out, 10, sim)  # the retry, after its backoff
-    assert out.records()[-1][1] == ("in", 0, 5)
+    assert pump(s, out, 10, sim)  # the retry, after its backoff, then the rest in order
+    assert [m[2] for _, m in out.records()] == list(range(10))
     assert s.position() == [["in", 0, 10]]
 
 
