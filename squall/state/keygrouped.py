@@ -225,6 +225,7 @@ class KeyGroupedState(KeyValueState):
             apply_all(ops)  # the record first: a crash after it settles groups never staged
             self._recorded(self._committed, txid, staged)
             self._dirty.difference_update(dirty)
+            self._read_again(groups)
 
     def commit(self, txid: int) -> None:
         """See ``State.commit``: commits the staged key groups (or, with none, the changed ones)."""
@@ -249,6 +250,19 @@ class KeyGroupedState(KeyValueState):
             self._recorded(txid, None, set())
             self._written = written
             self._dirty.difference_update(dirty)
+            self._read_again(groups)
+
+    def _read_again(self, done: set[int]) -> None:
+        """A store read through after each checkpoint (Redis) is read again by every key group.
+
+        The key groups of the transaction dropped their caches in it; the others do now.
+        """
+        first = next(iter(self._states.values()), None)
+        if first is None or getattr(first, "keep_cache", True) is not False:
+            return
+        for group, state in self._states.items():
+            if group not in done and state not in self._dirty:
+                state.drop_cache()  # type: ignore[attr-defined]
 
     def rollback(self) -> None:
         """See ``State.rollback``: every staged or changed key group goes back to its commit."""
