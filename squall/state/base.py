@@ -419,6 +419,17 @@ class BufferedKeyValueState(KeyValueState):
         self._pending = {}
         self._deferred = {}
 
+    def drop_cache(self) -> None:
+        """Read the store again from now on if it reads through (``keep_cache`` False).
+
+        What a prepare or commit does to the cache, for a state that took no part in one
+        (a key group untouched by a checkpoint); only the owner thread drops it.
+        """
+        if not self.keep_cache and get_ident() == self._owner:
+            with self._lock:
+                if not self._dirty and not self._pending and not self._deferred:
+                    self._cache.clear()
+
     def sibling(self, namespace: str) -> BufferedKeyValueState:
         """The state of ``namespace`` in the same store, sharing this state's connection and lock.
 

@@ -27,7 +27,18 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Any
 
-from squall.state.base import InvalidTxidError, KeyValueState, Op, apply_all, txids_all
+from squall.state.base import (
+    _ABSENT,
+    _DEFERRED,
+    _IMMUTABLE,
+    _MISSING,
+    BufferedKeyValueState,
+    InvalidTxidError,
+    KeyValueState,
+    Op,
+    apply_all,
+    txids_all,
+)
 
 # record fields; WRITTEN: the key groups the task has committed to (a lost one is an error)
 COMMITTED, PREPARED, STAGED, WRITTEN = "committed", "prepared", "staged", "written"
@@ -75,6 +86,8 @@ class KeyGroupedState(KeyValueState):
         self._route: dict[Any, KeyValueState] = {}  # str key -> its state
         self._dirty: set[KeyValueState] = set()  # changed since the last prepare or commit
         self._owner = get_ident()
+        # squall's states: a cached counter's get and put are done here, one call, not two
+        self._inline = False
         self._lock = threading.RLock()
         self._seq = record.committed_txid() or 0
         self._committed: int | None = record.get(COMMITTED)
@@ -90,6 +103,9 @@ class KeyGroupedState(KeyValueState):
             ns = task_namespace(self.prefix, self.index) if group == OTHER else group_namespace(
                 self.prefix, group)
             state = self._open_state(ns)
+            if isinstance(state, BufferedKeyValueState):
+                self._inline = True
+                state._owner = self._owner  # the thread whose puts may skip the lock: ours
             self._states[group] = state
             self._ids[id(state)] = group
         return state
@@ -107,16 +123,29 @@ class KeyGroupedState(KeyValueState):
 
     def get(self, key: Any, default: Any = None) -> Any:
         """See ``KeyValueState.get``."""
-        state = self._route.get(key) if type(key) is str else None
+        state: Any = self._route.get(key) if type(key) is str else None
         if state is None:
             state = self._state_of(key)
+        elif self._inline:  # BufferedKeyValueState.get's lock-free path, without its call
+            value = state._cache.get(key, _MISSING)
+            if type(value) in _IMMUTABLE:
+                return value
+            if value is _ABSENT:
+                return default
         return state.get(key, default)
 
     def put(self, key: Any, value: Any) -> None:
         """See ``KeyValueState.put``."""
-        state = self._route.get(key) if type(key) is str else None
+        state: Any = self._route.get(key) if type(key) is str else None
         if state is None:
             state = self._state_of(key)
+        elif self._inline and type(value) in _DEFERRED and get_ident() == self._owner:
+            cache = state._cache  # BufferedKeyValueState.put's lock-free path, without its call
+            if key in cache:
+                cache[key] = value
+                state._dirty.add(key)
+                self._dirty.add(state)
+                return
         if get_ident() == self._owner:
             state.put(key, value)
             self._dirty.add(state)
@@ -225,6 +254,7 @@ class KeyGroupedState(KeyValueState):
             apply_all(ops)  # the record first: a crash after it settles groups never staged
             self._recorded(self._committed, txid, staged)
             self._dirty.difference_update(dirty)
+            self._read_again(groups)
 
     def commit(self, txid: int) -> None:
         """See ``State.commit``: commits the staged key groups (or, with none, the changed ones)."""
@@ -249,6 +279,19 @@ class KeyGroupedState(KeyValueState):
             self._recorded(txid, None, set())
             self._written = written
             self._dirty.difference_update(dirty)
+            self._read_again(groups)
+
+    def _read_again(self, done: set[int]) -> None:
+        """A store read through after each checkpoint (Redis) is read again by every key group.
+
+        The key groups of the transaction dropped their caches in it; the others do now.
+        """
+        first = next(iter(self._states.values()), None)
+        if first is None or getattr(first, "keep_cache", True) is not False:
+            return
+        for group, state in self._states.items():
+            if group not in done and state not in self._dirty:
+                state.drop_cache()  # type: ignore[attr-defined]
 
     def rollback(self) -> None:
         """See ``State.rollback``: every staged or changed key group goes back to its commit."""

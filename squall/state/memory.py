@@ -15,7 +15,8 @@ call ``clear()`` between runs.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from squall.state.base import (
     BufferedKeyValueState,
     Changes,
     KeyValueState,
+    Op,
     StateProvider,
     _Outcome,
     check_namespace,
@@ -73,7 +75,18 @@ class InMemoryKeyValueState(BufferedKeyValueState):
             return self._stored.prepared_txid
 
     def _sibling(self, namespace: str) -> InMemoryKeyValueState:
-        return InMemoryKeyValueState(namespace, _stored(namespace))
+        state = InMemoryKeyValueState(namespace, _stored(namespace))
+        state._lock = self._lock  # one lock: ``apply_all`` takes it once for every sibling
+        return state
+
+    @classmethod
+    def apply_all(cls, ops: Sequence[Op]) -> None:
+        """Siblings' prepares, commits and rollbacks under their one lock (else one call each)."""
+        first = ops[0][0]
+        if any(state._lock is not first._lock for state, _, _ in ops):
+            super().apply_all(ops)
+            return
+        first._apply_batched(ops, nullcontext())
 
     def _stored_get(self, ekey: bytes) -> bytes | None:
         s = self._stored

@@ -236,3 +236,26 @@ def test_an_interrupted_migration_resumes_and_a_repeated_one_changes_nothing(sto
     # gets the rollback the recovery would have sent)
     user = type(provider).__name__ == "DictStateProvider"
     assert (old.committed_txid(), old.prepared_txid()) == (3, None if user else 4)
+
+
+def test_on_redis_every_key_group_reads_the_server_again_after_a_checkpoint(redis_server):
+    from squall.state.redis import RedisStateProvider
+
+    host, port = redis_server
+    provider, conf = RedisStateProvider(), {
+        "topology.state.provider.config": {"host": host, "port": port},
+        "topology.state.key": "kg-test-key", "topology.key.groups": K}
+    name = topology()
+    state = open_keyed_state(provider, conf, context(name, 1, 0))
+    a, b = "a", next(w for w in WORDS if key_group(w, K) != key_group("a", K))
+    state.put(a, 1)
+    state.prepare_commit(1)
+    state.commit(1)
+    assert state.get(a) == 1  # cached now
+    other = provider.new_state(group_namespace(f"{name}/count", key_group(a, K)), conf, None)
+    other.put(a, 50)  # a server others may write or restart (RELIABILITY D12)
+    other.commit(7)
+    state.put(b, 1)  # a checkpoint that does not touch a's key group
+    state.prepare_commit(2)
+    state.commit(2)
+    assert state.get(a) == 50
