@@ -1,7 +1,8 @@
 """JStorm's gray upgrade routine on a real Nimbus, and the cluster's configuration file.
 
 A real ``squall nimbus`` (Spark local[4]) reads a ``storm.yaml``-style cluster file with
-topology defaults, a Storm key it ignores with a warning, and an action notifier plugin.
+topology defaults, a Storm key it ignores with a warning, Storm's ``supervisor.slots.ports``
+(the ports the workers bind), and an action notifier plugin.
 One 4-worker word count then goes, in order, through: the precedence of configuration
 checked in ``info --conf`` and in what the spout's ``open`` got; a gray upgrade over three
 batches (FILE, then no FILE, then the same FILE again) and complete-upgrade, checking
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.nimbus import results as R
-from tests.nimbus.harness import Cli, NimbusProcess, cleanup_topologies, wait_for
+from tests.nimbus.harness import Cli, NimbusProcess, cleanup_topologies, free_port, wait_for
 from tests.nimbus.test_lifecycle import assert_exact, ok, progress, refused
 from tests.nimbus.topology_source import write_topology
 
@@ -36,6 +37,7 @@ topology.stats.sample.rate: 0.25
 topology.max.spout.pending: 100
 topology.upgrade.expire.secs: 600
 nimbus.topology.action.notifier.plugin.class: recorder.Recorder
+supervisor.slots.ports: {slots}
 """
 
 RECORDER = '''\
@@ -69,7 +71,9 @@ class World:
         self.actions = root / "actions.txt"
         (root / "recorder.py").write_text(RECORDER.format(path=str(self.actions)))
         self.cluster_file = root / "cluster.yaml"
-        self.cluster_file.write_text(CLUSTER_YAML)
+        # Storm's worker ports: every worker binds one of them (room for restarts that overlap)
+        self.slots = sorted({free_port() for _ in range(10)})
+        self.cluster_file.write_text(CLUSTER_YAML.format(slots=self.slots))
 
         def write(v: str, **kw) -> Path:
             d = root / v
@@ -111,6 +115,9 @@ def test_submit_takes_the_cluster_defaults_and_info_conf_says_where(world):
     assert "storm.zookeeper.servers" in world.nimbus.log_tail()  # the ignored Storm key is named
     ok(world.cli("submit", str(world.files["v1"]), "--name", NAME, timeout=300))
     assert world.versions() == {0: 1, 1: 1, 2: 1, 3: 1}
+    # supervisor.slots.ports became the workers' ports (issue 41, item 10)
+    ports = {int(w["address"].rsplit(":", 1)[1]) for w in world.info()["workers"]}
+    assert len(ports) == 4 and ports <= set(world.slots), (ports, world.slots)
     conf = world.cli.json("info", NAME, "--conf")
     rows = {r["key"]: (r["value"], r["source"]) for r in conf["topology"]}
     assert rows["topology.debug"] == (False, "default")

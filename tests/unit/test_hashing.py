@@ -209,7 +209,8 @@ def test_same_hash_in_fresh_processes_with_other_hash_seeds_on_each_path(path):
         state, there = hashes_in_subprocess(seed, pure=path == "plain")
         if path == "compiled" and state != "compiled":
             pytest.skip(f"no current compiled build ({state}): run `make compile`")
-        assert state == ("compiled" if path == "compiled" else "forced")
+        # plain: "forced" beside a build for this Python, "pure" without one (the second Python's run)
+        assert state in (("compiled",) if path == "compiled" else ("forced", "pure"))
         assert there == here, f"{path} path, PYTHONHASHSEED={seed}"
 
 
