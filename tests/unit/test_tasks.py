@@ -31,6 +31,8 @@ class FakeWorker(TaskHost):
         self.tap = None
         self.now = 0.0
         self.clock = lambda: self.now  # a field: the compiled tasks read it directly
+        self.timing = False  # TaskHost's fields, set here as its __init__ is not called
+        self.fused_secs = 0.0
 
     def deliver(self, target, src, stream, values, ids):
         self.sent.append((target, stream, values, ids))
