@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("squall.spark.master")
 LOOP_POLL_MS = 20
 BATCH = 500  # messages handled per loop pass at most, before the posted calls run
+ANNOUNCE_WITHIN = 0.5  # seconds a registration waits at most to be announced to the others
 START_FAILURES = 3  # job failures of one worker during submit before giving up
 STOP_TIMEOUT = 30.0
 SAMPLES_KEPT = 2000  # sampled tuples kept for the UI and squall samples
@@ -114,7 +115,8 @@ class TopologyMaster:
         self.placement = PlacementCheck(self._pins)
         self.placement_notes: list[str] = []  # the scheduler's notes on asks it could not honour
         self.rescale: dict | None = None  # the last rescale's record (API.md, Rescaling)
-        self._registered: set[int] = set()  # workers registered this loop pass (``_announce``)
+        self._registered: set[int] = set()  # workers registered since the last ``_announce``
+        self._registered_at: float | None = None  # when the first of them was seen unannounced
         self._confirming: list[Confirmation] = []  # activates/deactivates not yet confirmed by all
         # a retired process (dead, replaced, restarted) is not waited for
         self.registry.on_retire = lambda inc: self._confirm(inc, None) if self._confirming else None
@@ -308,13 +310,21 @@ class TopologyMaster:
                 log.exception("topology master %r: error in its loop", self.name)
 
     def _announce(self) -> None:
-        """Tell every worker the addresses of the processes that registered this pass, in one message.
+        """Tell every worker the addresses of the processes that registered lately, in one message.
 
         Only theirs: workers merge it into their map, and the address of a worker that
-        died is never taken out (frames for it wait for its next process).
+        died is never taken out (frames for it wait for its next process). Sent once a
+        pass has read every queued message, or ``ANNOUNCE_WITHIN`` after the first of them
+        registered: a loop that reads its backlog in batches would otherwise send a message
+        to every worker per batch (N x batches at a start).
         """
-        if self._registered:
-            workers, self._registered = self._registered, set()
+        if not self._registered:
+            return
+        now = clock.monotonic()
+        if self._registered_at is None:
+            self._registered_at = now
+        if self.links.drained or now - self._registered_at >= ANNOUNCE_WITHIN:
+            workers, self._registered, self._registered_at = self._registered, set(), None
             self.links.broadcast_addresses(workers)
 
     def _supervise(self, judge: bool = True) -> None:
@@ -448,7 +458,7 @@ class TopologyMaster:
                    active=self.active)
         if self.debug["rate"]:
             self.links.send(ident, co.DEBUG, **self.debug)
-        self._registered.add(msg["worker"])  # the others learn its address at the end of this pass
+        self._registered.add(msg["worker"])  # the others learn its address soon (``_announce``)
 
     def _placed_well(self, ident: bytes, msg: dict) -> bool:
         """False (and a relaunch) for a worker that started away from its assigned host."""
