@@ -126,6 +126,10 @@ class Autoscaler:
                                    "applied": False})
         return decision
 
+    def due(self, now: float) -> bool:
+        """Whether ``observe`` would look at figures now (the caller may skip building an info)."""
+        return not self.in_progress and (self._start is None or now - self._start[0] >= self.interval)
+
     def applied(self, now: float, decision: Decision, ok: bool, note: str = "",
                 live: bool | None = None) -> None:
         """The cluster applied ``decision`` (or failed to: ``note`` says why); a new window starts.
@@ -239,6 +243,8 @@ def autoscale_step(scaler: Autoscaler, name: str, now: Callable[[], float],
     ``rebalance`` with the new parallelism) before this returns; a failure to apply is kept
     in the record with its one-line cause, and the old parallelism stays.
     """
+    if not scaler.due(now()):  # an info costs a fold of every task: build one only when needed
+        return None
     decision = scaler.observe(now(), info())
     if decision is None:
         return None

@@ -158,3 +158,21 @@ def test_the_decision_record_is_plain_data() -> None:
     import json
     record = decide(simulate({"split": 1, "count": 1}, 10_000)).as_record()
     assert json.loads(json.dumps(record))["changes"] == {"count": [1, 2]}
+
+
+def test_the_controller_asks_for_figures_only_when_a_window_ends():
+    from squall.runtime.autoscale_control import Autoscaler, autoscale_step
+
+    scaler = Autoscaler({"topology.autoscale.interval.secs": 30}, ["spout"], {})
+    asked = []
+    info = {"components": {}, "workers": []}
+    clock = [0.0]
+
+    def get_info():
+        asked.append(clock[0])
+        return info
+
+    for t in range(0, 95):
+        clock[0] = float(t)
+        autoscale_step(scaler, "t", lambda: clock[0], get_info, lambda p: None)
+    assert asked == [0.0, 30.0, 60.0, 90.0]  # the first opens a window, each later one ends it
