@@ -39,19 +39,19 @@ demo: $(STAMP) $(COMPILED)
 # the exactly-once fault loops on Spark run a few seeds here (4 of 20, 3 of 10); `make faults` runs all
 SQUALL_FAULT_SEEDS ?= 4
 
+# The core tests run a second time on the plain-Python hot path (SQUALL_PURE_PYTHON=1): on
+# the second Python (3.13) when setup found one, so that one pass covers both, else on 3.11.
 test: $(STAMP) $(COMPILED) $(SECOND_STAMP)
 	SQUALL_FAULT_SEEDS=$(SQUALL_FAULT_SEEDS) $(PY) -m pytest
-	@echo "squall: the core tests again on the plain-Python hot path (SQUALL_PURE_PYTHON=1)"
-	SQUALL_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider tests/unit tests/integration
 	$(MAKE) --no-print-directory test-second-python
 
-# the unit and integration tests on the second Python (3.13), when setup found one
 test-second-python: $(SECOND_STAMP)
 	@if [ -f "$(VENV2)/.installed" ]; then \
-		echo "squall: the unit and integration tests on $$($(VENV2)/bin/python --version)"; \
+		echo "squall: unit and integration tests on the plain-Python hot path, on $$($(VENV2)/bin/python --version)"; \
 		SQUALL_PURE_PYTHON=1 $(VENV2)/bin/python -m pytest -q -p no:cacheprovider tests/unit tests/integration; \
 	else \
-		echo "squall: no Python 3.13 was found at setup (scripts/setup-python-second.sh): the tests ran on $$($(PY) --version) only"; \
+		echo "squall: no Python 3.13 was found at setup (scripts/setup-python-second.sh): the plain-Python pass runs on $$($(PY) --version)"; \
+		SQUALL_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider tests/unit tests/integration; \
 	fi
 
 test-fast: $(STAMP) $(COMPILED)
