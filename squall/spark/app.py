@@ -43,7 +43,7 @@ from squall.spark.context import cluster_slots, start_spark_context
 from squall.spark.control import ControlError, ControlServer
 from squall.spark.errors import InsufficientSlotsError
 from squall.spark.master import TopologyMaster
-from squall.spark.placement import old_from_record, placement_record, schedule_on_spark
+from squall.spark.placement import old_from_record, other_topologies, placement_record, schedule_on_spark
 from squall.spark.settings import setting
 from squall.spark.shipping import environment_settings
 from squall.spark.transport import bind_address
@@ -145,10 +145,12 @@ class TopologyApp:
             hosts = [w.get("host") or w.get("assigned_host") for w in info["workers"]]
             old = old_workers(previous.plan, hosts)
             traffic = {c: float(v.get("transferred") or 0) for c, v in info["components"].items()}
+        # the other topologies on this Spark cluster, for isolated hosts (as SparkCluster's taken)
+        others = other_topologies(self.store, self.blobs, self.name, str(self.record.get("spark_master")))
         placed, assignment = schedule_on_spark(
             self.sc, self.name, topology, conf, plan, expected_slots=slots,
             wait_secs=float(setting(conf, S.EXECUTOR_WAIT)), previous=old, rebalance=previous is not None,
-            traffic=traffic)
+            traffic=traffic, others=others)
         return placed, list(assignment.notes)
 
     # ---- the run ---------------------------------------------------------------------
