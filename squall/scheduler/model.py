@@ -73,12 +73,14 @@ class OldWorker:
 class OtherTopology:
     """Another topology on the same cluster: the hosts its workers use, the hosts it isolates.
 
-    ``isolation``: its ``squall.scheduler.isolation`` (host -> the topologies reserved there).
+    ``isolation``: its ``squall.scheduler.isolation`` (host -> the topologies reserved there);
+    ``workers``: how many workers it runs.
     """
 
     name: str
     hosts: frozenset[str] = frozenset()
     isolation: dict[str, frozenset[str]] = field(default_factory=dict)
+    workers: int = 0
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
                   slots: int, previous: TopologyMaster | None = None) -> tuple[TaskPlan, Assignment]:
         """Place ``plan`` on the executors' hosts (squall.scheduler), around the other topologies."""
         taken = [a for n, a in self._assignments.items() if n != name]
-        others = [OtherTopology(n, frozenset(a.hosts()), isolation(self._topologies[n].conf))
+        others = [OtherTopology(n, frozenset(a.hosts()), isolation(self._topologies[n].conf), len(a.workers))
                   for n, a in self._assignments.items() if n != name and n in self._topologies]
         old: tuple[OldWorker, ...] = ()
         traffic = None

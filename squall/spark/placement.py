@@ -41,8 +41,9 @@ from squall.scheduler import (
     schedule_plan,
 )
 from squall.scheduler import keys as SK
-from squall.spark.context import local_slots
-from squall.spark.settings import EXECUTOR_WAIT, RESOURCE_PROFILES
+from squall.spark.context import cluster_slots, local_slots
+from squall.spark.settings import EXECUTOR_WAIT, MASTER_UI_URL, RESOURCE_PROFILES, setting
+from squall.spark.setup import master_endpoint
 from squall.store import BlobStore, Store, StoreError
 from squall.store import keys as store_keys
 
@@ -196,8 +197,39 @@ def other_topologies(store: Store, blobs: BlobStore, name: str, spark_master: st
             log.warning("topology %r: the configuration of topology %r cannot be read (%s); its "
                         "isolated hosts are not known", name, other, e)
             isolation = {}
-        out.append(OtherTopology(other, hosts, isolation))
+        out.append(OtherTopology(other, hosts, isolation, len(workers) if isinstance(workers, list) else 0))
     return out
+
+
+def whole_cluster_slots(sc: SparkContext, conf: dict) -> int | None:
+    """Worker slots of the whole Spark cluster the application runs on, when squall can tell.
+
+    ``local[N]``: N (the topologies Nimbus runs on one ``local[N]`` master share this
+    machine); a standalone master: its alive workers' cores (not this application's
+    ``spark.cores.max``); YARN, Kubernetes: None (their size is not asked).
+    """
+    master = str(sc.master)
+    if local_slots(master) is None and master_endpoint(master) is None:
+        return None
+    return cluster_slots(sc, master, float(setting(conf, EXECUTOR_WAIT)), setting(conf, MASTER_UI_URL),
+                         capped=False)
+
+
+def check_reserved(name: str, master: str, asked: int, slots: int | None, others: Sequence[OtherTopology],
+                   reserved: int) -> None:
+    """Refuse ``asked`` workers that leave fewer than ``reserved`` of the cluster's ``slots`` free.
+
+    The other topologies' workers on the cluster count (``squall.scheduler.reserved.workers``
+    across topologies); ``slots`` None: the cluster's size is not known, nothing is checked.
+    """
+    held = {o.name: o.workers for o in others if o.workers and o.name != name}
+    if not reserved or slots is None or asked + sum(held.values()) + reserved <= slots:
+        return
+    who = ", ".join(f"{n}: {k}" for n, k in sorted(held.items()))
+    taken = f", {sum(held.values())} held by other topologies ({who})" if held else ""
+    raise SchedulingError(
+        f"topology {name!r} asks for {asked} workers (topology.workers); the Spark cluster ({master}) has "
+        f"{slots} worker slots{taken}, and {reserved} must stay free ({SK.RESERVED_WORKERS})")
 
 
 def _cores_taken(taken: Sequence[Assignment]) -> dict[str, int]:

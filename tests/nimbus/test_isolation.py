@@ -1,11 +1,12 @@
-"""Isolated hosts across topologies under Nimbus (issue 41 item 9).
+"""Isolated hosts and reserved workers across topologies under Nimbus (issue 41 item 9).
 
 Each topology is a Spark application of its own; its master schedules its workers with
 the other topologies of the same Spark cluster in view (their stored assignments, and the
 hosts their configuration isolates). Here every executor is on 127.0.0.1 (``local[4]``,
 SPARK_LOCAL_IP): ``gold`` isolates that host, so ``silver`` is refused while gold runs;
 once gold is killed silver runs there, and then gold is refused, each refusal one line
-naming the host and the other topology.
+naming the host and the other topology. Then ``squall.scheduler.reserved.workers`` counts
+the workers of the topologies already on the cluster (the four slots of ``local[4]``).
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ def world(tmp_path_factory):
         nimbus.stop()
 
 
+def kill_all(cli: Cli) -> None:
+    for t in cli.json("list"):
+        ok(cli("kill", t["name"], "--wait", "0", timeout=120))
+
+
 def stored_assignment(cli: Cli, name: str):
     return lambda: (cli.json("info", name).get("assignment") or {}).get("workers")
 
@@ -103,3 +109,19 @@ def test_isolated_hosts_hold_across_topologies(world):
     refused_naming(cli("submit", str(path), "--name", "gold", "--conf", ISOLATE, timeout=240),
                    HOST, "'silver'", "isolated for 'gold'")
     assert [t["name"] for t in cli.json("list")] == ["silver"]
+
+
+@pytest.mark.timeout(600)
+def test_reserved_workers_count_the_other_topologies_workers(world):
+    cli, path = world
+    kill_all(cli)
+    ok(cli("submit", str(path), "--name", "one", timeout=240))
+    wait_for(stored_assignment(cli, "one"), 60, "one's assignment")
+    # 3 workers + one's 1 + 1 reserved > local[4]'s 4 slots
+    refused_naming(cli("submit", str(path), "--name", "three", "--conf", "topology.workers=3",
+                       "--conf", "squall.scheduler.reserved.workers=1", timeout=240),
+                   "'three' asks for 3 workers", "4 worker slots", "(one: 1)", "1 must stay free")
+    # 2 + 1 + 1 fit
+    ok(cli("submit", str(path), "--name", "two", "--conf", "topology.workers=2",
+           "--conf", "squall.scheduler.reserved.workers=1", timeout=240))
+    assert sorted(t["name"] for t in cli.json("list")) == ["one", "two"]

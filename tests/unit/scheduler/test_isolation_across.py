@@ -1,9 +1,10 @@
-"""Isolated hosts across topologies (issue 41 item 9): the scheduler sees the other topologies.
+"""Isolated hosts and reserved workers across topologies (issue 41 item 9).
 
 A topology whose ``squall.scheduler.isolation`` reserves hosts for it does not get a host
 another topology's workers use, and another topology does not get a host it isolates; a
-refusal names the host and the other topology. The other topologies come from the store as
-Nimbus keeps it (``topologies/<name>``, ``assignments/<name>``, each version's blobs).
+refusal names the host and the other topology. ``squall.scheduler.reserved.workers`` counts
+the other topologies' workers on the Spark cluster. The other topologies come from the
+store as Nimbus keeps it (``topologies/<name>``, ``assignments/<name>``, each version's blobs).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from squall.scheduler import HostOffer, OtherTopology, SchedulingError
-from squall.spark.placement import other_topologies
+from squall.spark.placement import check_reserved, other_topologies
 from squall.store import BlobStore, open_store
 from squall.store import keys as K
 from squall.store.taskrecords import assignment_record
@@ -70,9 +71,9 @@ def test_the_other_topologies_are_read_from_the_store(tmp_path):
     finally:
         store.close()
     assert others == [
-        OtherTopology("gold", frozenset({"h1"}), {"h1": GOLD}),
-        OtherTopology("silver", frozenset({"h2"}), {}),
-        OtherTopology("starting", frozenset(), {}),
+        OtherTopology("gold", frozenset({"h1"}), {"h1": GOLD}, workers=2),
+        OtherTopology("silver", frozenset({"h2"}), {}, workers=1),
+        OtherTopology("starting", frozenset(), {}, workers=0),
     ]
     offers = [HostOffer("h1", 2), HostOffer("h2", 2)]
     a = run(wordcount(), offers, {"topology.workers": 2}, name="self", others=others)
@@ -81,3 +82,15 @@ def test_the_other_topologies_are_read_from_the_store(tmp_path):
                                               r"topology 'silver'"):
         run(wordcount(), [HostOffer("h1", 2), HostOffer("h2", 2, isolated_for=frozenset({"self"}))],
             {"topology.workers": 1}, name="self", others=others)
+
+
+def test_reserved_workers_count_the_other_topologies_workers():
+    others = [OtherTopology("gold", workers=2), OtherTopology("silver", workers=1), OtherTopology("idle")]
+    check_reserved("t", "spark://m:7077", 2, 6, others, 1)  # 2 + 3 held + 1 reserved = 6 slots
+    with pytest.raises(SchedulingError, match=r"^topology 't' asks for 3 workers \(topology.workers\); the "
+                                              r"Spark cluster \(spark://m:7077\) has 6 worker slots, 3 held "
+                                              r"by other topologies \(gold: 2, silver: 1\), and 1 must stay "
+                                              r"free \(squall.scheduler.reserved.workers\)$"):
+        check_reserved("t", "spark://m:7077", 3, 6, others, 1)
+    check_reserved("t", "spark://m:7077", 3, 6, others, 0)  # nothing reserved: not this check's business
+    check_reserved("t", "yarn", 30, None, others, 1)  # the cluster's size unknown: nothing checked
