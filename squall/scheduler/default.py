@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from squall.scheduler import keys as K
 from squall.scheduler.hosts import place_asked, place_balanced
 from squall.scheduler.ledger import Ledger, WorkerState
 from squall.scheduler.model import (
@@ -35,11 +36,20 @@ class DefaultScheduler:
 
     def schedule(self, request: SchedulingRequest) -> Assignment:
         """The assignment of ``request``, or ``SchedulingError`` saying what is missing."""
-        offers = usable_offers(request)
+        offers, barred = usable_offers(request)
+        try:
+            return self._schedule(request, offers, barred)
+        except SchedulingError as e:
+            if not barred:
+                raise
+            # the refusal may be only because of the hosts other topologies hold: say which
+            raise SchedulingError(f"{e}; {'; '.join(barred)}") from None
+
+    def _schedule(self, request: SchedulingRequest, offers: list[HostOffer], barred: list[str]) -> Assignment:
         check_cluster(request, offers)
         ledger = Ledger(offers, request.num_workers)
         pool = {u.tasks: u for u in request.units}  # units still to place, in task order
-        notes: list[str] = []
+        notes: list[str] = [f"{why}: not used" for why in barred]
         pin_user_defined(request, ledger, pool, notes)
         if request.use_old:
             pin_old(request, ledger, pool)
@@ -56,10 +66,37 @@ class DefaultScheduler:
         return Assignment(tuple(_result(w) for w in ledger.workers), tuple(notes))
 
 
-def usable_offers(request: SchedulingRequest) -> list[HostOffer]:
-    """Hosts isolated for this topology if any, else every host not isolated for another."""
-    mine = [o for o in request.offers if request.topology in o.isolated_for]
-    return mine or [o for o in request.offers if not o.isolated_for]
+def usable_offers(request: SchedulingRequest) -> tuple[list[HostOffer], list[str]]:
+    """Hosts isolated for this topology if any, else every host not isolated for another.
+
+    The other topologies of the cluster (``request.others``) count as well: a host one of
+    them isolates without naming this topology is left out, and so is a host isolated for
+    this topology that another topology's workers use. Returns the usable hosts and one
+    line per host left out for that reason, naming the host and the other topology.
+    """
+    name = request.topology
+    claims: dict[str, str] = {}  # host -> another topology that isolates it, without this one
+    users: dict[str, list[str]] = defaultdict(list)  # host -> the other topologies with workers there
+    for other in request.others:
+        for host, names in other.isolation.items():
+            if name not in names:
+                claims.setdefault(host, other.name)
+        for host in other.hosts:
+            users[host].append(other.name)
+    isolated = any(name in o.isolated_for for o in request.offers)
+    usable, barred = [], []
+    for o in request.offers:
+        if (name not in o.isolated_for) if isolated else bool(o.isolated_for):
+            continue  # not this topology's: isolated for others, or it has hosts of its own
+        strangers = [u for u in users.get(o.host, ()) if u not in o.isolated_for] if isolated else []
+        if o.host in claims:
+            barred.append(f"host {o.host} is isolated for topology {claims[o.host]!r} ({K.ISOLATION})")
+        elif strangers:
+            barred.append(f"host {o.host}, isolated for {name!r} ({K.ISOLATION}), runs workers of "
+                          f"topology {strangers[0]!r}")
+        else:
+            usable.append(o)
+    return usable, barred
 
 
 def _hosts_text(offers: list[HostOffer], what: str = "ports") -> str:

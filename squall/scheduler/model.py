@@ -70,12 +70,27 @@ class OldWorker:
 
 
 @dataclass(frozen=True)
+class OtherTopology:
+    """Another topology on the same cluster: the hosts its workers use, the hosts it isolates.
+
+    ``isolation``: its ``squall.scheduler.isolation`` (host -> the topologies reserved there);
+    ``workers``: how many workers it runs.
+    """
+
+    name: str
+    hosts: frozenset[str] = frozenset()
+    isolation: dict[str, frozenset[str]] = field(default_factory=dict)
+    workers: int = 0
+
+
+@dataclass(frozen=True)
 class SchedulingRequest:
     """Everything one scheduling decision depends on.
 
     ``affinity[c][d]``: how much component ``c`` exchanges with ``d`` (from the
     groupings, weighted by the last metrics on a rebalance); symmetric.
     ``cpu_slot_percent``/``memory_slot_mb`` only make refusal messages speak in cores and MB.
+    ``others``: the other topologies running on the cluster, for isolated hosts.
     """
 
     topology: str
@@ -90,6 +105,7 @@ class SchedulingRequest:
     affinity: dict[str, dict[str, float]] = field(default_factory=dict)
     cpu_slot_percent: float = 10.0
     memory_slot_mb: float = 128.0
+    others: tuple[OtherTopology, ...] = ()
 
 
 @dataclass(frozen=True)

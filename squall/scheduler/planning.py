@@ -8,7 +8,7 @@ from dataclasses import replace
 from squall.api.topology import StormTopology
 from squall.runtime.plan import SYSTEM, Executor, TaskPlan
 from squall.scheduler import keys as K
-from squall.scheduler.model import Assignment, HostOffer, OldWorker, SchedulingRequest
+from squall.scheduler.model import Assignment, HostOffer, OldWorker, OtherTopology, SchedulingRequest
 from squall.scheduler.request import build_request
 from squall.scheduler.strategy import check_assignment, load_scheduler
 
@@ -63,13 +63,15 @@ def schedule_plan(
     previous: Sequence[OldWorker] = (),
     rebalance: bool = False,
     traffic: Mapping[str, float] | None = None,
+    others: Sequence[OtherTopology] = (),
 ) -> tuple[TaskPlan, Assignment]:
     """Schedule topology ``name``'s ``plan`` onto ``offers``; the placed plan and the assignment.
 
     Raises ``SchedulingError`` (an ``InvalidTopologyError``) when the cluster cannot hold it.
     """
     request = build_request(
-        name, plan, topology, conf, offers, previous=previous, rebalance=rebalance, traffic=traffic
+        name, plan, topology, conf, offers, previous=previous, rebalance=rebalance, traffic=traffic,
+        others=others,
     )
     assignment = schedule(request, conf)
     return apply_assignment(plan, assignment, request.cpu_slot_percent, request.memory_slot_mb), assignment

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from squall.api.topology import StormTopology
 from squall.runtime.plan import SYSTEM, TaskPlan
 from squall.scheduler import keys as K
-from squall.scheduler.model import HostOffer, OldWorker, SchedulingRequest, Unit
+from squall.scheduler.model import HostOffer, OldWorker, OtherTopology, SchedulingRequest, Unit
 
 # tuples that cross a grouping of this kind count this much for keeping two tasks together
 GROUPING_WEIGHT = {"local_or_shuffle": 2.0, "all": 0.5}
@@ -99,11 +99,13 @@ def build_request(
     previous: Sequence[OldWorker] = (),
     rebalance: bool = False,
     traffic: Mapping[str, float] | None = None,
+    others: Sequence[OtherTopology] = (),
 ) -> SchedulingRequest:
     """The request to schedule ``plan`` of topology ``name`` onto ``offers``.
 
     ``previous``: where the topology ran before (a rebalance, a restart), used when
-    ``squall.use.old.assignment`` is set, and for its hosts on a rebalance.
+    ``squall.use.old.assignment`` is set, and for its hosts on a rebalance. ``others``:
+    the other topologies on the cluster (their hosts and isolated hosts).
     """
     cpu_slot = float(K.number(conf, K.CPU_SLOT_PERCENT, minimum=1e-9))
     memory_slot = float(K.number(conf, K.MEMORY_SLOT_MB, minimum=1e-9))
@@ -121,4 +123,5 @@ def build_request(
         affinity=affinity(topology, traffic),
         cpu_slot_percent=cpu_slot,
         memory_slot_mb=memory_slot,
+        others=tuple(o for o in others if o.name != name),
     )

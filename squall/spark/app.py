@@ -40,13 +40,21 @@ from squall.runtime.layout import layout_difference, upgrade_refusal
 from squall.runtime.live_plan import RESTART_ON_SPARK, restart_record
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import prepare_conf, prepare_topology, with_parallelism
-from squall.scheduler import OldWorker, SchedulingError, old_workers
+from squall.scheduler import OldWorker, OtherTopology, SchedulingError, old_workers
+from squall.scheduler import keys as SK
 from squall.spark import settings as S
 from squall.spark.context import cluster_slots, start_spark_context
 from squall.spark.control import ControlError, ControlServer
 from squall.spark.errors import InsufficientSlotsError
 from squall.spark.master import TopologyMaster
-from squall.spark.placement import old_from_record, placement_record, schedule_on_spark
+from squall.spark.placement import (
+    check_reserved,
+    old_from_record,
+    other_topologies,
+    placement_record,
+    schedule_on_spark,
+    whole_cluster_slots,
+)
 from squall.spark.settings import setting
 from squall.spark.shipping import environment_settings
 from squall.spark.transport import bind_address
@@ -144,7 +152,15 @@ class TopologyApp:
                 f"topology {self.name!r} asks for {plan.num_workers} workers but its Spark "
                 f"application ({self.sc.master}) has {slots} task slots; each worker holds one "
                 f"slot: lower the worker count or give the application more cores")
+        reserved = int(SK.number(conf, SK.RESERVED_WORKERS, integer=True))
+        if reserved:  # the slots the other topologies' applications hold on the cluster count too
+            check_reserved(self.name, str(self.sc.master), plan.num_workers,
+                           whole_cluster_slots(self.sc, conf), self._others(), reserved)
         return slots
+
+    def _others(self) -> list[OtherTopology]:
+        """The other topologies on this topology's Spark cluster, as the store has them."""
+        return other_topologies(self.store, self.blobs, self.name, str(self.record.get("spark_master")))
 
     def _schedule(self, topology: StormTopology, conf: dict, plan: TaskPlan, slots: int,
                   previous: TopologyMaster | None = None) -> tuple[TaskPlan, list[str]]:
@@ -155,10 +171,11 @@ class TopologyApp:
             hosts = [w.get("host") or w.get("assigned_host") for w in info["workers"]]
             old = old_workers(previous.plan, hosts)
             traffic = {c: float(v.get("transferred") or 0) for c, v in info["components"].items()}
+        others = self._others()  # for isolated hosts, as SparkCluster's taken
         placed, assignment = schedule_on_spark(
             self.sc, self.name, topology, conf, plan, expected_slots=slots,
             wait_secs=float(setting(conf, S.EXECUTOR_WAIT)), previous=old, rebalance=previous is not None,
-            traffic=traffic)
+            traffic=traffic, others=others)
         return placed, list(assignment.notes)
 
     # ---- the run ---------------------------------------------------------------------

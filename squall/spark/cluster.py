@@ -22,7 +22,8 @@ from squall.runtime.exactly_once_checks import check_durable_state
 from squall.runtime.live_plan import RESTART_ON_SPARK, restart_record
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import check_name, prepare_conf, prepare_topology
-from squall.scheduler import Assignment, OldWorker, old_workers
+from squall.scheduler import Assignment, OldWorker, OtherTopology, old_workers
+from squall.scheduler.keys import isolation
 from squall.spark import settings as S
 from squall.spark.context import DEFAULT_MASTER, cluster_slots, start_spark_context
 from squall.spark.environment import PackedEnvironment
@@ -150,6 +151,8 @@ class SparkCluster(ClusterBase[TopologyMaster]):
                   slots: int, previous: TopologyMaster | None = None) -> tuple[TaskPlan, Assignment]:
         """Place ``plan`` on the executors' hosts (squall.scheduler), around the other topologies."""
         taken = [a for n, a in self._assignments.items() if n != name]
+        others = [OtherTopology(n, frozenset(a.hosts()), isolation(self._topologies[n].conf), len(a.workers))
+                  for n, a in self._assignments.items() if n != name and n in self._topologies]
         old: tuple[OldWorker, ...] = ()
         traffic = None
         if previous is not None:  # a rebalance: where each worker actually runs, and what flowed
@@ -159,7 +162,8 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             traffic = {c: float(v.get("transferred") or 0) for c, v in info["components"].items()}
         return schedule_on_spark(sc, name, topology, conf, plan, expected_slots=slots,
                                  wait_secs=float(setting(conf, S.EXECUTOR_WAIT)), taken=taken,
-                                 previous=old, rebalance=previous is not None, traffic=traffic)
+                                 previous=old, rebalance=previous is not None, traffic=traffic,
+                                 others=others)
 
     def _check_slots(self, sc: SparkContext, name: str, workers: int, conf: dict,
                      exclude: str | None = None) -> int:

@@ -125,11 +125,12 @@ def local_slots(master: str) -> int | None:
 
 
 def cluster_slots(sc: SparkContext, master: str, wait_secs: float = 30.0,
-                  ui_url: str | None = None) -> int:
+                  ui_url: str | None = None, *, capped: bool = True) -> int:
     """Task slots the application can hold at once (cores / spark.task.cpus).
 
     ``local[N]`` has N. A standalone master is asked for its alive workers' cores
-    (``ui_url``, by default ``http://host:8080/json``); failing that, the cores of the
+    (``ui_url``, by default ``http://host:8080/json``), at most ``spark.cores.max`` unless
+    ``capped`` is false (the whole cluster's); failing that, the cores of the
     executors registered within ``wait_secs`` are counted.
     """
     slots = local_slots(master)
@@ -142,7 +143,7 @@ def cluster_slots(sc: SparkContext, master: str, wait_secs: float = 30.0,
         cores = _standalone_cores(url)
         if cores is not None:
             max_cores = sc.getConf().get("spark.cores.max")
-            if max_cores:
+            if max_cores and capped:
                 cores = min(cores, int(max_cores))
             return cores // task_cpus
     return _executor_cores(sc, wait_secs) // task_cpus

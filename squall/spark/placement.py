@@ -30,18 +30,24 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from squall.api.errors import InvalidTopologyError
 from squall.api.topology import StormTopology
 from squall.runtime.plan import SYSTEM, TaskPlan
 from squall.scheduler import (
     Assignment,
     HostOffer,
     OldWorker,
+    OtherTopology,
     SchedulingError,
     offers_from_executors,
     schedule_plan,
 )
-from squall.spark.context import local_slots
-from squall.spark.settings import EXECUTOR_WAIT, RESOURCE_PROFILES
+from squall.scheduler import keys as SK
+from squall.spark.context import cluster_slots, local_slots
+from squall.spark.settings import EXECUTOR_WAIT, MASTER_UI_URL, RESOURCE_PROFILES, setting
+from squall.spark.setup import master_endpoint
+from squall.store import BlobStore, Store, StoreError
+from squall.store import keys as store_keys
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
@@ -147,12 +153,17 @@ def spark_offers(sc: SparkContext, conf: dict, expected_slots: int, wait_secs: f
 def schedule_on_spark(sc: SparkContext, name: str, topology: StormTopology, conf: dict, plan: TaskPlan,
                       *, expected_slots: int, wait_secs: float, taken: Sequence[Assignment] = (),
                       previous: Sequence[OldWorker] = (), rebalance: bool = False,
-                      traffic: Mapping[str, float] | None = None) -> tuple[TaskPlan, Assignment]:
-    """Schedule ``plan`` onto the application's executors; raises ``SchedulingError`` when it cannot."""
+                      traffic: Mapping[str, float] | None = None,
+                      others: Sequence[OtherTopology] = ()) -> tuple[TaskPlan, Assignment]:
+    """Schedule ``plan`` onto the application's executors; raises ``SchedulingError`` when it cannot.
+
+    ``others``: the other topologies on the same Spark cluster (their hosts and isolated hosts).
+    """
     offers = spark_offers(sc, conf, expected_slots, wait_secs, taken)
+    others = [replace(o, hosts=frozenset(offer_host(h, offers) for h in o.hosts)) for o in others]
     try:
         placed, assignment = schedule_plan(name, plan, topology, conf, offers, previous=previous,
-                                           rebalance=rebalance, traffic=traffic)
+                                           rebalance=rebalance, traffic=traffic, others=others)
     except SchedulingError as e:
         slots = sum(n for _, n in executors(sc, 0, 0.0)) // _task_cpus(sc)
         if slots < expected_slots:  # say so: the refusal may only mean executors are still starting
@@ -167,6 +178,72 @@ def schedule_on_spark(sc: SparkContext, name: str, topology: StormTopology, conf
     log.info("topology %r placed: %s", name,
              "; ".join(f"worker {w.index} on {w.host} ({len(w.tasks)} tasks)" for w in assignment.workers))
     return placed, assignment
+
+
+def offer_host(host: str, offers: Sequence[HostOffer]) -> str:
+    """``host`` as the offers name it (a worker may report an address where Spark names a host)."""
+    return next((o.host for o in offers if same_host(o.host, host)), host)
+
+
+def other_topologies(store: Store, blobs: BlobStore, name: str, spark_master: str) -> list[OtherTopology]:
+    """The other topologies Nimbus runs on ``spark_master``, from the store.
+
+    Each with the hosts of its stored assignment (``assignments/<name>``) and the hosts its
+    configuration isolates (``squall.scheduler.isolation``, from its version's blobs).
+    """
+    out = []
+    try:
+        records = store.children(store_keys.TOPOLOGIES)
+        assigned = {n: store.get(store_keys.assignment_key(n)) for n in records if n != name}
+    except StoreError as e:
+        log.warning("topology %r: the other topologies cannot be read from the store (%s); "
+                    "scheduling without them", name, e)
+        return []
+    for other, rec in sorted(records.items()):
+        if other == name or not isinstance(rec, dict) or rec.get("spark_master") != spark_master:
+            continue
+        workers = (assigned.get(other) or {}).get("workers")
+        hosts = frozenset(str(w["host"]) for w in workers if isinstance(w, dict) and w.get("host")) \
+            if isinstance(workers, list) else frozenset()
+        try:
+            isolation = SK.isolation(blobs.version(rec["id"], rec["version"]).conf())
+        except (OSError, KeyError, ValueError, InvalidTopologyError) as e:
+            log.warning("topology %r: the configuration of topology %r cannot be read (%s); its "
+                        "isolated hosts are not known", name, other, e)
+            isolation = {}
+        out.append(OtherTopology(other, hosts, isolation, len(workers) if isinstance(workers, list) else 0))
+    return out
+
+
+def whole_cluster_slots(sc: SparkContext, conf: dict) -> int | None:
+    """Worker slots of the whole Spark cluster the application runs on, when squall can tell.
+
+    ``local[N]``: N (the topologies Nimbus runs on one ``local[N]`` master share this
+    machine); a standalone master: its alive workers' cores (not this application's
+    ``spark.cores.max``); YARN, Kubernetes: None (their size is not asked).
+    """
+    master = str(sc.master)
+    if local_slots(master) is None and master_endpoint(master) is None:
+        return None
+    return cluster_slots(sc, master, float(setting(conf, EXECUTOR_WAIT)), setting(conf, MASTER_UI_URL),
+                         capped=False)
+
+
+def check_reserved(name: str, master: str, asked: int, slots: int | None, others: Sequence[OtherTopology],
+                   reserved: int) -> None:
+    """Refuse ``asked`` workers that leave fewer than ``reserved`` of the cluster's ``slots`` free.
+
+    The other topologies' workers on the cluster count (``squall.scheduler.reserved.workers``
+    across topologies); ``slots`` None: the cluster's size is not known, nothing is checked.
+    """
+    held = {o.name: o.workers for o in others if o.workers and o.name != name}
+    if not reserved or slots is None or asked + sum(held.values()) + reserved <= slots:
+        return
+    who = ", ".join(f"{n}: {k}" for n, k in sorted(held.items()))
+    taken = f", {sum(held.values())} held by other topologies ({who})" if held else ""
+    raise SchedulingError(
+        f"topology {name!r} asks for {asked} workers (topology.workers); the Spark cluster ({master}) has "
+        f"{slots} worker slots{taken}, and {reserved} must stay free ({SK.RESERVED_WORKERS})")
 
 
 def _cores_taken(taken: Sequence[Assignment]) -> dict[str, int]:
