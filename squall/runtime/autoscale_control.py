@@ -256,9 +256,9 @@ def autoscale_step(scaler: Autoscaler, name: str, now: Callable[[], float],
             scaler.applied(now(), decision, ok=False, note=f"{type(e).__name__}: {e}")
             log.error("autoscale of %r failed: %s: %s", name, type(e).__name__, e)
         else:
-            rescale = info().get("rescale") or {}
-            live = rescale.get("live")
-            note = "" if live or not rescale.get("reason") else f"applied by a restart: {rescale['reason']}"
+            moved = info().get("rescale") or {}
+            live = moved.get("live")
+            note = "" if live or not moved.get("reason") else f"applied by a restart: {moved['reason']}"
             scaler.applied(now(), decision, ok=True, note=note, live=live)
             log.info("autoscale of %r: %s", name, decision.reason)
     return scaler.decisions[-1] if scaler.decisions else None
