@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from squall.api.errors import InvalidTopologyError
-from squall.runtime.keygroups import num_key_groups
 from squall.runtime.autoscale import (
     DEFAULT_MAX_FACTOR,
     DEFAULT_TARGET_UTILIZATION,
@@ -30,6 +29,7 @@ from squall.runtime.autoscale import (
     check_limits,
     decide,
 )
+from squall.runtime.keygroups import num_key_groups
 
 log = logging.getLogger("squall.autoscale")
 AUTOSCALE = "topology.autoscale"
