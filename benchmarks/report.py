@@ -122,6 +122,9 @@ def table(rows: list[Row]) -> str:
     lines.append("RSS: resident memory of all the system's processes, summed;")
     lines.append("local÷ / spark÷: squall-local's / squall-spark's sentences/s divided by this row's")
     lines.append("(p99 latency on latency rows, where below 1 means squall is faster).")
+    if any(r["workload"] == "rescale" for r in rows):
+        lines.append("rescale: the stateful count bolt 4 -> 12 -> 4 at 2,000 sentences/s; variant = how")
+        lines.append("each move was made and its pause_ms; latency over the 3 s after each move was asked.")
     if any(r["workload"] == "autoscale" for r in rows):
         lines.append("autoscale: a 2x step of the offered load under topology.autoscale; variant = decisions")
         lines.append("applied and seconds until the spout emitted the offered load again; latency from the")

@@ -20,6 +20,7 @@ from benchmarks.workloads import (
     latency,
     multilang,
     pipeline,
+    rescale,
     scaling,
     stateful_wordcount,
     windowed_wordcount,
@@ -28,7 +29,7 @@ from benchmarks.workloads import (
 
 WORKLOADS: dict[str, ModuleType] = {
     m.NAME: m for m in (wordcount, pipeline, stateful_wordcount, windowed_wordcount, latency,
-                        scaling, iowait, multilang, autoscale)
+                        scaling, iowait, multilang, rescale, autoscale)
 }
 SQUALL_SYSTEMS = ("squall-local", "squall-spark")
 SHIPPED_SYSTEMS = ("squall-standalone", "squall-shipped")  # squall-spark on a standalone cluster

@@ -1,0 +1,97 @@
+"""rescale: a stateful count bolt 4 -> 12 -> 4 while it runs, live and by restart (issue 38).
+
+The two variants run side by side. The spout offers ``RATE_TPS`` sentences/s; count keeps
+its counts in the in-memory state, checkpointed every 200 ms (at-least-once). Each move is asked with ``rebalance(name,
+parallelism={"count": n})``; the runner waits until the ``rescale`` record is no longer
+``running``. Reported per variant: sentences/s over the run, the sentences' latency
+percentiles over the 3 s after each move was asked, and in the variant column the moves'
+``pause_ms`` (what the record measures: for a live move, the time the new owners held
+input for the key groups they took; for a restart, stop to running again). The ``restart``
+variant asks the same moves with the live path turned off in the runner's process (the
+module attribute ``squall.local.cluster.live_refusal`` answers "restart"), so the two
+differ only in how the move is made. On squall-spark a rescale restarts in both variants
+today (the record says so).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from squall import Config, Fields, TopologyBuilder
+
+NAME = "rescale"
+SYSTEMS = ("squall-local", "squall-spark")
+RATE_TPS = 2000.0
+MOVES = (12, 4)
+SETTLE_S = 3.0
+
+
+def cases(profile: Any, system: str) -> list[dict]:
+    from benchmarks.workloads import make_case
+
+    out = []
+    for variant in ("live", "restart"):
+        case = make_case(NAME, variant, system, profile, acking=True, rate_tps=RATE_TPS)
+        case.update(warmup_s=0.0, duration_s=60.0)  # the runner's time limit: the moves' longest run
+        out.append(case)
+    return out
+
+
+def build(case: dict, probe_dir: str) -> tuple[Any, Config]:
+    from benchmarks.workloads.components import SentenceSpout, SplitSentence, StatefulWordCount
+
+    b = TopologyBuilder()
+    b.set_spout("sentence", SentenceSpout(probe_dir, RATE_TPS), 1)
+    b.set_bolt("split", SplitSentence(), 2).shuffle_grouping("sentence")
+    b.set_bolt("count", StatefulWordCount(probe_dir), 4).fields_grouping("split", Fields("word"))
+    conf = Config()
+    conf.set_num_workers(case["workers"])
+    conf.set_max_spout_pending(10_000)
+    conf.update({"topology.state.checkpoint.interval.ms": 200, "squall.chaining": False})
+    return b.create_topology(), conf
+
+
+def measure(cluster: Any, name: str, case: dict, probe_dir: str) -> dict[str, Any]:
+    """Ask the moves, wait for each, and return the row's figures."""
+    from benchmarks.peers._measure import percentiles_ms, read_probes, total_rate
+
+    restore = None
+    if case["variant"] == "restart":
+        import squall.local.cluster as local
+
+        restore = getattr(local, "live_refusal", None)
+        if restore is not None:
+            local.live_refusal = lambda *args, **kw: "restart asked by the benchmark"
+    try:
+        time.sleep(3.0)  # warm up at the offered rate
+        start = time.perf_counter()
+        windows, pauses, modes = [], [], []
+        for n in MOVES:
+            asked = time.perf_counter()
+            cluster.rebalance(name, parallelism={"count": n})
+            deadline = time.monotonic() + 30
+            record = cluster.get_topology_info(name).get("rescale") or {}
+            while record.get("status") == "running" and time.monotonic() < deadline:
+                time.sleep(0.05)
+                record = cluster.get_topology_info(name).get("rescale") or {}
+            pauses.append(record.get("pause_ms"))
+            modes.append("live" if record.get("live") else "restart")
+            windows.append((asked, asked + SETTLE_S))
+            time.sleep(SETTLE_S)
+        end = time.perf_counter()
+    finally:
+        if restore is not None:
+            import squall.local.cluster as local
+
+            local.live_refusal = restore
+    acked, latencies = read_probes(probe_dir, "-spout")
+    during = [lat for done, lat in latencies if any(a <= done <= b for a, b in windows)]
+    shown = "/".join("-" if p is None else f"{p:.0f}" for p in pauses)
+    out: dict[str, Any] = {
+        "throughput_tps": total_rate(acked, start, end), "words_per_s": None,
+        "measured_s": round(end - start, 3), "pause_ms": pauses, "moves": modes,
+        "variant": f"{modes[0]} {shown}ms",
+    }
+    out.update(percentiles_ms(during))
+    return out
