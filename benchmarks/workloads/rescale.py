@@ -1,8 +1,8 @@
 """rescale: a stateful count bolt 4 -> 12 -> 4 while it runs, live and by restart (issue 38).
 
 The two variants run side by side. The spout offers ``RATE_TPS`` sentences/s; count keeps
-its counts in the in-memory state, checkpointed every 200 ms (at-least-once). Each move is asked with ``rebalance(name,
-parallelism={"count": n})``; the runner waits until the ``rescale`` record is no longer
+its counts in the in-memory state, checkpointed every 200 ms (at-least-once). Each move is
+asked with ``rebalance(name, parallelism={"count": n})``; the runner waits until the ``rescale`` record is no longer
 ``running``. Reported per variant: sentences/s over the run, the sentences' latency
 percentiles over the 3 s after each move was asked, and in the variant column the moves'
 ``pause_ms`` (what the record measures: for a live move, the time the new owners held
