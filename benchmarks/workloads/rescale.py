@@ -2,15 +2,15 @@
 
 The two variants run side by side. The spout offers ``RATE_TPS`` sentences/s; count keeps
 its counts in the in-memory state, checkpointed every 200 ms (at-least-once). Each move is
-asked with ``rebalance(name, parallelism={"count": n})``; the runner waits until the ``rescale`` record is no longer
-``running``. Reported per variant: sentences/s over the run, the sentences' latency
-percentiles over the 3 s after each move was asked, and in the variant column the moves'
-``pause_ms`` (what the record measures: for a live move, the time the new owners held
-input for the key groups they took; for a restart, stop to running again). The ``restart``
-variant asks the same moves with the live path turned off in the runner's process (the
-module attribute ``squall.local.cluster.live_refusal`` answers "restart"), so the two
-differ only in how the move is made. On squall-spark a rescale restarts in both variants
-today (the record says so).
+asked with ``rebalance(name, parallelism={"count": n})``; the runner waits until the
+``rescale`` record is no longer ``running``. Reported per variant: sentences/s over the run,
+the sentences' latency percentiles over the 3 s after each move was asked, and in the
+variant column the moves' ``pause_ms`` (what the record measures: for a live move, the time
+the new owners held input for the key groups they took; for a restart, stop to running
+again). The ``restart`` variant asks the same moves with the live path turned off in the
+runner's process (the module attribute ``squall.local.cluster.live_refusal`` answers
+"restart"), so the two differ only in how the move is made. On squall-spark a rescale
+restarts in both variants today (the record says so).
 """
 
 from __future__ import annotations
