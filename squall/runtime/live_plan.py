@@ -160,7 +160,8 @@ def _pick_worker(worker_executors: list[list[Executor]], comp: str) -> int:
     return min(range(len(worker_executors)), key=load)
 
 
-RESTART_ON_SPARK = "the Spark runtime rescales by restarting the workers (live rescale runs on LocalCluster)"
+RESTART_ON_SPARK = ("the Nimbus topology master rescales by restarting the workers (live rescale runs "
+                    "on LocalCluster and SparkCluster)")
 
 
 def restart_record(old: TaskPlan, new: TaskPlan, reason: str) -> dict:

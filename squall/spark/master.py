@@ -109,6 +109,8 @@ class TopologyMaster:
         self.placement_notes: list[str] = []  # the scheduler's notes on asks it could not honour
         self.rescale: dict | None = None  # the last rescale's record (API.md, Rescaling)
         self._registered: set[int] = set()  # workers registered this loop pass (``_announce``)
+        self.rescale_seq = 0  # live rescale steps sent (``live_move``)
+        self.rescale_replies: dict[int, tuple[bytes, dict]] = {}  # step seq -> (identity, answer)
 
     # ---- API (any thread) ------------------------------------------------------------
 
@@ -341,6 +343,8 @@ class TopologyMaster:
             return
         if t == co.APPLIED:
             inc.applied = max(inc.applied, int(msg.get("seq") or 0))
+        elif t == co.RESCALED:
+            self.rescale_replies[int(msg.get("seq") or 0)] = (inc.identity, msg)
         elif t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
             self.liveness.observe(inc.worker, inc.pid, inc.metrics)

@@ -28,7 +28,7 @@ def master_info(name: str, status: str, plan: TaskPlan, registry: WorkerRegistry
             metrics.append(co.metrics_from_dict(d, registry.carried.get(d["task"])))
             seen.add(d["task"])
     for task, counters in registry.carried.items():
-        if task not in seen:
+        if task not in seen and task in plan.task_component:  # not a task a live rescale removed
             metrics.append(co.metrics_from_dict({"component": plan.task_component[task], "task": task},
                                                 counters))
     now = time.monotonic()
