@@ -26,7 +26,7 @@ from squall.spark import settings as S
 from squall.spark.context import DEFAULT_MASTER, cluster_slots, start_spark_context
 from squall.spark.environment import PackedEnvironment
 from squall.spark.errors import InsufficientSlotsError, SparkSetupError
-from squall.spark.live_move import StepError, WorkerLost, live_record, rescale_live, spark_refusal
+from squall.spark.live_move import attempt_live, spark_refusal
 from squall.spark.master import TopologyMaster
 from squall.spark.placement import schedule_on_spark
 from squall.spark.settings import setting
@@ -211,7 +211,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             reason = (live_refusal(topology, conf, old.plan, changes, num_workers)
                       or spark_refusal(old, topology, changes, num_workers))
             if reason is None:
-                reason = self._rescale_live(old, topology, conf, parallelism or {}, changes)
+                reason = attempt_live(old, topology, conf, parallelism or {}, changes)
                 if reason is None:
                     return
             assert self._sc is not None
@@ -234,25 +234,6 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             record.update(status="done", pause_ms=round((time.perf_counter() - began) * 1000.0, 3))
             self._topologies[name] = master
             self._assignments[name] = assignment
-
-    @staticmethod
-    def _rescale_live(master: TopologyMaster, topology: StormTopology, conf: dict,
-                      parallelism: dict[str, int], changes: dict[str, tuple[int, int]]) -> str | None:
-        """Rescale live; None when done, else why the caller restarts instead (raises on failure)."""
-        record = master.rescale = live_record(changes)
-        was = master.status
-        master.status = "REBALANCING"
-        try:
-            rescale_live(master, topology, conf, parallelism, changes, record)
-            return None
-        except WorkerLost as e:
-            return f"{e}: the topology restarted under the new plan"
-        except Exception as e:
-            record.update(status="failed", reason=str(e) if isinstance(e, StepError)
-                          else f"{type(e).__name__}: {e}")
-            raise
-        finally:
-            master.status = was
 
     # ---- information -----------------------------------------------------------------
 

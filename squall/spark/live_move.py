@@ -59,6 +59,28 @@ def spark_refusal(master: Any, topology: StormTopology, changes: dict[str, tuple
     return None
 
 
+def attempt_live(master: Any, topology: StormTopology, conf: dict, parallelism: dict[str, int],
+                 changes: dict[str, tuple[int, int]], rebalancing: str = "REBALANCING") -> str | None:
+    """Rescale ``master`` live; None when done, else why the caller restarts instead.
+
+    A failed step that was undone raises (the record says ``failed``, the old routing stays).
+    """
+    record = master.rescale = live_record(changes)
+    was = master.status
+    master.status = rebalancing
+    try:
+        rescale_live(master, topology, conf, parallelism, changes, record)
+        return None
+    except WorkerLost as e:
+        return f"{e}: the topology restarted under the new plan"
+    except Exception as e:
+        record.update(status="failed", reason=str(e) if isinstance(e, StepError)
+                      else f"{type(e).__name__}: {e}")
+        raise
+    finally:
+        master.status = was
+
+
 def _by_worker(plan: TaskPlan, tasks: set[int]) -> dict[int, list[int]]:
     where = plan.task_worker()
     out: dict[int, list[int]] = {}

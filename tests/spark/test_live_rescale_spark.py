@@ -104,3 +104,40 @@ def test_a_worker_killed_as_the_move_starts_ends_in_a_restart_under_the_new_plan
     assert len(after["components"]["count"]["tasks"]) == 4
     assert acked == set(range(n)), f"{n - len(acked)} spout messages never acked"
     assert tm.read_results(out)[1] == tm.expected_counts(n)
+
+
+@pytest.mark.timeout(240)
+def test_the_nimbus_topology_master_rescales_a_stateless_bolt_live(local_cluster, tmp_path):
+    """``TopologyApp.rebalance`` (what ``squall rebalance`` reaches through Nimbus) over a real master."""
+    from squall.runtime.plan import make_plan
+    from squall.runtime.submission import prepare_conf, prepare_topology
+    from squall.spark.app import TopologyApp
+    from squall.spark.master import TopologyMaster
+    from squall.spark.shipping import ship_user_modules
+
+    n = 1500
+    out = str(tmp_path)
+    conf, topology = _wordcount(n, out)
+    conf = prepare_conf(conf, topology)
+    topology = prepare_topology(topology, conf)
+    sc = local_cluster.spark_context
+    ship_user_modules(sc)
+    master = TopologyMaster("app-live", topology, conf, make_plan(topology, conf), sc)
+    app = TopologyApp(None, None, "app-live", 1)  # type: ignore[arg-type]  # a live rescale stores nothing
+    master.start()
+    app.master = master
+    try:
+        before = master.info()
+        helpers.wait_acked_at_least(out, 200, timeout=30)
+        for old, new in ((2, 4), (4, 2)):
+            answer = app.rebalance({"parallelism": {"count": new}})
+            rec = answer["rescale"]
+            assert (rec["status"], rec["live"], rec["reason"]) == ("done", True, None), rec
+            assert rec["components"] == {"count": [old, new]} and answer["tasks"]["count"] == new
+            assert app.record["parallelism"] == {"count": new} and app.record["rescale"] == rec
+            assert app.master is master and _pids(master.info()) == _pids(before)
+        acked = helpers.wait_all_acked(out, n, timeout=120)
+    finally:
+        master.stop()
+    assert acked == set(range(n)), f"{n - len(acked)} spout messages never acked"
+    assert tm.read_results(out)[1] == tm.expected_counts(n)
