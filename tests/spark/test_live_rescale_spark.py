@@ -7,18 +7,28 @@ from pathlib import Path
 import pytest
 
 from squall import Config, TopologyBuilder
+from squall.spark.live_move import StepError
 from tests.spark import helpers
 from tests.spark import topo_module as tm
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-def _wordcount(n, out):
+class PickyCount(tm.CountBolt):
+    """A count whose third task and above refuse to prepare."""
+
+    def prepare(self, conf, context, collector) -> None:
+        if context.get_this_task_index() >= 2:
+            raise ValueError("no third task")
+        super().prepare(conf, context, collector)
+
+
+def _wordcount(n, out, count=None):
     """sentences -> split (2) -> count (2, shuffle: every count task gets words; counts dedupe)."""
     builder = TopologyBuilder()
     builder.set_spout("sentences", tm.SentenceSpout(n, out, 300), parallelism=1)
     builder.set_bolt("split", tm.SplitBolt(), parallelism=2).shuffle_grouping("sentences")
-    builder.set_bolt("count", tm.CountBolt(out), parallelism=2).shuffle_grouping("split")
+    builder.set_bolt("count", count or tm.CountBolt(out), parallelism=2).shuffle_grouping("split")
     conf = Config()
     conf.set_num_workers(2)
     conf.set_message_timeout_secs(5)
@@ -140,4 +150,28 @@ def test_the_nimbus_topology_master_rescales_a_stateless_bolt_live(local_cluster
     finally:
         master.stop()
     assert acked == set(range(n)), f"{n - len(acked)} spout messages never acked"
+    assert tm.read_results(out)[1] == tm.expected_counts(n)
+
+
+@pytest.mark.timeout(240)
+def test_a_new_task_failing_to_prepare_leaves_the_old_routing(local_cluster, tmp_path):
+    n = 900
+    out = str(tmp_path)
+    conf, topology = _wordcount(n, out, PickyCount(out))
+    local_cluster.submit_topology("wc-picky", conf, topology)
+    try:
+        before = local_cluster.get_topology_info("wc-picky")
+        helpers.wait_acked_at_least(out, 100, timeout=30)
+        with pytest.raises(StepError, match="no third task"):
+            local_cluster.rebalance("wc-picky", parallelism={"count": 4})
+        info = local_cluster.get_topology_info("wc-picky")
+        acked = helpers.wait_all_acked(out, n, timeout=120)
+    finally:
+        local_cluster.kill_topology("wc-picky", wait_secs=0)
+    rec = info["rescale"]
+    assert (rec["status"], rec["live"], rec["reason"]) == ("failed", True, "ValueError: no third task"), rec
+    assert info["components"]["count"]["tasks"] == before["components"]["count"]["tasks"]
+    assert _pids(info) == _pids(before)
+    assert acked == set(range(n)), f"{n - len(acked)} spout messages never acked"
+    assert _writers(out) <= set(before["components"]["count"]["tasks"])
     assert tm.read_results(out)[1] == tm.expected_counts(n)
