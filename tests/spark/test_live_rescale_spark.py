@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,9 @@ def test_a_stateless_bolt_grows_and_shrinks_live_on_spark(local_cluster, tmp_pat
         old_count = before["components"]["count"]["tasks"]
         helpers.wait_acked_at_least(out, 200, timeout=30)
 
+        began = time.perf_counter()
         local_cluster.rebalance("wc-live", parallelism={"count": 4})
+        grow_call = time.perf_counter() - began
         grown = local_cluster.get_topology_info("wc-live")
         rec = grown["rescale"]
         assert (rec["status"], rec["live"], rec["reason"]) == ("done", True, None), rec
@@ -69,7 +72,9 @@ def test_a_stateless_bolt_grows_and_shrinks_live_on_spark(local_cluster, tmp_pat
         helpers.wait_until(lambda: added <= _writers(out), 30, "the new count tasks counting words")
         grow_pause = rec["pause_ms"]
 
+        began = time.perf_counter()
         local_cluster.rebalance("wc-live", parallelism={"count": 2})
+        shrink_call = time.perf_counter() - began
         shrunk = local_cluster.get_topology_info("wc-live")
         rec = shrunk["rescale"]
         assert (rec["status"], rec["live"], rec["reason"]) == ("done", True, None), rec
@@ -83,7 +88,8 @@ def test_a_stateless_bolt_grows_and_shrinks_live_on_spark(local_cluster, tmp_pat
     assert acked == set(range(n)), f"{n - len(acked)} spout messages never acked"
     assert tm.read_results(out)[1] == tm.expected_counts(n)  # every word counted (deduped)
     assert _pids(after) == _pids(before)
-    print(f"pause_ms: grow {grow_pause}, shrink {rec['pause_ms']}")
+    print(f"pause_ms: grow {grow_pause}, shrink {rec['pause_ms']}; rebalance call: grow "
+          f"{grow_call * 1000:.0f} ms, shrink {shrink_call * 1000:.0f} ms")
 
 
 @pytest.mark.timeout(300)
@@ -174,4 +180,35 @@ def test_a_new_task_failing_to_prepare_leaves_the_old_routing(local_cluster, tmp
     assert _pids(info) == _pids(before)
     assert acked == set(range(n)), f"{n - len(acked)} spout messages never acked"
     assert _writers(out) <= set(before["components"]["count"]["tasks"])
+    assert tm.read_results(out)[1] == tm.expected_counts(n)
+
+
+@pytest.mark.timeout(300)
+def test_a_worker_killed_after_a_live_rescale_comes_back_under_the_new_plan(local_cluster, tmp_path):
+    import os
+    import signal
+
+    n = 2400
+    out = str(tmp_path)
+    conf, topology = _wordcount(n, out)
+    local_cluster.submit_topology("wc-after", conf, topology)
+    try:
+        helpers.wait_acked_at_least(out, 200, timeout=30)
+        local_cluster.rebalance("wc-after", parallelism={"count": 4})
+        info = local_cluster.get_topology_info("wc-after")
+        assert info["rescale"]["live"] is True
+        spout_task = info["components"]["sentences"]["tasks"][0]
+        victim = next(w for w in info["workers"] if spout_task not in w["tasks"])
+        added = set(info["components"]["count"]["tasks"][2:]) & set(victim["tasks"])
+        assert added  # the victim hosts one of the new count tasks
+        os.kill(victim["pid"], signal.SIGKILL)
+        back = helpers.wait_worker_back(local_cluster, "wc-after", victim["worker"], victim["pid"], 60)
+        assert back["tasks"] == victim["tasks"]  # relaunched under the new plan
+        # the new task runs again in the new process
+        helpers.wait_until(lambda: all(
+            Path(out, f"count-{t}-{back['pid']}.txt").exists() for t in added), 60, "the new task back")
+        acked = helpers.wait_all_acked(out, n, timeout=120)
+    finally:
+        local_cluster.kill_topology("wc-after", wait_secs=0)
+    assert acked == set(range(n)), f"{n - len(acked)} spout messages never acked"
     assert tm.read_results(out)[1] == tm.expected_counts(n)
