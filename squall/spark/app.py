@@ -43,7 +43,7 @@ from squall.spark import settings as S
 from squall.spark.context import cluster_slots, start_spark_context
 from squall.spark.control import ControlError, ControlServer
 from squall.spark.errors import InsufficientSlotsError
-from squall.spark.live_move import attempt_live, spark_refusal
+from squall.spark.live_move import StepError, attempt_live, spark_refusal
 from squall.spark.master import TopologyMaster
 from squall.spark.placement import old_from_record, placement_record, schedule_on_spark
 from squall.spark.settings import setting
@@ -415,7 +415,7 @@ class TopologyApp:
             if reason is None:
                 try:
                     reason = attempt_live(old, topology, conf, parallelism, changes, K.REBALANCING)
-                except Exception as e:  # noqa: BLE001 - undone: the old routing stays
+                except StepError as e:  # undone: the old routing stays
                     self.record = {**self.record, "rescale": dict(old.rescale or {})}
                     raise ControlError(409, f"the live rescale failed, the old routing stays: {e}") from None
                 if reason is None:

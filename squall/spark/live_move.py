@@ -63,7 +63,8 @@ def attempt_live(master: Any, topology: StormTopology, conf: dict, parallelism: 
                  changes: dict[str, tuple[int, int]], rebalancing: str = "REBALANCING") -> str | None:
     """Rescale ``master`` live; None when done, else why the caller restarts instead.
 
-    A failed step that was undone raises (the record says ``failed``, the old routing stays).
+    A failed step that was undone raises ``StepError`` (the record says ``failed``, the old
+    routing stays); anything else that stops the move half-way asks for the restart.
     """
     record = master.rescale = live_record(changes)
     was = master.status
@@ -71,12 +72,13 @@ def attempt_live(master: Any, topology: StormTopology, conf: dict, parallelism: 
     try:
         rescale_live(master, topology, conf, parallelism, changes, record)
         return None
+    except StepError as e:
+        record.update(status="failed", reason=str(e))
+        raise
     except WorkerLost as e:
         return f"{e}: the topology restarted under the new plan"
-    except Exception as e:
-        record.update(status="failed", reason=str(e) if isinstance(e, StepError)
-                      else f"{type(e).__name__}: {e}")
-        raise
+    except Exception as e:  # noqa: BLE001 - the workers may be half-way: a restart settles them
+        return f"{type(e).__name__}: {e}: the topology restarted under the new plan"
     finally:
         master.status = was
 
