@@ -160,9 +160,6 @@ def _pick_worker(worker_executors: list[list[Executor]], comp: str) -> int:
     return min(range(len(worker_executors)), key=load)
 
 
-RESTART_ON_SPARK = "the Spark runtime rescales by restarting the workers (live rescale runs on LocalCluster)"
-
-
 def restart_record(old: TaskPlan, new: TaskPlan, reason: str) -> dict:
     """A ``rescale`` record (API.md, Rescaling) for a rescale done by restarting the topology."""
     counts = {c: len(ts) for c, ts in new.component_tasks.items() if not c.startswith(("$", "__"))}

@@ -37,7 +37,7 @@ from squall.runtime import clock
 from squall.runtime.autoscale_control import AutoscaleThread, make_autoscaler
 from squall.runtime.errors import without_texts
 from squall.runtime.layout import layout_difference, upgrade_refusal
-from squall.runtime.live_plan import RESTART_ON_SPARK, restart_record
+from squall.runtime.live_plan import live_refusal, restart_record, task_changes
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import prepare_conf, prepare_topology, with_parallelism
 from squall.scheduler import OldWorker, OtherTopology, SchedulingError, old_workers
@@ -46,6 +46,7 @@ from squall.spark import settings as S
 from squall.spark.context import cluster_slots, start_spark_context
 from squall.spark.control import ControlError, ControlServer
 from squall.spark.errors import InsufficientSlotsError
+from squall.spark.live_move import StepError, attempt_live, spark_refusal
 from squall.spark.master import TopologyMaster
 from squall.spark.placement import (
     check_reserved,
@@ -443,18 +444,35 @@ class TopologyApp:
         return {"active": active}
 
     def rebalance(self, body: dict) -> dict:
-        """Restart every worker under a new worker count and/or parallelism (state kept)."""
+        """Rescale live where it can, else restart every worker under the new plan (state kept).
+
+        Live: a stateless bolt's tasks change in the running workers (``spark.live_move``).
+        """
         with self._lock:
             old = self._running()
             if old.worker_code and not body.get("drop_upgrade"):
                 # an expired upgrade is dropped: the new master runs every worker on the base
                 raise ControlError(409, "a gray upgrade is in progress: complete or roll it back first")
-            topology = with_parallelism(old.topology, body.get("parallelism") or {})
+            parallelism = body.get("parallelism") or {}
+            before = old.plan  # a live move that fell back changed the master's plan already
+            topology = with_parallelism(old.topology, parallelism)
             conf = dict(old.conf)
             if body.get("workers"):
                 conf["topology.workers"] = int(body["workers"])
             conf = prepare_conf(conf, topology)
             plan = make_plan(topology, conf)
+            workers = int(body["workers"]) if body.get("workers") else None
+            changes = task_changes(before, {c: len(plan.component_tasks[c]) for c in parallelism})
+            reason = (live_refusal(topology, conf, before, changes, workers)
+                      or spark_refusal(old, topology, changes, workers))
+            if reason is None:
+                try:
+                    reason = attempt_live(old, topology, conf, parallelism, changes, K.REBALANCING)
+                except StepError as e:  # undone: the old routing stays
+                    self.record = {**self.record, "rescale": dict(old.rescale or {})}
+                    raise ControlError(409, f"the live rescale failed, the old routing stays: {e}") from None
+                if reason is None:
+                    return self._rescaled(old, parallelism)
             try:
                 slots = self._check_slots(plan, conf)
                 plan, notes = self._schedule(topology, conf, plan, slots, previous=old)
@@ -462,7 +480,7 @@ class TopologyApp:
                 raise ControlError(409, str(e)) from None
             was_active = old.active
             old.status = K.REBALANCING
-            record = old.rescale = restart_record(old.plan, plan, RESTART_ON_SPARK)
+            record = old.rescale = restart_record(before, plan, reason)
             began = time.perf_counter()
             old.stop(wait_secs=float(body.get("wait_secs") or 0))
             new = TopologyMaster(self.name, topology, conf, plan, self.sc, active=was_active,
@@ -479,12 +497,16 @@ class TopologyApp:
             record.update(status="done", pause_ms=round((time.perf_counter() - began) * 1000.0, 3))
             if old.debug["rate"]:
                 new.set_debug(old.debug["rate"], old.debug["components"])
-            parallelism = {**(self.record.get("parallelism") or {}), **(body.get("parallelism") or {})}
-            self.record = {**self.record, "workers": plan.num_workers, "parallelism": parallelism,
-                           "rescale": dict(record)}
-            return {"workers": plan.num_workers,
-                    "tasks": {c: len(t) for c, t in plan.component_tasks.items()},
-                    "rescale": dict(record)}
+            return self._rescaled(new, parallelism)
+
+    def _rescaled(self, master: TopologyMaster, parallelism: dict) -> dict:
+        """Keep the rescale in the topology's record (a relaunched master starts from it); the answer."""
+        plan, record = master.plan, dict(master.rescale or {})
+        parallelism = {**(self.record.get("parallelism") or {}), **parallelism}
+        self.record = {**self.record, "workers": plan.num_workers, "parallelism": parallelism,
+                       "rescale": record}
+        return {"workers": plan.num_workers,
+                "tasks": {c: len(t) for c, t in plan.component_tasks.items()}, "rescale": record}
 
     def upgrade(self, body: dict) -> dict:
         """Run ``workers`` on ``version`` (gray upgrade, completion, rollback); ``base`` too."""

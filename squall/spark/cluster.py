@@ -19,7 +19,7 @@ from squall.api.topology import StormTopology
 from squall.runtime.autoscale_control import AutoscaleThread, make_autoscaler
 from squall.runtime.clusters import ClusterBase
 from squall.runtime.exactly_once_checks import check_durable_state
-from squall.runtime.live_plan import RESTART_ON_SPARK, restart_record
+from squall.runtime.live_plan import live_refusal, restart_record, task_changes
 from squall.runtime.plan import TaskPlan, make_plan
 from squall.runtime.submission import check_name, prepare_conf, prepare_topology
 from squall.scheduler import Assignment, OldWorker, OtherTopology, old_workers
@@ -28,6 +28,7 @@ from squall.spark import settings as S
 from squall.spark.context import DEFAULT_MASTER, cluster_slots, start_spark_context
 from squall.spark.environment import PackedEnvironment
 from squall.spark.errors import InsufficientSlotsError, SparkSetupError
+from squall.spark.live_move import attempt_live, spark_refusal
 from squall.spark.master import TopologyMaster
 from squall.spark.placement import schedule_on_spark
 from squall.spark.settings import setting
@@ -207,20 +208,34 @@ class SparkCluster(ClusterBase[TopologyMaster]):
 
     def rebalance(self, name: str, num_workers: int | None = None,
                   parallelism: dict[str, int] | None = None, wait_secs: float = 0) -> None:
-        """Restart ``name`` with a new worker count and/or component parallelism.
+        """Rescale ``name``: live where it can, else a restart under the new plan.
 
-        As on ``LocalCluster``: spouts are deactivated, bolts drain for ``wait_secs``,
-        every worker stops and the topology starts again under the new plan.
+        Live (``runtime.live_plan.live_refusal`` and ``spark.live_move.spark_refusal`` say
+        when not): as on ``LocalCluster``, a stateless bolt gains tasks with new ids in the
+        running workers or loses its highest ones, the tasks feeding it switch routes
+        between two tuples, a removed task runs what it has queued and fails what reaches
+        it later; no worker process restarts (``spark.live_move``). A restart: spouts are
+        deactivated, bolts drain for ``wait_secs``, every worker stops and the topology
+        starts again under the new plan. ``get_topology_info(name)["rescale"]`` says which.
         """
         with self._lock:
             old = self._get(name)
+            before = old.plan  # a live move that fell back changed the master's plan already
             topology, conf, plan = self._rebalanced(old, num_workers, parallelism)
+            counts = {c: len(plan.component_tasks[c]) for c in (parallelism or {})}
+            changes = task_changes(old.plan, counts)
+            reason = (live_refusal(topology, conf, old.plan, changes, num_workers)
+                      or spark_refusal(old, topology, changes, num_workers))
+            if reason is None:
+                reason = attempt_live(old, topology, conf, parallelism or {}, changes)
+                if reason is None:
+                    return
             assert self._sc is not None
             slots = self._check_slots(self._sc, name, plan.num_workers, conf, exclude=name)
             plan, assignment = self._schedule(self._sc, name, topology, conf, plan, slots, previous=old)
             was_active = old.status != "INACTIVE"
             old.status = "REBALANCING"
-            record = old.rescale = restart_record(old.plan, plan, RESTART_ON_SPARK)
+            record = old.rescale = restart_record(before, plan, reason)
             began = time.perf_counter()
             old.stop(wait_secs=wait_secs)
             # the old master answers get_topology_info (as REBALANCING) until the new one runs

@@ -23,6 +23,8 @@ worker -> master
                   (``squall.runtime.sampling``).
     ``applied``   {seq}: the activate/deactivate ``seq`` took effect (spouts told; no
                   ``next_tuple`` starts after a deactivate).
+    ``rescaled``  {seq, value, error}: the live rescale step ``seq`` ran on the loop thread
+                  (its value, or its error in one line).
 master -> worker
     ``welcome``   {addresses, nonces, active}: registration accepted; the peers' addresses
                   and transport nonces.
@@ -32,6 +34,9 @@ master -> worker
     ``activate`` / ``deactivate`` {seq}: spouts on or off; answered with ``applied``.
     ``debug``     {rate, components}: sample emitted tuples at ``rate`` (0 turns it off),
                   of ``components`` only when given.
+    ``rescale``   {seq, step, ...}: one step of a live rescale (``spark.worker_rescale``):
+                  ``learn`` {parallelism, changes, tasks} / ``unlearn``, ``add`` / ``unadd``
+                  / ``switch`` / ``retire`` {ids}; answered with ``rescaled``.
     ``stop``      {graceful}: stop the tasks and end the Spark task.
     ``reject``    {reason}: registration refused (a newer launch of that worker exists).
     ``ack``       : the master is alive (answers a heartbeat at most every 5 s: ``master.ACK_EVERY``).
@@ -62,6 +67,8 @@ STOP = "stop"
 REJECT = "reject"
 ACK = "ack"
 APPLIED = "applied"
+RESCALE = "rescale"
+RESCALED = "rescaled"
 
 TO_MASTER = b"w2m"
 TO_WORKER = b"m2w"

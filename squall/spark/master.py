@@ -120,6 +120,8 @@ class TopologyMaster:
         self._confirming: list[Confirmation] = []  # activates/deactivates not yet confirmed by all
         # a retired process (dead, replaced, restarted) is not waited for
         self.registry.on_retire = lambda inc: self._confirm(inc, None) if self._confirming else None
+        self.rescale_seq = 0  # live rescale steps sent (``live_move``)
+        self.rescale_replies: dict[int, tuple[bytes, dict]] = {}  # step seq -> (identity, answer)
 
     # ---- API (any thread) ------------------------------------------------------------
 
@@ -398,6 +400,8 @@ class TopologyMaster:
             inc.applied = max(inc.applied, int(msg.get("seq") or 0))
             if self._confirming:
                 self._confirm(inc, inc.applied)
+        elif t == co.RESCALED:
+            self.rescale_replies[int(msg.get("seq") or 0)] = (inc.identity, msg)
         elif t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
             self.liveness.observe(inc.worker, inc.pid, inc.metrics)

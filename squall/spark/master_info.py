@@ -56,7 +56,7 @@ def fold(snap: dict, *, per_task: bool = True) -> dict:
             metrics.append(co.metrics_from_dict(d, carried.get(d["task"])))
             seen.add(d["task"])
     for task, counters in carried.items():
-        if task not in seen:
+        if task not in seen and task in plan.task_component:  # not a task a live rescale removed
             metrics.append(co.metrics_from_dict({"component": plan.task_component[task], "task": task},
                                                 counters))
     info = topology_info(snap["name"], snap["status"], plan, metrics, snap["errors"], snap["uptime_secs"],

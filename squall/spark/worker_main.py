@@ -35,6 +35,7 @@ from squall.runtime.process_usage import ProcessUsage
 from squall.runtime.sampling import TupleSampler
 from squall.runtime.worker import Worker
 from squall.spark import coordination as co
+from squall.spark import worker_rescale
 from squall.spark.placement import worker_host
 from squall.spark.transport import ZmqTransport
 
@@ -267,7 +268,14 @@ class _MasterLink:
         usage = ProcessUsage()  # this process's RSS and CPU, in every heartbeat
         # complete latencies per spout task: fewer the more tasks its component has (coordination)
         latencies = {c: co.latency_samples(len(ts)) for c, ts in spec.plan.component_tasks.items()}
+        steps: list[tuple[int, Any, dict]] = []  # live rescale steps queued on the loop thread
         while True:
+            if steps:
+                ran = [s[1].is_set() for s in steps]
+                for (seq, _, box), done in zip(steps, ran, strict=True):
+                    if done:
+                        self.send(co.RESCALED, seq=seq, **worker_rescale.answer(box))
+                steps = [s for s, done in zip(steps, ran, strict=True) if not done]
             now = time.monotonic()
             if now >= next_beat:
                 new, sent_errors = errors.since(sent_errors, ERRORS_PER_HEARTBEAT)
@@ -282,10 +290,13 @@ class _MasterLink:
                           corrupt_frames=worker.corrupt_frames, samples=samples,
                           transfer=worker.transfer_stats(), usage=usage.sample())
                 next_beat = now + spec.heartbeat_secs
-            msg = self.recv(max(0.0, next_beat - time.monotonic()))
+            wait = max(0.0, next_beat - time.monotonic())
+            msg = self.recv(min(wait, 0.002) if steps else wait)
             if msg is not None:
                 t = msg["t"]
-                if t == co.ADDRESSES:
+                if t == co.RESCALE:
+                    steps.append((int(msg.get("seq") or 0), *worker_rescale.start_step(worker, msg)))
+                elif t == co.ADDRESSES:
                     transport.set_peers(msg["addresses"], msg.get("nonces"))
                 elif t in (co.ACTIVATE, co.DEACTIVATE):
                     # confirmed only once applied: the master's deactivate returns then, and

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from squall.runtime.live_plan import RESTART_ON_SPARK
 from tests.nimbus import results as R
 from tests.nimbus.harness import Cli, NimbusProcess, cleanup_topologies, wait_for
 from tests.nimbus.topology_source import write_topology
@@ -158,10 +157,11 @@ def test_rebalance_count_2_to_4_tasks_keeps_counts_exact(world):
     ok(world.cli("rebalance", NAME, "--parallelism", "count=4"))
     info = world.info()
     assert len(info["components"]["count"]["tasks"]) == 4
-    # the rescale record through Nimbus (the Spark master restarts its workers: not live)
+    # the rescale record through Nimbus (a keyed count restarts the workers on Spark: not live)
     rec = info["rescale"]
     assert (rec["status"], rec["live"], rec["components"]) == ("done", False, {"count": [2, 4]})
-    assert rec["reason"] == RESTART_ON_SPARK and rec["pause_ms"] > 0
+    assert rec["reason"] == ("component 'count': a keyed stateful component moves live on "
+                             "LocalCluster only (on Spark it restarts)") and rec["pause_ms"] > 0
     assert "rescale: done, restart: count 2 -> 4" in ok(world.cli("info", NAME))
     progress(world)
     assert_exact(world)

@@ -1,0 +1,192 @@
+"""A live rescale of stateless bolts on Spark, driven from the topology master.
+
+The steps of ``squall.runtime.live`` run in the running worker processes, each by a
+``rescale`` command on the coordination channel (``spark.worker_rescale`` runs it on the
+worker's loop thread and answers ``rescaled``), in LocalCluster's order: every worker learns
+the new plan, the workers given new tasks prepare them, the tasks feeding the rescaled
+components switch routes (``pause_ms`` is the longest switch), the removed tasks retire.
+New tasks go into the running workers; no worker process restarts.
+
+A worker process lost during the move: the master's plan and code are the new ones from the
+first step on (``begin``), so a worker relaunched from then on starts under the new plan,
+but the other workers may be half-way through: the move ends in a restart of the topology
+under the new plan (``WorkerLost``; the record says so), as on LocalCluster. A step failing
+before the switch (a new task's ``prepare`` raising, ``StepError``) is undone: the new
+tasks are cleaned up, every worker goes back to the old plan, and the old routing stays.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from squall.api.topology import StormTopology
+from squall.runtime.live_plan import live_plan, upstream_components
+from squall.runtime.plan import TaskPlan
+from squall.spark import coordination as co
+
+STEP_TIMEOUT = 30.0
+
+
+class WorkerLost(Exception):
+    """A worker's process changed, or did not answer, during a live rescale."""
+
+
+class StepError(Exception):
+    """A worker ran a step and it failed (the message is the worker's one-line error)."""
+
+
+def live_record(changes: dict[str, tuple[int, int]]) -> dict:
+    """A ``rescale`` record (API.md, Rescaling) for a live rescale that starts now."""
+    return {"status": "running", "components": {c: [o, n] for c, (o, n) in changes.items()},
+            "live": True, "moved_key_groups": 0, "moved_bytes": 0, "pause_ms": 0.0,
+            "reason": None}
+
+
+def spark_refusal(master: Any, topology: StormTopology, changes: dict[str, tuple[int, int]],
+                  num_workers: int | None) -> str | None:
+    """Why a change ``live_refusal`` allows still restarts on Spark, or None."""
+    if num_workers not in (None, master.plan.num_workers):
+        return (f"a change of worker count ({master.plan.num_workers} -> {num_workers}) restarts "
+                f"the workers on Spark")
+    keyed = [c for c in changes if topology.components[c].stateful]
+    if keyed:
+        return (f"component {keyed[0]!r}: a keyed stateful component moves live on LocalCluster "
+                f"only (on Spark it restarts)")
+    if master.worker_code:
+        return "workers run two code versions (a gray upgrade): a rescale restarts them on the base"
+    return None
+
+
+def attempt_live(master: Any, topology: StormTopology, conf: dict, parallelism: dict[str, int],
+                 changes: dict[str, tuple[int, int]], rebalancing: str = "REBALANCING") -> str | None:
+    """Rescale ``master`` live; None when done, else why the caller restarts instead.
+
+    A failed step that was undone raises ``StepError`` (the record says ``failed``, the old
+    routing stays); anything else that stops the move half-way asks for the restart.
+    """
+    record = master.rescale = live_record(changes)
+    was = master.status
+    master.status = rebalancing
+    try:
+        rescale_live(master, topology, conf, parallelism, changes, record)
+        return None
+    except StepError as e:
+        record.update(status="failed", reason=str(e))
+        raise
+    except WorkerLost as e:
+        return f"{e}: the topology restarted under the new plan"
+    except Exception as e:  # noqa: BLE001 - the workers may be half-way: a restart settles them
+        return f"{type(e).__name__}: {e}: the topology restarted under the new plan"
+    finally:
+        master.status = was
+
+
+def _by_worker(plan: TaskPlan, tasks: set[int]) -> dict[int, list[int]]:
+    where = plan.task_worker()
+    out: dict[int, list[int]] = {}
+    for t in sorted(tasks):
+        out.setdefault(where[t], []).append(t)
+    return out
+
+
+def rescale_live(master: Any, topology: StormTopology, conf: dict, parallelism: dict[str, int],
+                 changes: dict[str, tuple[int, int]], record: dict) -> None:
+    """Apply ``changes`` to ``master``'s running workers; fills ``record``.
+
+    Raises ``WorkerLost`` (the caller restarts the topology under the new plan) or
+    ``StepError`` (undone: the old routing stays).
+    """
+    old: TaskPlan = master.plan
+    saved = (master.plan, master.topology, master.conf, master.base)
+    new = live_plan(old, changes)
+    old_tasks, new_tasks = set(old.task_component), set(new.task_component)
+    added, removed = _by_worker(new, new_tasks - old_tasks), _by_worker(old, old_tasks - new_tasks)
+    feeding = {t for c in changes for u in upstream_components(topology, c)
+               for t in new.component_tasks[u]}
+    feeding |= {t for c in changes for t in old.component_tasks[c] if t in new_tasks
+                and c in upstream_components(topology, c)}  # a component feeding itself
+    incs = master.calls.call(lambda: _begin(master, new, topology, conf))
+    everyone = range(new.num_workers)
+    learn = {"parallelism": dict(parallelism), "changes": {c: [o, n] for c, (o, n) in changes.items()},
+             "tasks": [[t, c] for t, c in sorted(new.task_component.items())]}
+    try:
+        _step(master, incs, "learn", dict.fromkeys(everyone, learn))
+        _step(master, incs, "add", {w: {"ids": ids} for w, ids in added.items()})
+    except StepError:
+        _step(master, incs, "unadd", {w: {"ids": ids} for w, ids in added.items()})
+        _step(master, incs, "unlearn", dict.fromkeys(everyone, {}))
+        master.calls.call(lambda: _end(master, incs, saved))
+        raise
+    pauses = _step(master, incs, "switch", {w: {"ids": ids} for w, ids in _by_worker(new, feeding).items()})
+    _step(master, incs, "retire", {w: {"ids": ids} for w, ids in removed.items()})
+    master.calls.call(lambda: _end(master, incs, None, added))
+    record["pause_ms"] = round(max(pauses.values(), default=0.0) * 1000.0, 3)
+    record["status"] = "done"
+
+
+def _begin(master: Any, new: TaskPlan, topology: StormTopology, conf: dict) -> dict[int, bytes]:
+    """On the loop: every worker's current process, and the new plan and code from now on."""
+    for slot in master.registry.slots:
+        if slot.current is None or not slot.current.started or slot.relaunch_at is not None:
+            raise WorkerLost(f"worker {slot.index} was not running")
+    master.plan, master.topology, master.conf = new, topology, conf
+    master.base = replace(master.base, topology=topology, conf=conf)
+    return {s.index: s.current.identity for s in master.registry.slots}
+
+
+def _end(master: Any, incs: dict[int, bytes], saved: tuple | None,
+         added: dict[int, list[int]] | None = None) -> None:
+    """On the loop: the move is over (``saved``: undone, the old plan and code back)."""
+    _check(master, incs)
+    if saved is not None:
+        master.plan, master.topology, master.conf, master.base = saved
+        return
+    for index, ids in (added or {}).items():
+        inc = master.registry.slots[index].current
+        master.liveness.started(index, inc.pid, {t: master.plan.task_component[t] for t in ids})
+
+
+def _check(master: Any, incs: dict[int, bytes], indices: Any = None) -> None:
+    for index in incs if indices is None else indices:
+        cur = master.registry.slots[index].current
+        if cur is None or cur.identity != incs[index]:
+            raise WorkerLost(f"worker {index}'s process stopped during the move")
+
+
+def _step(master: Any, incs: dict[int, bytes], step: str, fields: dict[int, dict],
+          timeout: float = STEP_TIMEOUT) -> dict[int, Any]:
+    """Run ``step`` on the workers ``fields`` names (each with its fields); their values."""
+    if not fields:
+        return {}
+
+    def send() -> dict[int, int]:
+        _check(master, incs, fields)
+        seqs = {}
+        for index, f in sorted(fields.items()):
+            master.rescale_seq += 1
+            seqs[master.rescale_seq] = index
+            master.links.send(incs[index], co.RESCALE, seq=master.rescale_seq, step=step, **f)
+        return seqs
+
+    def collect() -> dict[int, dict]:
+        got = {s: master.rescale_replies.pop(s)[1] for s in list(waiting) if s in master.rescale_replies}
+        if len(got) < len(waiting):
+            _check(master, incs, fields)
+        return got
+
+    waiting = master.calls.call(send)
+    answers: dict[int, dict] = {}
+    deadline = time.monotonic() + timeout
+    while waiting:
+        for seq, msg in master.calls.call(collect).items():
+            answers[waiting.pop(seq)] = msg
+        if waiting and time.monotonic() >= deadline:
+            raise WorkerLost(f"worker {min(waiting.values())} did not {step} within {timeout:.0f}s")
+        if waiting:
+            time.sleep(0.002)
+    errors = [f"{m['error']}" for _, m in sorted(answers.items()) if m.get("error")]
+    if errors:
+        raise StepError(errors[0])
+    return {i: m.get("value") for i, m in answers.items()}

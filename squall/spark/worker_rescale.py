@@ -1,0 +1,84 @@
+"""A worker's end of a live rescale on Spark: the master's ``rescale`` steps, on the loop thread.
+
+Each ``rescale`` message names a step of ``squall.runtime.live``; ``start_step`` hands it to
+the worker's loop thread and returns at once (the coordination thread keeps heartbeating),
+and the answer (``rescaled``: the step's value or its error in one line) is sent once the
+loop ran it. The new plan is not shipped: the worker derives it from its own plan and the
+``changes`` (``live_plan`` is deterministic) and checks it against the master's task map, so
+nothing is unpickled from the channel.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from squall.runtime import live
+from squall.runtime.live_plan import live_plan
+from squall.runtime.submission import with_parallelism
+
+Step = Callable[[Any, dict], Any]
+
+
+def _learn(worker: Any, msg: dict) -> int:
+    topology = with_parallelism(worker.topology, msg["parallelism"])
+    plan = live_plan(worker.plan, {c: (o, n) for c, (o, n) in msg["changes"].items()})
+    mine = [[t, c] for t, c in sorted(plan.task_component.items())]
+    if mine != msg["tasks"]:
+        raise RuntimeError("the plan derived here differs from the master's (a worker on an older plan)")
+    worker.live_undo = (worker.topology, worker.plan)
+    worker.topology = topology
+    live.reindex(worker, plan)
+    return len(plan.task_component)
+
+
+def _unlearn(worker: Any, msg: dict) -> None:
+    undo = getattr(worker, "live_undo", None)
+    if undo is not None:
+        worker.topology = undo[0]
+        live.reindex(worker, undo[1])
+        worker.live_undo = None
+
+
+def _add(worker: Any, msg: dict) -> int:
+    return len(live.add_tasks(worker, list(msg["ids"])))
+
+
+def _unadd(worker: Any, msg: dict) -> None:
+    live.remove_new_tasks(worker, list(msg["ids"]))
+
+
+def _switch(worker: Any, msg: dict) -> float:
+    return live.switch_routes(worker, list(msg["ids"]))
+
+
+def _retire(worker: Any, msg: dict) -> int:
+    worker.live_undo = None
+    return live.retire_tasks(worker, list(msg["ids"]))
+
+
+STEPS: dict[str, Step] = {"learn": _learn, "unlearn": _unlearn, "add": _add, "unadd": _unadd,
+                          "switch": _switch, "retire": _retire}
+
+
+def start_step(worker: Any, msg: dict) -> tuple[threading.Event, dict]:
+    """Queue ``msg``'s step on ``worker``'s loop; (set once it ran, {"value"} or {"error"})."""
+    box: dict[str, Any] = {}
+    step = STEPS.get(str(msg.get("step")))
+
+    def run() -> None:
+        try:
+            if step is None:
+                raise ValueError(f"unknown rescale step {msg.get('step')!r}")
+            box["value"] = step(worker, msg)
+        except BaseException as e:  # noqa: BLE001 - answered to the master
+            box["error"] = f"{type(e).__name__}: {e}"
+    return worker.call(run), box
+
+
+def answer(box: dict) -> dict:
+    """The ``rescaled`` message's fields for a step that ran (or never ran: the loop ended)."""
+    if not box:
+        return {"error": "the worker's loop ended before the step ran", "value": None}
+    return {"error": box.get("error"), "value": box.get("value")}
