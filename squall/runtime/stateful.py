@@ -27,6 +27,7 @@ from squall.runtime.collectors import OutputCollector
 from squall.runtime.hashing import stable_hash
 from squall.runtime.keygroups import KEY_GROUPS, default_table, num_key_groups, owned_groups
 from squall.runtime.tasks import BoltTask
+from squall.state.keygrouped import committed_items
 
 if TYPE_CHECKING:
     from squall.api.context import TopologyContext
@@ -300,23 +301,6 @@ def component_items(provider: Any, conf: dict, topology: str, component: str) ->
         state = sibling(name) if sibling is not None else provider.new_state(name, conf, None)
         for key, value in committed_items(state):
             yield name, key, value
-
-
-def committed_items(state: Any) -> Any:
-    """``state``'s committed pairs: a staged transaction may yet roll back, so it is not copied.
-
-    squall's providers say it (``committed_items``); a user's ``KeyValueState`` that cannot
-    is iterated only when nothing is staged, else this raises (the move is retried at the
-    next checkpoint, once the staged transaction committed or rolled back).
-    """
-    items = getattr(state, "committed_items", None)
-    if items is not None:
-        return items()
-    if state.prepared_txid() is not None:
-        namespace = getattr(state, "namespace", "")
-        raise RuntimeError(f"state {namespace!r} has txid {state.prepared_txid()} staged and its "
-                           f"provider cannot list committed values only: the generation move waits")
-    return iter(state)
 
 
 def close_state(task: Any) -> None:
