@@ -94,6 +94,8 @@ class LocalCluster(ClusterBase[_Running]):
             running = _Running(name, topology, merged, plan, [], ErrorLog.from_conf(merged))
             self._start_workers(running, active=not merged.get(START_INACTIVE))
             running.autoscaler = make_autoscaler(topology, merged)
+            if running.autoscaler is not None:
+                running.autoscaler.refusal = lambda counts: self._live_refusal(name, counts)
             self._topologies[name] = running
             if running.autoscaler is not None and self._simulated is None:
                 # in simulated time advance_time drives it instead
@@ -303,6 +305,12 @@ class LocalCluster(ClusterBase[_Running]):
         info["rescale"] = None if running.rescale is None else dict(running.rescale)
         info["autoscale"] = running.autoscaler.record() if running.autoscaler else None
         return info
+
+    def _live_refusal(self, name: str, counts: dict[str, int]) -> str | None:
+        """Why ``rebalance(name, parallelism=counts)`` would restart instead of moving live."""
+        running = self._get(name)
+        return live_refusal(running.topology, running.conf, running.plan,
+                            task_changes(running.plan, counts), None)
 
     def _now(self) -> float:
         return self._simulated.monotonic() if self._simulated is not None else time.monotonic()

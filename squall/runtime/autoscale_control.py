@@ -17,6 +17,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from squall.api.errors import InvalidTopologyError
@@ -96,6 +97,8 @@ class Autoscaler:
         self._start: tuple[float, dict] | None = None
         self.in_progress = False
         self.windows = 0  # windows looked at: a decision that changes nothing is not kept
+        # set by the cluster: why a change of parallelism ({component: n}) cannot be made live
+        self.refusal: Callable[[dict[str, int]], str | None] | None = None
 
     def observe(self, now: float, info: Mapping[str, Any]) -> Decision | None:
         """A decision if a window of ``interval`` seconds has ended with ``info``, else None.
@@ -119,12 +122,38 @@ class Autoscaler:
         if not observed:
             return None
         limits = {c: self.limits.get(c, Limits()) for c in observed}
-        decision = decide(observed, limits)
+        decision = self._only_live(decide(observed, limits))
         self.windows += 1
         if decision.changes or decision.left:
             self.decisions.append({"time": now, **decision.as_record(), "mode": self.mode,
                                    "applied": False})
         return decision
+
+    def _only_live(self, decision: Decision) -> Decision:
+        """``decision`` with the changes that cannot be made live moved to ``left``, with why.
+
+        A decision never restarts the topology (issue 39): a component the live rescale does
+        not cover keeps its parallelism and is named. Changes that are each live but not
+        together (a keyed bolt moves alone) keep the largest; the others wait for the next.
+        """
+        if self.refusal is None or not decision.changes:
+            return decision
+        keep: dict[str, tuple[int, int]] = {}
+        left = dict(decision.left)
+        for c, (old, new) in sorted(decision.changes.items()):
+            why = self.refusal({c: new})
+            if why is None:
+                keep[c] = (old, new)
+            else:
+                left[c] = f"{old}->{new} not made: it cannot be rescaled live ({why})"
+        if len(keep) > 1 and self.refusal({c: new for c, (_, new) in keep.items()}) is not None:
+            first = max(sorted(keep), key=lambda c: abs(keep[c][1] - keep[c][0]) / keep[c][0])
+            for c in [c for c in keep if c != first]:
+                old, new = keep.pop(c)
+                left[c] = f"{old}->{new} waits for the next decision: it cannot move live with {first!r}"
+        parts = [p for p in decision.reason.split("; ") if p.split(" ", 1)[0] in keep]
+        reason = "; ".join(parts) if parts else "no change that can be made live"
+        return replace(decision, changes=keep, left=left, reason=reason)
 
     def due(self, now: float) -> bool:
         """Whether ``observe`` would look at figures now (the caller may skip building an info)."""

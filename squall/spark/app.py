@@ -262,6 +262,7 @@ class TopologyApp:
         master.start()
         scaler = make_autoscaler(base.topology, base.conf)
         if scaler is not None:
+            scaler.refusal = self._live_refusal
             self.autoscaler = AutoscaleThread(
                 scaler, self.name, lambda: self.info({}),
                 lambda parallelism: self.rebalance({"parallelism": parallelism}))
@@ -399,6 +400,13 @@ class TopologyApp:
         if self.master is None:
             raise ControlError(409, f"topology {self.name!r} is still starting")
         return self.master
+
+    def _live_refusal(self, counts: dict[str, int]) -> str | None:
+        """Why a rebalance to ``counts`` would restart the workers instead of moving live."""
+        master = self._running()
+        changes = task_changes(master.plan, counts)
+        return (live_refusal(master.topology, master.conf, master.plan, changes, None)
+                or spark_refusal(master, master.topology, changes, None))
 
     def info(self, _body: dict, per_task: bool = True) -> dict:
         """``get_topology_info`` plus each worker's version and this master's epoch."""

@@ -143,10 +143,18 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             self._assignments[name] = assignment
             scaler = make_autoscaler(topology, merged)
             if scaler is not None:
+                scaler.refusal = lambda counts: self._live_refusal(name, counts)
                 thread = self._autoscalers[name] = AutoscaleThread(
                     scaler, name, lambda: self.get_topology_info(name),
                     lambda parallelism: self.rebalance(name, parallelism=parallelism))
                 thread.start()
+
+    def _live_refusal(self, name: str, counts: dict[str, int]) -> str | None:
+        """Why ``rebalance(name, parallelism=counts)`` would restart instead of moving live."""
+        master = self._get(name)
+        changes = task_changes(master.plan, counts)
+        return (live_refusal(master.topology, master.conf, master.plan, changes, None)
+                or spark_refusal(master, master.topology, changes, None))
 
     def _schedule(self, sc: SparkContext, name: str, topology: StormTopology, conf: dict, plan: TaskPlan,
                   slots: int, previous: TopologyMaster | None = None) -> tuple[TaskPlan, Assignment]:

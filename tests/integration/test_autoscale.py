@@ -119,6 +119,16 @@ def test_the_max_parallelism_of_a_component_is_kept():
     assert len(info["components"]["count"]["tasks"]) == 1
 
 
+def test_a_component_that_cannot_be_rescaled_live_is_named_and_left():
+    # a bolt on a thread of its own does not rescale live: the decision never restarts
+    info = run(conf(), build(count_conf={"squall.task.threaded": True}), decisions=1, deadline_secs=8)
+    left = [d for d in info["autoscale"]["decisions"] if "count" in d["left"]]
+    assert left, info["autoscale"]
+    assert "cannot be rescaled live" in left[0]["left"]["count"] and "thread" in left[0]["left"]["count"]
+    assert all("count" not in d["changes"] for d in info["autoscale"]["decisions"])
+    assert len(info["components"]["count"]["tasks"]) == 1 and info["rescale"] is None
+
+
 def test_off_by_default_and_none_in_info():
     with LocalCluster() as cluster:
         cluster.submit_topology(NAME, {}, build())

@@ -12,7 +12,15 @@ import random
 
 import pytest
 
-from squall.runtime.autoscale import Limits, Observed, check_limits, decide, offered_rate, target_rates
+from squall.runtime.autoscale import (
+    Decision,
+    Limits,
+    Observed,
+    check_limits,
+    decide,
+    offered_rate,
+    target_rates,
+)
 
 # per task, tuples per second of useful time
 SPLIT_RATE, COUNT_RATE = 50_000.0, 5_000.0
@@ -176,3 +184,31 @@ def test_the_controller_asks_for_figures_only_when_a_window_ends():
         clock[0] = float(t)
         autoscale_step(scaler, "t", lambda: clock[0], get_info, lambda p: None)
     assert asked == [0.0, 30.0, 60.0, 90.0]  # the first opens a window, each later one ends it
+
+
+def test_a_change_that_cannot_be_made_live_is_left_and_named():
+    from squall.runtime.autoscale_control import Autoscaler
+
+    scaler = Autoscaler({"topology.autoscale.interval.secs": 1}, ["spout"], {})
+    refusals = {"count": "component 'count': runs on a thread of its own"}
+    scaler.refusal = lambda counts: next((refusals[c] for c in counts if c in refusals), None)
+    decision = decide(simulate({"split": 1, "count": 1}, 100_000))
+    assert set(decision.changes) == {"count"}
+    narrowed = scaler._only_live(decision)
+    assert narrowed.changes == {}
+    why = "cannot be rescaled live (component 'count': runs on a thread of its own)"
+    assert why in narrowed.left["count"]
+    assert narrowed.reason == "no change that can be made live"
+
+
+def test_changes_that_cannot_move_live_together_keep_the_largest():
+    from squall.runtime.autoscale_control import Autoscaler
+
+    scaler = Autoscaler({}, ["spout"], {})
+    alone = "a keyed stateful component rescales live alone"
+    scaler.refusal = lambda counts: alone if len(counts) > 1 else None
+    both = Decision({"split": (1, 2), "count": (1, 4)}, "split 1->2: a; count 1->4: b", {}, {}, {}, {})
+    narrowed = scaler._only_live(both)
+    assert narrowed.changes == {"count": (1, 4)}  # the larger change moves first
+    assert narrowed.left == {"split": "1->2 waits for the next decision: it cannot move live with 'count'"}
+    assert narrowed.reason == "count 1->4: b"
