@@ -156,12 +156,17 @@ def test_a13_duplicated_frames_never_complete_a_tree_early():
         assert fault.hit > 10 and acker_duplicates(cluster) > 0  # repeats reached the ackers
         assert RECORD["a13.acked"] == [] and RECORD["a13.failed"] == []  # no tree completed
         RELEASE.set()
-        cluster.advance_time(1)  # a tick: the held tuples are acked
+        cluster.advance_time(1)  # a tick: the held tuples are acked, copies still made
+        # A tree a copied frame reached twice through an emitting bolt cannot complete (its
+        # edge is XOR-ed an odd number of times): it times out and is replayed. Copies stop
+        # here so that replays complete: with copies on, whether a replay gets through
+        # depends on where the fields grouping sends it (the seeded copies fall on the same
+        # frames), not on what this test checks.
+        cluster.set_transport_fault("t", None)
         for _ in range(120):  # a tree whose tuple was duplicated times out and is replayed
             if len(RECORD["a13.acked"]) == HELD:
                 break
             cluster.advance_time(5)
-        cluster.set_transport_fault("t", None)
     acked = [n for n, released in RECORD["a13.acked"]]
     assert sorted(acked) == list(range(HELD))  # each acked once, all after the release
     assert all(released for _, released in RECORD["a13.acked"])
