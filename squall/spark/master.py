@@ -239,6 +239,7 @@ class TopologyMaster:
         if per_task:
             info["tasks"] = tasks
         info["placement_notes"] = notes
+        info["rescale"] = None if self.rescale is None else dict(self.rescale)  # API.md, Rescaling
         return info
 
     def beat_info(self, tasks: bool = True) -> dict:
