@@ -70,8 +70,13 @@ def conf(**more) -> dict:
             "squall.metrics.window.secs": 1, "squall.chaining": False, **more}
 
 
-def run(conf: dict, topology, decisions: int = 1, deadline_secs: float = 60.0) -> dict:
-    """Run until the autoscaler made ``decisions`` decisions with changes (or the deadline)."""
+def run(conf: dict, topology, decisions: int = 1, deadline_secs: float = 60.0,
+        windows: int | None = None) -> dict:
+    """Run until the autoscaler made ``decisions`` decisions with changes (or the deadline).
+
+    ``windows``: run until it looked at that many windows instead (a test that expects no
+    change must not pass for want of a look).
+    """
     with LocalCluster() as cluster:
         cluster.submit_topology(NAME, conf, topology)
         deadline = time.monotonic() + deadline_secs
@@ -79,7 +84,8 @@ def run(conf: dict, topology, decisions: int = 1, deadline_secs: float = 60.0) -
             info = cluster.get_topology_info(NAME)
             done = [d for d in info["autoscale"]["decisions"]
                     if d["changes"] and (d["applied"] or d["mode"] == "recommend" or "note" in d)]
-            if len(done) >= decisions:
+            if (len(done) >= decisions if windows is None
+                    else info["autoscale"]["windows"] >= windows):
                 break
             time.sleep(0.2)
         info = cluster.get_topology_info(NAME)
@@ -114,7 +120,8 @@ def test_recommend_mode_shows_the_decision_and_changes_nothing():
 
 def test_the_max_parallelism_of_a_component_is_kept():
     topology = build(count_conf={"topology.autoscale.max.parallelism": 1})
-    info = run(conf(), topology, decisions=1, deadline_secs=8)
+    info = run(conf(), topology, windows=3)
+    assert info["autoscale"]["windows"] >= 3  # looked at saturated figures three times
     assert all("count" not in d["changes"] for d in info["autoscale"]["decisions"])
     assert len(info["components"]["count"]["tasks"]) == 1
 
