@@ -124,6 +124,8 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "topology.autoscale.max.factor": ("a number above 1", lambda v: _number(v) and v > 1),
     "topology.autoscale.min.parallelism": POSITIVE_INT,
     "topology.autoscale.max.parallelism": POSITIVE_INT_OR_NONE,
+    "topology.worker.max.heap.size.mb": POSITIVE_NUMBER_OR_NONE,
+    "squall.spark.worker.memory.base.mb": NUMBER_AT_LEAST_0,
 }
 
 

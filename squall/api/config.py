@@ -214,6 +214,11 @@ MORE_SETTINGS: tuple[Setting, ...] = (
     Setting("squall.drpc.token.file", None, "a file holding the DRPC server's token"),
     Setting("squall.connectors.spark.master", None,
             "Spark master of the DataFrame connectors' own session (docs/connectors.md)"),
+    # a worker's memory limit on Spark (squall.spark.memory, docs/scheduler.md)
+    Setting("topology.worker.max.heap.size.mb", None,
+            "Storm's key: the most memory (RSS, MB) a worker process may hold on Spark; over it "
+            "the worker is stopped and relaunched (docs/scheduler.md). None: its tasks' memory asks plus "
+            "squall.spark.worker.memory.base.mb, or no limit when none asks (LocalCluster: none)"),
 )
 
 # Keys declared with their default and meaning in a table of a layer above this one
@@ -232,6 +237,7 @@ OTHER_TABLES: frozenset[str] = frozenset({
     "squall.scheduler.reserved.workers", "squall.scheduler.isolation",
     "squall.scheduler.cpu.slot.percent", "squall.scheduler.memory.slot.mb",
     "squall.scheduler.host.disk.slots", "squall.scheduler.host.memory.mb", "squall.task.disk.slots",
+    "squall.spark.worker.memory.base.mb",
 })
 
 # Storm's topology keys that squall accepts and does not use (its JVM, Kryo, ZooKeeper, RAS
@@ -245,7 +251,7 @@ STORM_UNUSED: frozenset[str] = frozenset({
     "topology.acker.cpu.pcore.percent", "topology.metrics.consumer.resources.onheap.memory.mb",
     "topology.metrics.consumer.resources.offheap.memory.mb",
     "topology.metrics.consumer.cpu.pcore.percent", "topology.enable.v2.metrics.tick",
-    "topology.worker.max.heap.size.mb", "topology.scheduler.strategy",
+    "topology.scheduler.strategy",
     "topology.ras.order.executors.by.proximity.needs", "topology.ras.constraints",
     "topology.spread.components", "topology.ras.constraint.max.state.search",
     "topology.ras.one.executor.per.worker", "topology.ras.one.component.per.worker",

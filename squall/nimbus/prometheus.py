@@ -60,6 +60,8 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "squall_worker_assigned_cpu_percent": ("gauge", "CPU the scheduler assigned to the worker "
                                                     "(100: one core)"),
     "squall_worker_rejected_frames_total": ("counter", "frames the worker's transport refused"),
+    "squall_worker_memory_limit_bytes": ("gauge", "the worker's memory limit on Spark (squall.spark.memory)"),
+    "squall_worker_memory_stops_total": ("counter", "times the worker was stopped over its memory limit"),
     "squall_user_metric": ("gauge", "a metric a component registered (counter, gauge, histogram, "
                                     "meter, timer), aggregated over its tasks"),
 }
@@ -236,4 +238,7 @@ def render(infos: Iterable[dict], nimbus: dict) -> str:
                 page.add("squall_worker_assigned_memory_bytes", wl, mem)
             page.add("squall_worker_assigned_cpu_percent", wl, assigned.get("cpu_percent"))
             page.add("squall_worker_rejected_frames_total", wl, w.get("rejected_frames", 0))
+            if w.get("memory_limit_mb") is not None:
+                page.add("squall_worker_memory_limit_bytes", wl, float(w["memory_limit_mb"]) * 1024 * 1024)
+            page.add("squall_worker_memory_stops_total", wl, w.get("memory_stops", 0))
     return page.text()

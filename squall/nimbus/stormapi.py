@@ -266,6 +266,9 @@ def worker_row(view: TopologyView, worker: dict) -> dict:
         "memoryMb": worker.get("rss_mb") if worker.get("rss_mb") is not None else worker.get("memory_mb"),
         # measured by the worker process itself, beside Storm's assigned figures
         "rssMb": worker.get("rss_mb"), "cpuPercent": worker.get("cpu_percent"),
+        # its memory limit on Spark and its stops over it (squall.spark.memory)
+        "memoryLimitMb": worker.get("memory_limit_mb"), "memoryStops": worker.get("memory_stops", 0),
+        "memoryStop": worker.get("memory_stop"),
     }
 
 

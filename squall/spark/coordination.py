@@ -25,6 +25,8 @@ worker -> master
                   ``next_tuple`` starts after a deactivate).
     ``rescaled``  {seq, value, error}: the live rescale step ``seq`` ran on the loop thread
                   (its value, or its error in one line).
+    ``memory``    {rss_mb, limit_mb}: its RSS went over its memory limit; it ends its
+                  process once answered with ``stop`` (``squall.spark.memory``).
 master -> worker
     ``welcome``   {addresses, nonces, active}: registration accepted; the peers' addresses
                   and transport nonces.
@@ -69,6 +71,7 @@ ACK = "ack"
 APPLIED = "applied"
 RESCALE = "rescale"
 RESCALED = "rescaled"
+MEMORY = "memory"
 
 TO_MASTER = b"w2m"
 TO_WORKER = b"m2w"

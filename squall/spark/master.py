@@ -17,7 +17,9 @@ this class decides (registrations, heartbeats, failures, relaunches, versions).
 Failure handling: a worker whose job ends (its process died beyond Spark's own task
 retries) or that stays silent past the heartbeat timeout is declared dead: its job group
 is cancelled and the worker is launched again after a backoff (0.5 s doubling to 10 s).
-Tuples it held are replayed by the spouts' message timeouts.
+Tuples it held are replayed by the spouts' message timeouts. A worker over its memory limit
+says so before it ends its process (``squall.spark.memory``): the same relaunch, with that
+reason recorded and counted.
 
 Versions: each worker runs one version of the topology's code (``WorkerCode``). A gray
 upgrade restarts chosen workers with another version while the others run on, so the
@@ -45,6 +47,8 @@ from squall.spark.jobs import SparkJobs
 from squall.spark.liveness import TaskLiveness
 from squall.spark.loop_calls import LoopCalls
 from squall.spark.master_info import beat_info, fold, snapshot
+from squall.spark.memory import reason as memory_reason
+from squall.spark.memory import worker_limit_mb
 from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
@@ -98,6 +102,8 @@ class TopologyMaster:
         # a worker stops itself after MASTER_TIMEOUT without word from the master: it hears at
         # least 6 times per timeout, and at 1,000 workers the master sends 200 ACKs a second, not 1,000
         self._ack_every = min(ACK_EVERY, float(setting(conf, S.MASTER_TIMEOUT)) / 6)
+        for i in range(plan.num_workers):  # a bad memory ask fails the submit, not a launch
+            worker_limit_mb(topology, conf, plan, i)
         self.links = WorkerLinks(name, self.secret, conf, self.registry)
         self.address = self.links.address
         self._running = True
@@ -352,6 +358,8 @@ class TopologyMaster:
             return
         launch = self.registry.launched(index)
         code = self.worker_code.get(index, self.base)
+        limit = worker_limit_mb(code.topology, code.conf, self.plan, index)
+        self.registry.slots[index].memory_limit_mb = limit
         spec = WorkerSpec(
             topology_name=self.name, topology=code.topology, conf=code.conf, plan=self.plan,
             index=index, launch=launch, master_address=self.address,
@@ -359,7 +367,7 @@ class TopologyMaster:
             port=setting(self.conf, S.WORKER_PORT),
             heartbeat_secs=self._heartbeat,
             master_timeout_secs=float(setting(self.conf, S.MASTER_TIMEOUT)),
-            code_path=code.code_path, secret=self.secret,
+            code_path=code.code_path, secret=self.secret, memory_limit_mb=limit,
         )
         self.jobs.start(spec)
 
@@ -403,6 +411,8 @@ class TopologyMaster:
                 self._confirm(inc, inc.applied)
         elif t == co.RESCALED:
             self.rescale_replies[int(msg.get("seq") or 0)] = (inc.identity, msg)
+        elif t == co.MEMORY:
+            self._over_memory(inc, msg)
         elif t == co.HEARTBEAT:
             inc.metrics = msg["metrics"]
             self.liveness.observe(inc.worker, inc.pid, inc.metrics)
@@ -432,6 +442,20 @@ class TopologyMaster:
             if self._starting and all(s.current and s.current.started for s in self.registry.slots):
                 self._starting = False
                 self._start_done.set()
+
+    def _over_memory(self, inc: Incarnation, msg: dict) -> None:
+        """``inc`` went over its memory limit and ends its process: record why, relaunch it.
+
+        The ``stop`` tells it the reason arrived; its Spark job is cancelled so that Spark
+        does not retry the task on its own (the relaunch is the master's, with its backoff).
+        """
+        slot = self.registry.slots[inc.worker]
+        why = memory_reason(float(msg.get("rss_mb") or 0.0), float(msg.get("limit_mb") or 0.0))
+        slot.memory_stops += 1
+        slot.memory_stop = why
+        self.links.send(inc.identity, co.STOP, graceful=False)
+        self.jobs.cancel(inc.worker, slot.launch)
+        self._worker_failed(inc.worker, why)
 
     def _register(self, ident: bytes, msg: dict) -> None:
         if self._stopping:

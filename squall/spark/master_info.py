@@ -110,7 +110,8 @@ def worker_info(plan: TaskPlan, slot: Slot, inc: Incarnation | None, now: float)
                 "pid": None, "address": None, "launch": slot.launch, "attempt": None,
                 "restarts": slot.restarts, "state": state, "uptime_secs": 0.0,
                 "last_error": slot.last_error, "rejected_frames": 0, "corrupt_frames": 0,
-                "transfer": {}, "rss_mb": None, "cpu_percent": None, "cpu_secs": None}
+                "transfer": {}, "rss_mb": None, "cpu_percent": None, "cpu_secs": None,
+                **memory_fields(slot)}
     return {
         "worker": slot.index, "tasks": plan.worker_tasks(slot.index), "host": inc.host,
         "pid": inc.pid, "address": inc.address, "launch": slot.launch, "attempt": inc.attempt,
@@ -120,5 +121,11 @@ def worker_info(plan: TaskPlan, slot: Slot, inc: Incarnation | None, now: float)
         "transfer": dict(inc.transfer),
         # measured by the worker process itself (squall.runtime.process_usage)
         "rss_mb": inc.usage.get("rss_mb"), "cpu_percent": inc.usage.get("cpu_percent"),
-        "cpu_secs": inc.usage.get("cpu_secs"),
+        "cpu_secs": inc.usage.get("cpu_secs"), **memory_fields(slot),
     }
+
+
+def memory_fields(slot: Slot) -> dict:
+    """A worker's memory limit and its stops over it (``squall.spark.memory``)."""
+    return {"memory_limit_mb": slot.memory_limit_mb, "memory_stops": slot.memory_stops,
+            "memory_stop": slot.memory_stop}

@@ -61,6 +61,9 @@ class Slot:
     restarts: int = 0
     relaunch_at: float | None = None
     last_error: str | None = None
+    memory_limit_mb: float | None = None  # its current launch's (squall.spark.memory)
+    memory_stops: int = 0  # times it was stopped over its memory limit
+    memory_stop: str | None = None  # the reason of the last of them
 
 
 def backoff(failures: int) -> float:

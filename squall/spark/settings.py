@@ -29,6 +29,7 @@ ENV = "squall.spark.env"
 ENV_PACKAGES = "squall.spark.env.packages"
 ENV_PYTHON = "squall.spark.env.python"
 ENV_CACHE_DIR = "squall.spark.env.cache.dir"
+WORKER_MEMORY_BASE = "squall.spark.worker.memory.base.mb"
 
 SPARK_SETTINGS: tuple[Setting, ...] = (
     Setting(MASTER, "local[*]", "Spark master: local[N], spark://host:port, yarn, k8s://..."),
@@ -66,6 +67,9 @@ SPARK_SETTINGS: tuple[Setting, ...] = (
                               "their PYSPARK_PYTHON, else python3.X of the driver's version)"),
     Setting(ENV_CACHE_DIR, None, "where packed environments are kept (default $SQUALL_ENV_CACHE, "
                                  "else ~/.cache/squall/envs)"),
+    Setting(WORKER_MEMORY_BASE, 256.0, "MB a worker's memory limit allows the Python worker itself, "
+                                       "added to its tasks' memory asks (an idle worker holds about "
+                                       "100 MB; squall.spark.memory, docs/scheduler.md)"),
 )
 
 _DEFAULTS = {s.key: s.default for s in SPARK_SETTINGS}

@@ -35,7 +35,7 @@ from squall.runtime.process_usage import ProcessUsage
 from squall.runtime.sampling import TupleSampler
 from squall.runtime.worker import Worker
 from squall.spark import coordination as co
-from squall.spark import worker_rescale
+from squall.spark import memory, worker_rescale
 from squall.spark.placement import worker_host
 from squall.spark.transport import ZmqTransport
 
@@ -72,6 +72,7 @@ class WorkerSpec:
     master_timeout_secs: float = 30.0
     code_path: str | None = None
     secret: bytes | None = None  # the topology's secret: peers without it are ignored
+    memory_limit_mb: float | None = None  # RSS over it ends the process (squall.spark.memory)
 
 
 def spark_task(spec: WorkerSpec) -> Any:
@@ -172,6 +173,7 @@ def run_worker(spec: WorkerSpec) -> dict:
               // int(spec.conf["squall.transfer.batch.size"]))
     transport = ZmqTransport(ctx, spec.bind_host, hwm, secret=spec.secret, index=spec.index, port=spec.port)
     link = _MasterLink(ctx, spec, _attempt(), transport.address, transport.nonce)
+    restore_rlimit = memory.backstop(spec.memory_limit_mb)
     try:
         welcome = link.register()
         if welcome is None:
@@ -192,6 +194,7 @@ def run_worker(spec: WorkerSpec) -> dict:
         _tune_gc()
         return link.serve(worker, transport, errors)
     finally:
+        restore_rlimit()  # Spark may run its next task in this process
         link.close()
         ctx.destroy(linger=0)
 
@@ -269,7 +272,11 @@ class _MasterLink:
         # complete latencies per spout task: fewer the more tasks its component has (coordination)
         latencies = {c: co.latency_samples(len(ts)) for c, ts in spec.plan.component_tasks.items()}
         steps: list[tuple[int, Any, dict]] = []  # live rescale steps queued on the loop thread
+        limit = spec.memory_limit_mb
+        watch = memory.MemoryWatch(limit) if limit is not None else None
         while True:
+            if watch is not None and (rss := watch.over()) is not None:
+                self.over_memory(rss, watch.limit_mb)
             if steps:
                 ran = [s[1].is_set() for s in steps]
                 for (seq, _, box), done in zip(steps, ran, strict=True):
@@ -291,6 +298,8 @@ class _MasterLink:
                           transfer=worker.transfer_stats(), usage=usage.sample())
                 next_beat = now + spec.heartbeat_secs
             wait = max(0.0, next_beat - time.monotonic())
+            if watch is not None:
+                wait = min(wait, memory.CHECK_SECS)
             msg = self.recv(min(wait, 0.002) if steps else wait)
             if msg is not None:
                 t = msg["t"]
@@ -321,6 +330,29 @@ class _MasterLink:
                 worker.stop(graceful=False)
                 worker.join(STOP_TIMEOUT)
                 return {"worker": spec.index, "status": "orphaned"}
+
+    def over_memory(self, rss_mb: float, limit_mb: float) -> None:
+        """End this process: its RSS is over its memory limit (``squall.spark.memory``); never returns.
+
+        Not a graceful stop: that waits on the loop thread, which may be the one allocating.
+        The master's ``stop`` proves it has the reason; without it, the master still sees
+        the worker's Spark job end.
+        """
+        log.error("worker %d: RSS %.0f MB is over its memory limit of %.0f MB; ending the process "
+                  "(exit status %d), the master relaunches it", self.spec.index, rss_mb, limit_mb,
+                  memory.EXIT_CODE)
+        try:
+            self.send(co.MEMORY, rss_mb=rss_mb, limit_mb=limit_mb)
+            deadline = time.monotonic() + memory.REASON_WAIT
+            while (left := deadline - time.monotonic()) > 0:
+                msg = self.recv(left)
+                if msg is None or msg["t"] in (co.STOP, co.REJECT):
+                    break
+        except Exception:  # noqa: BLE001 - the process ends whatever happens here
+            log.exception("worker %d: the memory stop could not be reported", self.spec.index)
+        finally:
+            logging.shutdown()  # flush the log lines above: os._exit skips it
+            os._exit(memory.EXIT_CODE)
 
     def close(self) -> None:
         self.sock.close()

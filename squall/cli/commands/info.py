@@ -66,15 +66,20 @@ def run(args: argparse.Namespace) -> int:
     workers = [[w["worker"], w.get("version"), stamp(w.get("version_since")), w.get("state"), w.get("host"),
                 w.get("assigned_host"), (w.get("resources") or {}).get("cpu_percent"),
                 (w.get("resources") or {}).get("memory_mb"),
-                _num(w.get("cpu_percent")), _num(w.get("rss_mb")),
-                w.get("pid"), w.get("address"), w.get("restarts"), duration(w.get("uptime_secs")),
+                _num(w.get("cpu_percent")), _num(w.get("rss_mb")), _num(w.get("memory_limit_mb")),
+                w.get("memory_stops", 0), w.get("pid"), w.get("address"), w.get("restarts"),
+                duration(w.get("uptime_secs")),
                 w.get("tasks")]
                for w in info["workers"]]
     if workers:
         print()
         print(table(["WORKER", "VERSION", "SINCE", "STATE", "HOST", "ASSIGNED HOST", "ASSIGNED CPU %",
-                     "ASSIGNED MEM MB", "CPU %", "RSS MB", "PID", "ADDRESS", "RESTARTS", "UPTIME", "TASKS"],
-                    workers))
+                     "ASSIGNED MEM MB", "CPU %", "RSS MB", "MEM LIMIT MB", "MEM STOPS", "PID", "ADDRESS",
+                     "RESTARTS", "UPTIME", "TASKS"], workers))
+    for w in info["workers"]:  # stopped over its memory limit and relaunched (squall.spark.memory)
+        if w.get("memory_stops"):
+            print(f"memory: worker {w['worker']} stopped {w['memory_stops']} time(s) over its limit; "
+                  f"last: {w.get('memory_stop') or w.get('last_error')}")
     for note in info.get("placement_notes") or []:
         print(f"placement: {note}")
     rescale = rescale_line(info.get("rescale"))
