@@ -65,8 +65,9 @@ def test_a_bolt_allocating_without_bound_gets_its_worker_stopped_for_memory_and_
     assert expected < rss < 2 * expected  # caught by the RSS check, before the rlimit backstop
     assert worker["last_error"] == worker["memory_stop"]
     assert worker["restarts"] >= 1 and worker["state"] == "RUNNING" and worker["pid"] != hog_pid
+    # every message processed and acked, the one the hog held too (replayed: by its timeout, or
+    # by the spout's next process when the spout was in the stopped worker)
     assert report.lost == [] and report.unacked == [], str(report)
-    assert report.failed > 0, str(report)  # what the stopped worker held was replayed
     # squall info shows it
     from squall.cli.commands import info as info_cmd
 
