@@ -211,11 +211,15 @@ class RetiredSpout(Task):
         self.owner = task.owner
         barriers = getattr(task, "barriers", None)
         self._fail = None if barriers is None else barriers.fail
+        self.dropped = 0  # acker verdicts that came too late for the spout (past the drain)
 
     def handle(self, tup: Tuple) -> None:
         """Fail a checkpoint tuple (its checkpoint rolls back); an acker's verdict has no spout now."""
-        if tup.stream == CHECKPOINT_STREAM and self._fail is not None:
-            self._fail(tup)
+        if tup.stream == CHECKPOINT_STREAM:
+            if self._fail is not None:
+                self._fail(tup)
+        else:
+            self.dropped += 1
 
 
 def drained(task: Any) -> bool:
