@@ -73,16 +73,17 @@ def spout_plan(plan: TaskPlan, comp: str, count: int) -> TaskPlan:
     Each new task is an executor of its own on the worker that hosts the fewest of the old
     and new tasks of ``comp`` placed so far (then the fewest tasks, then the lowest index).
     """
-    from squall.runtime.live_plan import _pick_worker
-
     old = set(plan.component_tasks[comp])
     worker_executors = [[ex for ex in exs if ex.component != comp] for exs in plan.worker_executors]
     seen = [[ex for ex in exs if ex.component == comp] for exs in plan.worker_executors]
     next_id = max(plan.task_component) + 1
     tasks = list(range(next_id, next_id + count))
     for task in tasks:
-        placed = [a + b for a, b in zip(worker_executors, seen, strict=True)]
-        w = _pick_worker(placed, comp)
+        def load(w: int) -> tuple[int, int, int]:
+            exs = worker_executors[w] + seen[w]
+            return (sum(len(ex.tasks) for ex in exs if ex.component == comp),
+                    sum(len(ex.tasks) for ex in exs), w)
+        w = min(range(len(worker_executors)), key=load)
         worker_executors[w].append(Executor(comp, (task,)))
     component_tasks = {c: (tasks if c == comp else list(ts)) for c, ts in plan.component_tasks.items()}
     task_component = {t: c for t, c in plan.task_component.items() if t not in old}

@@ -3,9 +3,10 @@
 The exactly-once word count of integration/test_exactly_once, read by a ``PartitionedSpout``
 (its positions merge), has its spout rescaled 2 -> 3 -> 2 while it runs. During each move, at
 a step its seed picks, one fault: a bolt task's data fails, the split bolt raises on the next
-sentences read, or a spout task's next PREPARE fails (a checkpoint rolls back: if it is the move's, the move fails, the old spout tasks go
-on, and the test asks again), or a worker crashes and is replaced as a crashed process is
-(the move then ends in a restart under the new plan). The committed counts and the sink's
+sentences read, or a spout task's next PREPARE fails (a checkpoint rolls back: if it is the
+move's, the move fails, the old spout tasks go on, and the test asks again), or a worker
+crashes and is replaced as a crashed process is (the move then ends in a restart under the
+new plan). The committed counts and the sink's
 committed contents must equal the source: nothing lost, nothing counted twice. A few seeds by
 default; every one with ``SQUALL_FAULT_SEEDS=all`` (``make faults``).
 """
