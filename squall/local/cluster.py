@@ -199,7 +199,10 @@ class LocalCluster(ClusterBase[_Running]):
         worker or task is restarted. A keyed stateful component's key groups move riding
         the next checkpoint (``local.rescale_keyed``): this returns at once with the record
         ``running``; its last step (retiring removed tasks) runs at the next
-        ``get_topology_info``, ``advance_time`` or ``rebalance``. A restart: spouts are
+        ``get_topology_info``, ``advance_time`` or ``rebalance``. A spout's tasks are all
+        replaced by new ones (``local.rescale_spout``): under exactly-once at the next
+        checkpoint, from positions its ``merge_positions`` makes; under at-least-once once
+        the old tasks drained what they have pending. A restart: spouts are
         deactivated, bolts drain for ``wait_secs``, every task stops, and the topology
         starts again from the submitted components (tuples in flight replay by timeout if
         their spout survives, as with Storm's rebalance).

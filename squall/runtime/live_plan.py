@@ -101,7 +101,7 @@ def _wiring_refusal(topology: StormTopology, conf: dict, plan: TaskPlan, comp: s
 def _component_refusal(topology: StormTopology, conf: dict, plan: TaskPlan, comp: str) -> str | None:
     spec = topology.components[comp]
     if spec.kind == "spout":
-        return "a spout (spout positions do not move live)"
+        return "a spout (here it rescales by a restart; a spout moves live on LocalCluster only)"
     if "Windowed" in spec.class_name:
         return "windowed state (its windows do not move live)"
     if spec.asynchronous:

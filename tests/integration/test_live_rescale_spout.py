@@ -195,7 +195,7 @@ def test_what_keeps_a_spout_from_moving_live_is_said_in_one_line():
     assert refusal({"source": 3}, workers=3) == "spout 'source': a live spout move keeps the worker count"
     # a cluster that does not move spouts (Spark) says what it always said
     assert refusal({"source": 3}, spouts=False) == \
-        "component 'source': a spout (spout positions do not move live)"
+        "component 'source': a spout (here it rescales by a restart; a spout moves live on LocalCluster only)"
     topology, conf, plan = _plan(dict(alo_conf()), threaded=True)
     assert live_refusal(topology, conf, plan, task_changes(plan, {"source": 3}), None, spouts=True) \
         == "spout 'source': it runs on a thread of its own (squall.task.threaded)"
