@@ -255,7 +255,11 @@ class Lifecycle(NimbusCore):
         ``merge_positions``: its new tasks could not start from the old tasks' positions.
         """
         blobs = self.blobs.version(rec["id"], rec["version"])
-        topology = cloudpickle.loads(blobs.topology_bytes())
+        try:
+            topology = cloudpickle.loads(blobs.topology_bytes())
+        except Exception as e:  # noqa: BLE001 - unreadable here: the master checks what it can
+            log.warning("topology %r: its spouts' positions cannot be checked: %s", rec["name"], e)
+            return
         try:
             conf = prepare_conf(blobs.conf(), topology)
             before = with_parallelism(topology, rec.get("parallelism") or {})
