@@ -159,6 +159,19 @@ def test_a_file_spout_rescales_live_counting_every_line_once(tmp_path, first, mo
     check_once(got, {f"{f}:{i}" for f in range(6) for i in range(RECORDS // 6)}, errors)
 
 
+@MOVES
+def test_a_redis_stream_spout_rescales_live_counting_every_entry_once(redis_server, redis_client, first, moves):
+    for i in range(0, RECORDS, 100):
+        pipe = redis_client.pipeline()
+        for n in range(i, i + 100):
+            pipe.xadd("in", {"n": str(n)})
+        pipe.execute()
+    spout = RedisStreamSpout("in", "g", ("n",), port=redis_server.port, batch=8)
+    got, errors, records = run_live(spout, first, moves)
+    assert [(r["status"], r["live"], r["reason"]) for r in records] == [("done", True, None)] * 2, records
+    check_once(got, {str(n) for n in range(RECORDS)}, errors)
+
+
 def test_redis_merge_positions_keeps_each_consumer_with_one_task():
     merge = RedisStreamSpout.merge_positions
     # 3 -> 2: consumer 2 goes to task 0 with its position
