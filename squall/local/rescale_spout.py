@@ -24,16 +24,17 @@ from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Barri
 from squall.runtime.exactly_once import is_exactly_once
 from squall.runtime.live_keyed import MovingBarrier, SwitchRouter
 from squall.runtime.live_spout import (
-    RetiredSpout,
+    DrainedHandover,
     SpoutHandover,
     SpoutSchedule,
     SpoutTakeover,
-    drained,
+    retire_here,
     spout_plan,
 )
 from squall.runtime.plan import TaskPlan
 
 SETTLE_ROUNDS = 200  # worker rounds the checkpoint spout is given to finish its checkpoint
+DRAIN_CHECK_SECS = 0.05  # at-least-once: how often a worker looks whether its old tasks drained
 
 
 class NotSettled(RuntimeError):
@@ -58,7 +59,8 @@ class SpoutRescale:
     downstream: dict[int, list[int]] = field(default_factory=dict)  # worker -> barrier tasks
     upstream: dict[int, list[int]] = field(default_factory=dict)  # worker -> checkpoint spout
     began: float = 0.0  # at-least-once: when the old tasks stopped (worker clock)
-    deadline: float = 0.0  # at-least-once: when they retire even with trees pending
+    drain: DrainedHandover | None = None  # at-least-once
+    timers: list[tuple[Any, Any]] = field(default_factory=list)  # (worker, its drain check)
 
 
 def arm(running: Any, topology: Any, comp: str, changes: dict[str, tuple[int, int]],
@@ -76,7 +78,13 @@ def arm(running: Any, topology: Any, comp: str, changes: dict[str, tuple[int, in
             if ids:
                 move.began = on_loop(w, partial(_stop_emitting, w, ids), "stop its spout tasks")
         timeout = float(running.conf.get("topology.message.timeout.secs") or 30)
-        move.deadline = move.began + 2 * timeout
+        drain = move.drain = DrainedHandover(old.component_tasks[comp], move.began + 2 * timeout)
+        for w in move.workers:
+            mine, theirs = move.retiring.get(w.index, []), move.added.get(w.index, [])
+            if mine or theirs:
+                timer = on_loop(w, partial(_every, w, partial(drain.step, w, mine, theirs)),
+                                "watch its spout tasks drain")
+                move.timers.append((w, timer))
         running.plan, running.topology = new, topology
         return move
     spout_worker, spout = _checkpoint_spout(move.workers)
@@ -137,6 +145,11 @@ def _stop_emitting(worker: Any, ids: list[int]) -> float:
     return float(worker.clock())
 
 
+def _every(worker: Any, action: Any) -> Any:
+    worker.timers.every(worker.clock(), DRAIN_CHECK_SECS, action)
+    return worker.timers.timers[-1]
+
+
 def _checkpoint_spout(workers: list[Any]) -> tuple[Any, Any]:
     for w in workers:
         for task in w.tasks.values():
@@ -176,7 +189,7 @@ def _hook(move: SpoutRescale, topology: Any) -> None:
     schedule = SpoutSchedule(move.txid, old_tasks, new_tasks)
     for w in move.workers:
         for task_id in move.retiring.get(w.index, []):
-            h = on_loop(w, partial(_put, w, task_id, SpoutHandover, schedule.copy()), "hook a task")
+            h = on_loop(w, partial(_put_handover, w, task_id, schedule.copy()), "hook a task")
             move.handovers.append((w, h))
         for task_id in move.added.get(w.index, []):
             t = on_loop(w, partial(_put, w, task_id, SpoutTakeover, schedule.copy()), "hook a task")
@@ -192,6 +205,14 @@ def _hook(move: SpoutRescale, topology: Any) -> None:
         if ids:
             move.upstream[w.index] = ids
             on_loop(w, partial(_put_switch, w, ids, comp, schedule, topology), "route barriers")
+
+
+def _put_handover(worker: Any, task_id: int, schedule: SpoutSchedule) -> SpoutHandover:
+    def retire() -> None:  # called on the loop, mid-round: the swap waits for the next command
+        worker.call(partial(retire_here, worker, [task_id]))
+    hook = SpoutHandover(worker.tasks[task_id], schedule, retire)
+    hook.install()
+    return hook
 
 
 def _put(worker: Any, task_id: int, kind: Any, schedule: SpoutSchedule) -> Any:
@@ -272,43 +293,22 @@ def _status(hook: Any) -> tuple[bool, str | None, float | None]:
 
 
 def _progress_alo(running: Any, move: SpoutRescale) -> bool:
-    def ready(w: Any, ids: list[int]) -> bool:
-        return w.clock() >= move.deadline or all(drained(w.tasks[t]) for t in ids)
-
-    if not all(on_loop(w, partial(ready, w, move.retiring[w.index]), "answer")
-               for w in move.workers if w.index in move.retiring):
+    drain = move.drain
+    assert drain is not None
+    if not drain.done(set(move.added)):
         return False
-    _retire(running, move)
-    started = [on_loop(w, partial(_start, w, ids), "start its new spout tasks")
-               for w in running.workers for ids in [move.added.get(w.index)] if ids]
-    move.record.update(status="done", pause_ms=round(max(0.0, max(started, default=move.began)
-                                                          - move.began) * 1000.0, 3))
+    for w, timer in move.timers:
+        on_loop(w, partial(w.timers.timers.remove, timer), "stop watching its spout tasks")
+    move.record.update(status="done", pause_ms=round(max(0.0, drain.started_at - move.began) * 1000.0, 3))
     return True
 
 
-def _start(worker: Any, ids: list[int]) -> float:
-    if worker.active:
-        for task_id in ids:
-            worker.tasks[task_id].activate()
-    return float(worker.clock())
-
-
 def _retire(running: Any, move: SpoutRescale) -> None:
+    """The old tasks that have not yet retired do (each closed its spout at COMMIT(T))."""
     for w in running.workers:
         ids = move.retiring.get(w.index)
         if ids:
-            on_loop(w, partial(_retire_here, w, ids, move.txid is None), "retire its old spout tasks")
-
-
-def _retire_here(worker: Any, ids: list[int], close: bool) -> None:
-    for task_id in ids:
-        task = worker.tasks[task_id]
-        if close:  # exactly-once: each closed its spout once it committed T
-            task.stop()
-        retired = RetiredSpout(task)
-        worker.tasks[task_id] = retired
-        worker._appends[task_id] = retired.inbox.append
-    live._place(worker)
+            on_loop(w, partial(retire_here, w, ids), "retire its old spout tasks")
 
 
 def _reroute(running: Any, move: SpoutRescale, plan: TaskPlan, topology: Any) -> None:

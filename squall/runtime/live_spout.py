@@ -26,11 +26,14 @@ they close, and the new tasks start emitting.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from squall.api.topology import StormTopology
 from squall.api.tuple import Tuple
+from squall.runtime import live
 from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action
 from squall.runtime.exactly_once import is_exactly_once
 from squall.runtime.host import Task
@@ -115,9 +118,10 @@ class SpoutSchedule(MoveSchedule):
 class SpoutHandover:
     """An old exactly-once spout task's part: stop after ``PREPARE(T)``, close after ``COMMIT(T)``."""
 
-    def __init__(self, task: Any, schedule: SpoutSchedule) -> None:
+    def __init__(self, task: Any, schedule: SpoutSchedule, retire: Callable[[], Any] | None = None) -> None:
         self.task = task
         self.schedule = schedule
+        self.retire = retire  # asks its worker to put a ``RetiredSpout`` in its place
         self.stopped_at: float | None = None  # when it last emitted (host clock)
         self.closed = False
         self.failed: str | None = None
@@ -159,6 +163,8 @@ class SpoutHandover:
         elif what == "commit" and task.state is not None and task.state.committed_txid() == txid:
             self.closed = True
             task.stop()  # the source commits what T acked; Kafka releases its partitions
+            if self.retire is not None:
+                self.retire()
 
 
 class SpoutTakeover:
@@ -226,3 +232,62 @@ class RetiredSpout(Task):
 def drained(task: Any) -> bool:
     """An at-least-once spout task has no tree pending."""
     return len(task.pending) == 0
+
+
+def retire_here(worker: Any, ids: list[int], close: bool = False) -> None:
+    """Put a ``RetiredSpout`` where each of ``ids`` is (``close``: close its spout first).
+
+    Runs on ``worker``'s loop between rounds (a command or a timer).
+    """
+    for task_id in ids:
+        task = worker.tasks[task_id]
+        if isinstance(task, RetiredSpout):
+            continue
+        if close:
+            task.stop()
+        retired = RetiredSpout(task)
+        worker.tasks[task_id] = retired
+        worker._appends[task_id] = retired.inbox.append
+    live._place(worker)
+
+
+class DrainedHandover:
+    """At-least-once: the old tasks drain and close, then the new tasks start (module docs).
+
+    Shared by the workers (threads of one process); each runs ``step`` from a timer of its
+    loop, so nothing waits for the cluster to look.
+    """
+
+    def __init__(self, old: list[int], deadline: float) -> None:
+        self.lock = threading.Lock()
+        self.left = set(old)  # old tasks not yet closed
+        self.deadline = deadline
+        self.started: set[int] = set()  # workers whose new tasks started
+        self.started_at = 0.0
+
+    def step(self, worker: Any, old: list[int], new: list[int]) -> None:
+        """Close and retire this worker's drained old tasks; start its new ones once none is left."""
+        now = float(worker.clock())
+        for task_id in old:
+            with self.lock:
+                if task_id not in self.left:
+                    continue
+            task = worker.tasks[task_id]
+            if drained(task) or now >= self.deadline:
+                retire_here(worker, [task_id], close=True)
+                with self.lock:
+                    self.left.discard(task_id)
+        with self.lock:
+            ready = not self.left and new and worker.index not in self.started
+        if ready:
+            if worker.active:
+                for task_id in new:
+                    worker.tasks[task_id].activate()
+            with self.lock:
+                self.started.add(worker.index)
+                self.started_at = max(self.started_at, now)
+
+    def done(self, workers: set[int]) -> bool:
+        """Every old task closed, and the new tasks of each of ``workers`` started."""
+        with self.lock:
+            return not self.left and workers <= self.started

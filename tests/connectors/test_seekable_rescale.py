@@ -160,7 +160,8 @@ def test_a_file_spout_rescales_live_counting_every_line_once(tmp_path, first, mo
 
 
 @MOVES
-def test_a_redis_stream_spout_rescales_live_counting_every_entry_once(redis_server, redis_client, first, moves):
+def test_a_redis_stream_spout_rescales_live_counting_every_entry_once(redis_server, redis_client, first,
+                                                                      moves):
     for i in range(0, RECORDS, 100):
         pipe = redis_client.pipeline()
         for n in range(i, i + 100):

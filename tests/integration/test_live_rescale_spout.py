@@ -126,6 +126,31 @@ def test_an_at_least_once_spout_rescales_live_draining_its_old_tasks_and_loses_n
     assert not Seen.FAIL  # every planned failure struck
 
 
+def test_a_spout_move_finishes_in_the_workers_with_nobody_asking_the_cluster(tmp_path):
+    # the clock moves and the workers run, but no get_topology_info, advance_time or
+    # rebalance looks at the move: the old tasks drain and close, the new ones start, on
+    # their workers' own timers (at-least-once) or barriers (exactly-once)
+    src, want = files(tmp_path)
+    Seen.acked, Seen.FAIL = {}, set()
+    b = TopologyBuilder()
+    b.set_spout("source", file_spout(tmp_path, src), 2)
+    b.set_bolt("sink", Seen(), 2).shuffle_grouping("source").add_configuration(
+        "topology.tick.tuple.freq.secs", 1)
+    with simulated_time() as clock, LocalCluster() as cluster:
+        cluster.submit_topology(NAME, alo_conf(), b.create_topology())
+        while len(Seen.acked) < len(want) // 4:
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.3)
+        cluster.rebalance(NAME, parallelism={"source": 3})
+        deadline = time.monotonic() + 60
+        while set(Seen.acked) != want and time.monotonic() < deadline:
+            clock.advance(STEP)
+            cluster.wait_quiet(0.3, raise_on_timeout=False)
+        rec = cluster.get_topology_info(NAME)["rescale"]
+        cluster.kill_topology(NAME)
+    assert sorted(want - set(Seen.acked))[:10] == []
+    assert (rec["status"], rec["live"]) == ("done", True), rec
+
+
 def test_an_exactly_once_move_whose_checkpoint_rolls_back_leaves_the_old_tasks_then_moves(tmp_path):
     src, want = files(tmp_path)
     memory.clear()
