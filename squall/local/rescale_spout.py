@@ -6,10 +6,11 @@ it holds the checkpoint spout until no checkpoint is in flight (its record says 
 spouts read their task index and count), makes the new tasks (opened, not yet emitting),
 hooks the old and new tasks, the barriers downstream and the checkpoint spout's route to the
 spout, and lets the checkpoint spout go on. At-least-once: the old tasks stop emitting and
-drain. ``progress`` (called by the cluster when it is asked about the topology, as simulated
-time advances and at the next rebalance) finishes it once every task has done its part: the
-old tasks retire (``RetiredSpout``) and the helpers come off; or, if ``T`` rolled back, the new
-tasks are removed and the old plan and routes come back.
+drain, watched by a timer on each worker concerned. Either way the tasks do the move by
+themselves (old ones retire into a ``RetiredSpout``, new ones start). ``progress`` (called
+by the cluster when it is asked about the topology, as simulated time advances and at the
+next rebalance) finishes the record once every task has done its part and takes the helpers
+off; or, if ``T`` rolled back, removes the new tasks and brings the old plan and routes back.
 """
 
 from __future__ import annotations

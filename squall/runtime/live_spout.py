@@ -21,7 +21,8 @@ At-least-once: the old tasks stop calling ``next_tuple`` and drain: the trees th
 pending complete or fail (a failure goes to the spout's ``fail`` as always; the spout's
 source replays it when the split's new owner reads from the source's own progress, which
 does not pass an unacked record), bounded by twice ``topology.message.timeout.secs``. Then
-they close, and the new tasks start emitting.
+they close, and the new tasks start emitting (``DrainedHandover``, run by a timer of each
+worker concerned).
 """
 
 from __future__ import annotations
