@@ -237,3 +237,35 @@ def test_a_spout_move_replaces_every_spout_task_with_new_ids_spread_over_the_wor
     where = new.task_worker()
     assert sorted(where[t] for t in tasks) == [0, 0, 1] or sorted(where[t] for t in tasks) == [0, 1, 1]
     assert all(where[t] == w for t, w in plan.task_worker().items() if t not in old)
+
+
+def test_an_at_least_once_spout_feeding_a_checkpointed_keyed_count_rescales_live():
+    # at-least-once with stateful bolts: the barriers start at the bolts the spout feeds, not
+    # at the spout, so its move needs no checkpoint; the count loses nothing
+    from collections import Counter
+
+    from squall.testing.invariants import tally
+    from tests.integration.components import RECORD
+    from tests.integration.eo_components import PartitionedSpout, sentences
+    from tests.integration.test_exactly_once import NAME as EO_NAME
+    from tests.integration.test_exactly_once import RATE, build, conf, expected
+    from tests.integration.test_live_rescale_keyed import keyed_counts
+
+    memory.clear()
+    RECORD.clear()
+    texts = sentences(5, 300)
+    words, _ = expected(texts)
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(EO_NAME, conf("at_least_once"),
+                                build(texts, spout=PartitionedSpout(texts, EO_NAME, rate=RATE)))
+        workers = cluster.workers(EO_NAME)
+        cluster.advance_time(1, increment=STEP, quiet_timeout=0.3)
+        cluster.rebalance(EO_NAME, parallelism={"source": 3})
+        deadline = time.monotonic() + 60
+        while tally(words, Counter(keyed_counts())).lost and time.monotonic() < deadline:
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.3)
+        rec = cluster.get_topology_info(EO_NAME)["rescale"]
+        assert cluster.workers(EO_NAME) == workers
+        cluster.kill_topology(EO_NAME)
+    assert (rec["status"], rec["live"], rec["reason"]) == ("done", True, None), rec
+    assert tally(words, Counter(keyed_counts())).lost == []
