@@ -146,9 +146,15 @@ def _stop_emitting(worker: Any, ids: list[int]) -> float:
     return float(worker.clock())
 
 
-def _every(worker: Any, action: Any) -> Any:
+def _every(worker: Any, step: Any) -> Any:
+    """A timer running ``step`` until it says this worker's part is over (then never again)."""
+    def action() -> None:
+        if step():
+            timer.due = timer.interval = float("inf")  # not fired (nor counted as work) again
+
     worker.timers.every(worker.clock(), DRAIN_CHECK_SECS, action)
-    return worker.timers.timers[-1]
+    timer = worker.timers.timers[-1]
+    return timer
 
 
 def _checkpoint_spout(workers: list[Any]) -> tuple[Any, Any]:

@@ -226,7 +226,7 @@ class RetiredSpout(Task):
         if tup.stream == CHECKPOINT_STREAM:
             if self._fail is not None:
                 self._fail(tup)
-        else:
+        elif not tup.is_tick():
             self.dropped += 1
 
 
@@ -266,8 +266,11 @@ class DrainedHandover:
         self.started: set[int] = set()  # workers whose new tasks started
         self.started_at = 0.0
 
-    def step(self, worker: Any, old: list[int], new: list[int]) -> None:
-        """Close and retire this worker's drained old tasks; start its new ones once none is left."""
+    def step(self, worker: Any, old: list[int], new: list[int]) -> bool:
+        """Close and retire this worker's drained old tasks; start its new ones once none is left.
+
+        True once this worker's part is over (its old tasks closed, its new ones started).
+        """
         now = float(worker.clock())
         for task_id in old:
             with self.lock:
@@ -287,6 +290,8 @@ class DrainedHandover:
             with self.lock:
                 self.started.add(worker.index)
                 self.started_at = max(self.started_at, now)
+        with self.lock:
+            return not (self.left & set(old)) and (not new or worker.index in self.started)
 
     def done(self, workers: set[int]) -> bool:
         """Every old task closed, and the new tasks of each of ``workers`` started."""
