@@ -277,6 +277,8 @@ class DrainedHandover:
                 if task_id not in self.left:
                     continue
             task = worker.tasks[task_id]
+            if task.active:  # the topology was activated meanwhile: it still emits nothing
+                task.deactivate()
             if drained(task) or now >= self.deadline:
                 retire_here(worker, [task_id], close=True)
                 with self.lock:
