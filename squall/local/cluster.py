@@ -15,12 +15,14 @@ from squall.api.errors import (
     TopologyStartError,
 )
 from squall.api.topology import StormTopology
+from squall.local import rescale_spout
 from squall.local.rescale import new_record, now_ms, rescale_live
 from squall.local.rescale_keyed import KeyedRescale, NotSettled, arm, broken, progress
 from squall.runtime import clock as runtime_clock
 from squall.runtime.autoscale_control import Autoscaler, AutoscaleThread, autoscale_step, make_autoscaler
 from squall.runtime.clusters import ClusterBase
 from squall.runtime.errors import ErrorLog
+from squall.runtime.exactly_once import is_exactly_once
 from squall.runtime.info import topology_info
 from squall.runtime.live_plan import live_refusal, task_changes
 from squall.runtime.plan import TaskPlan, make_plan
@@ -48,7 +50,8 @@ class _Running:
     autoscale_thread: AutoscaleThread | None = None
     started_at: float = field(default_factory=time.monotonic)
     rescale: dict | None = None  # the last rescale's record (API.md, Rescaling)
-    moving: KeyedRescale | None = None  # a keyed move riding a checkpoint, until it is over
+    # a keyed move riding a checkpoint, or a spout's move, until it is over
+    moving: KeyedRescale | rescale_spout.SpoutRescale | None = None
 
 
 class LocalCluster(ClusterBase[_Running]):
@@ -196,7 +199,10 @@ class LocalCluster(ClusterBase[_Running]):
         worker or task is restarted. A keyed stateful component's key groups move riding
         the next checkpoint (``local.rescale_keyed``): this returns at once with the record
         ``running``; its last step (retiring removed tasks) runs at the next
-        ``get_topology_info``, ``advance_time`` or ``rebalance``. A restart: spouts are
+        ``get_topology_info``, ``advance_time`` or ``rebalance``. A spout's tasks are all
+        replaced by new ones (``local.rescale_spout``): under exactly-once at the next
+        checkpoint, from positions its ``merge_positions`` makes; under at-least-once once
+        the old tasks drained what they have pending. A restart: spouts are
         deactivated, bolts drain for ``wait_secs``, every task stops, and the topology
         starts again from the submitted components (tuples in flight replay by timeout if
         their spout survives, as with Storm's rebalance).
@@ -209,19 +215,21 @@ class LocalCluster(ClusterBase[_Running]):
                 # the store is consistent at every point of a move (each key group's state is
                 # its last committer's), so a restart may cut in
                 busy = (f"a live move of {running.moving.component!r} was still riding checkpoint "
-                        f"{running.moving.txid}: restarted instead")
+                        f"{running.moving.txid}: restarted instead") if running.moving.txid is not None \
+                    else f"a live move of {running.moving.component!r} was still draining: restarted instead"
                 running.moving = None
             topology, conf, plan = self._rebalanced(running, num_workers, parallelism)
             counts = {c: len(plan.component_tasks[c]) for c in (parallelism or {})}
             changes = task_changes(running.plan, counts)
             record = running.rescale = new_record(changes)
-            reason = busy or live_refusal(topology, conf, running.plan, changes, num_workers)
+            reason = busy or live_refusal(topology, conf, running.plan, changes, num_workers, spouts=True)
             was_active = running.status != "INACTIVE"
             running.status = "REBALANCING"
             began = now_ms()
             try:
                 keyed = [c for c in changes if topology.components[c].stateful]
-                if reason is None and keyed and not was_active:
+                spouts = [c for c in changes if topology.components[c].kind == "spout"]
+                if reason is None and (keyed or (spouts and is_exactly_once(conf))) and not was_active:
                     reason = "the topology is inactive: no checkpoint runs to carry the move"
                 if reason is None and keyed:
                     # returns at once: the move rides the next checkpoint (record "running")
@@ -230,6 +238,14 @@ class LocalCluster(ClusterBase[_Running]):
                         running.conf = conf
                         return
                     except NotSettled as e:
+                        reason = str(e)
+                if reason is None and spouts:
+                    # returns at once: the spout's tasks hand over (runtime.live_spout)
+                    try:
+                        running.moving = rescale_spout.arm(running, topology, spouts[0], changes, record)
+                        running.conf = conf
+                        return
+                    except rescale_spout.NotSettled as e:
                         reason = str(e)
                 if reason is None:
                     self._rescale_live(running, topology, conf, changes, num_workers, record)
@@ -275,7 +291,8 @@ class LocalCluster(ClusterBase[_Running]):
         """
         with self._lock:
             move = running.moving
-            if move is not None and broken(running, move):
+            spout = isinstance(move, rescale_spout.SpoutRescale)
+            if move is not None and (rescale_spout.broken(running, move) if spout else broken(running, move)):  # type: ignore[arg-type]
                 running.moving = None
                 move.record.update(live=False, reason="a worker stopped during the move: the "
                                    "topology restarted under the new plan")
@@ -285,6 +302,9 @@ class LocalCluster(ClusterBase[_Running]):
                 running.topology, running.conf, running.plan = topology, conf, plan
                 self._start_workers(running, active=was_active)
                 move.record["status"] = "done"
+            elif isinstance(move, rescale_spout.SpoutRescale):
+                if rescale_spout.progress(running, move):
+                    running.moving = None
             elif move is not None and progress(running, move):
                 running.moving = None
             return running.moving is None
@@ -310,7 +330,7 @@ class LocalCluster(ClusterBase[_Running]):
         """Why ``rebalance(name, parallelism=counts)`` would restart instead of moving live."""
         running = self._get(name)
         return live_refusal(running.topology, running.conf, running.plan,
-                            task_changes(running.plan, counts), None)
+                            task_changes(running.plan, counts), None, spouts=True)
 
     def _now(self) -> float:
         return self._simulated.monotonic() if self._simulated is not None else time.monotonic()

@@ -14,12 +14,15 @@ from typing import Any
 
 import cloudpickle
 
+from squall.api.errors import InvalidTopologyError
 from squall.nimbus import clusterconf, gray
 from squall.nimbus.core import NimbusCore, history_key, log
 from squall.nimbus.errors import Conflict, InvalidRequest, NimbusError
 from squall.nimbus.replication import forget, holders
 from squall.nimbus.validation import check_topology_name, decode_upload, json_conf
 from squall.runtime.errors import without_texts
+from squall.runtime.exactly_once_checks import check_spout_rescale
+from squall.runtime.submission import prepare_conf, with_parallelism
 from squall.store import keys as K
 from squall.store import taskrecords
 
@@ -221,6 +224,8 @@ class Lifecycle(NimbusCore):
                                f"complete-upgrade or rollback first (or let it expire)")
             if rec["status"] not in (K.ACTIVE, K.INACTIVE, K.UPGRADING):
                 raise Conflict(f"topology {name!r} is {rec['status']}; rebalance it once that is over")
+            if parallelism:
+                self.check_spout_positions(rec, parallelism)
             if up:  # expired: every worker restarts on the base version
                 log.warning("topology %r: the rebalance ends the expired upgrade to version %d (%s)",
                             name, up["to"], gray.versions_text(up, rec["num_workers"]))
@@ -242,6 +247,25 @@ class Lifecycle(NimbusCore):
                               parallelism=merged, rescale=result.get("rescale"), **ended)
             self.notify(name, "rebalance")
             return self.summary(rec)
+
+    def check_spout_positions(self, rec: dict, parallelism: dict) -> None:
+        """Refuse a change of an exactly-once spout's task count it cannot follow.
+
+        ``InvalidRequest`` (one line, naming the spout) when the spout has no
+        ``merge_positions``: its new tasks could not start from the old tasks' positions.
+        """
+        blobs = self.blobs.version(rec["id"], rec["version"])
+        try:
+            topology = cloudpickle.loads(blobs.topology_bytes())
+        except Exception as e:  # noqa: BLE001 - unreadable here: the master checks what it can
+            log.warning("topology %r: its spouts' positions cannot be checked: %s", rec["name"], e)
+            return
+        try:
+            conf = prepare_conf(blobs.conf(), topology)
+            before = with_parallelism(topology, rec.get("parallelism") or {})
+            check_spout_rescale(conf, before, with_parallelism(before, parallelism))
+        except InvalidTopologyError as e:
+            raise InvalidRequest(f"rebalance: {e}") from None
 
     def kill(self, name: str, wait_secs: float | None) -> dict:
         """Deactivate, wait (default: the message timeout), stop everything, free all."""

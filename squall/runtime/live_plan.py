@@ -37,12 +37,20 @@ def upstream_components(topology: StormTopology, component: str) -> list[str]:
 
 
 def live_refusal(topology: StormTopology, conf: dict, plan: TaskPlan,
-                 changes: dict[str, tuple[int, int]], num_workers: int | None) -> str | None:
-    """Why ``changes`` cannot be made while the topology runs, or None when they can."""
+                 changes: dict[str, tuple[int, int]], num_workers: int | None,
+                 spouts: bool = False) -> str | None:
+    """Why ``changes`` cannot be made while the topology runs, or None when they can.
+
+    ``spouts``: the cluster moves a spout live (``runtime.live_spout``; LocalCluster).
+    """
     if num_workers is not None and num_workers < plan.num_workers:
         return f"fewer workers ({plan.num_workers} -> {num_workers}) need a restart"
     if not changes:
         return "no task count changes (executors alone are regrouped by a restart)"
+    if spouts and any(topology.components[c].kind == "spout" for c in changes):
+        from squall.runtime.live_spout import spout_refusal
+
+        return spout_refusal(topology, conf, plan, changes, num_workers)
     keyed = [c for c in changes if topology.components[c].stateful]
     if keyed:
         if len(changes) > 1:
@@ -93,7 +101,7 @@ def _wiring_refusal(topology: StormTopology, conf: dict, plan: TaskPlan, comp: s
 def _component_refusal(topology: StormTopology, conf: dict, plan: TaskPlan, comp: str) -> str | None:
     spec = topology.components[comp]
     if spec.kind == "spout":
-        return "a spout (spout positions do not move live)"
+        return "a spout (here it rescales by a restart; a spout moves live on LocalCluster only)"
     if "Windowed" in spec.class_name:
         return "windowed state (its windows do not move live)"
     if spec.asynchronous:

@@ -33,3 +33,41 @@ def hold_commits(cluster: LocalCluster, name: str, component: str) -> threading.
 
             task.on_checkpoint = on_checkpoint
     return dropped
+
+
+def hold_acks(cluster: LocalCluster, name: str, component: str) -> None:
+    """From now on ``component``'s tasks never pass a committed record's ``ack`` to the spout.
+
+    The checkpoints commit as usual, but the sources' own commits (file progress, group
+    offsets) stay behind them: where a task starts after a live rescale must then come from
+    the checkpointed positions (``merge_positions``), not from the source.
+    """
+    running = cluster._get(name)
+    for w in running.workers:
+        for task_id in running.plan.component_tasks[component]:
+            task = w.tasks.get(task_id)
+            if task is not None:
+                task.ack_committed = lambda msg_id: None
+
+
+def rescale_live(cluster: LocalCluster, name: str, component: str, moves: list[int], ready: Any,
+                 step: Any, deadline: float) -> list[dict]:
+    """Rebalance ``component`` to each of ``moves`` in turn, live, each once ``ready(done)``
+    (moves done so far) holds and the previous move is over, with its tasks' acks held
+    (``hold_acks``); ``step()`` advances the cluster. The ``rescale`` record of each move."""
+    import time
+
+    todo, records = list(moves), []
+    while time.monotonic() < deadline:
+        record = cluster.get_topology_info(name)["rescale"]
+        if records and records[-1] is None:
+            if record["status"] != "running":
+                records[-1] = record
+        elif todo and ready(len(records)):
+            hold_acks(cluster, name, component)
+            cluster.rebalance(name, parallelism={component: todo.pop(0)})
+            records.append(None)
+        elif not todo and ready(len(moves) + 1):
+            break
+        step()
+    return records

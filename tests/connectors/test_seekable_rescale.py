@@ -16,7 +16,7 @@ from squall.connectors.files import FileSpout
 from squall.connectors.redis import RedisStreamSpout
 from squall.state import memory
 from squall.testing import simulated_time
-from tests.connectors.rescaling import hold_commits
+from tests.connectors.rescaling import hold_commits, rescale_live
 from tests.integration.eo_components import committed
 
 NAME = "eo-rescale"
@@ -114,6 +114,63 @@ def test_a_rescaled_file_spout_counts_every_line_once(tmp_path, first, moves):
                       poll_secs=0.1, read_bytes=64)
     got, errors = run(spout, first, moves)
     check_once(got, {f"{f}:{i}" for f in range(6) for i in range(RECORDS // 6)}, errors)
+
+
+def run_live(spout: Any, first: int, moves: tuple[int, ...]) -> tuple[dict, list[str], list[dict]]:
+    """As ``run``, each move live (the spout's acks held, so its source lags the checkpoints);
+    also the moves' ``rescale`` records. The workers and the sink's task stay the same objects."""
+    memory.clear()
+    b = TopologyBuilder()
+    b.set_spout("source", spout, first)
+    b.set_bolt("sink", CountFirst(), 1).shuffle_grouping("source")
+
+    def counted() -> int:
+        return len(committed(f"{NAME}/sink/0"))
+
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, eo_conf(), b.create_topology())
+        workers = cluster.workers(NAME)
+        sink = {t: task for w in workers for t, task in w.tasks.items() if task.component == "sink"}
+        records = rescale_live(
+            cluster, NAME, "source", list(moves), lambda done: counted() >= RECORDS * (done + 1) // 4,
+            lambda: cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.3),
+            time.monotonic() + 60)
+        cluster.advance_time(3, increment=STEP, quiet_timeout=0.5)  # later checkpoints commit too
+        assert cluster.workers(NAME) == workers
+        assert all(w.tasks[t] is task for w in workers for t, task in sink.items() if t in w.tasks)
+        info = cluster.get_topology_info(NAME)
+        errors = [e["message"] for e in info["errors"]]
+        assert len(info["components"]["source"]["tasks"]) == moves[-1]
+        cluster.kill_topology(NAME)
+    return committed(f"{NAME}/sink/0"), errors, records
+
+
+@MOVES
+def test_a_file_spout_rescales_live_counting_every_line_once(tmp_path, first, moves):
+    src = tmp_path / "in"
+    src.mkdir()
+    for f in range(6):
+        (src / f"f{f}.txt").write_text("".join(f"{f}:{i}\n" for i in range(RECORDS // 6)), encoding="utf-8")
+    spout = FileSpout(src, "*.txt", progress=tmp_path / "progress", commit_interval_secs=0.2,
+                      poll_secs=0.1, read_bytes=64)
+    got, errors, records = run_live(spout, first, moves)
+    assert [(r["status"], r["live"], r["reason"]) for r in records] == [("done", True, None)] * 2, records
+    assert [r["components"]["source"] for r in records] == [[first, moves[0]], list(moves)]
+    check_once(got, {f"{f}:{i}" for f in range(6) for i in range(RECORDS // 6)}, errors)
+
+
+@MOVES
+def test_a_redis_stream_spout_rescales_live_counting_every_entry_once(redis_server, redis_client, first,
+                                                                      moves):
+    for i in range(0, RECORDS, 100):
+        pipe = redis_client.pipeline()
+        for n in range(i, i + 100):
+            pipe.xadd("in", {"n": str(n)})
+        pipe.execute()
+    spout = RedisStreamSpout("in", "g", ("n",), port=redis_server.port, batch=8)
+    got, errors, records = run_live(spout, first, moves)
+    assert [(r["status"], r["live"], r["reason"]) for r in records] == [("done", True, None)] * 2, records
+    check_once(got, {str(n) for n in range(RECORDS)}, errors)
 
 
 def test_redis_merge_positions_keeps_each_consumer_with_one_task():

@@ -23,7 +23,7 @@ from tests.connectors.kafka.test_kafka_exactly_once import (
     produce_slowly,
     sink_state,
 )
-from tests.connectors.rescaling import hold_commits
+from tests.connectors.rescaling import hold_commits, rescale_live
 
 PARTITIONS = 5
 RECORDS = 600
@@ -70,6 +70,49 @@ def test_a_rescaled_kafka_spout_counts_every_record_once(kafka_broker, moves):
         errors = [e["message"] for e in cluster.get_topology_info(NAME)["errors"]]
         cluster.kill_topology(NAME)
     assert not todo, f"the rebalances did not all happen: {len(sink_state())} counted; {errors}"
+    got = sink_state()
+    want = {f"in:{p}:{o}" for p in range(PARTITIONS) for o in range(RECORDS // PARTITIONS)}
+    assert set(got) == want, (sorted(want - set(got))[:10], sorted(set(got) - want)[:10], errors)
+    assert sorted(k for k, n in got.items() if n > 1) == [], errors
+
+
+@pytest.mark.parametrize("first, moves", [(2, (3, 2)), (3, (2, 3))], ids=["2-3-2", "3-2-3"])
+def test_a_kafka_spout_rescales_live_counting_every_record_once(kafka_broker, first, moves):
+    # each move live, riding a checkpoint, with the spout's acks held so its group offsets lag
+    # the checkpoints: the new tasks start from the merged positions. Workers and the sink's
+    # task stay the same objects
+    kafka_broker.create_topic("in", PARTITIONS)
+    memory.clear()
+    KeySink.SEEN = {}
+    config = KafkaSpoutConfig(kafka_broker.bootstrap, ["in"], group_id="g",
+                              record_translator=KeyTranslator(), partition_refresh_period_ms=300,
+                              offset_commit_period_ms=200)
+    b = TopologyBuilder()
+    b.set_spout("source", KafkaSpout(config), first)
+    b.set_bolt("sink", KeySink(), 1).shuffle_grouping("source")
+    c = eo_conf(**{"topology.state.checkpoint.interval.ms": 300})
+    with simulated_time(), LocalCluster() as cluster:
+        cluster.submit_topology(NAME, c, b.create_topology())
+        workers = cluster.workers(NAME)
+        sink = [(w, t, task) for w in workers for t, task in w.tasks.items() if task.component == "sink"]
+        producer = produce_slowly(kafka_broker, "in", RECORDS, PARTITIONS, 6.0)
+
+        def step() -> None:
+            cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.3)
+            time.sleep(0.02)  # the broker's clients need real time
+
+        records = rescale_live(cluster, NAME, "source", list(moves),
+                               lambda done: len(sink_state()) >= RECORDS * (done + 1) // 4,
+                               step, time.monotonic() + 120)
+        producer.join()
+        cluster.advance_time(5, increment=0.5, quiet_timeout=2)  # later checkpoints commit too
+        assert cluster.workers(NAME) == workers and all(w.tasks[t] is task for w, t, task in sink)
+        info = cluster.get_topology_info(NAME)
+        errors = [e["message"] for e in info["errors"]]
+        assert len(info["components"]["source"]["tasks"]) == moves[-1]
+        cluster.kill_topology(NAME)
+    assert [(r and r["status"], r and r["live"], r and r["reason"]) for r in records] \
+        == [("done", True, None)] * 2, (records, errors)
     got = sink_state()
     want = {f"in:{p}:{o}" for p in range(PARTITIONS) for o in range(RECORDS // PARTITIONS)}
     assert set(got) == want, (sorted(want - set(got))[:10], sorted(set(got) - want)[:10], errors)
