@@ -9,12 +9,21 @@ variant column the moves' ``pause_ms`` (what the record measures: for a live mov
 the new owners held input for the key groups they took; for a restart, stop to running
 again). The ``restart`` variant asks the same moves with the live path turned off in the
 runner's process (the module attribute ``squall.local.cluster.live_refusal`` answers
-"restart"), so the two differ only in how the move is made. On squall-spark a rescale
-restarts in both variants today (the record says so).
+"restart"; on squall-spark ``squall.spark.cluster.live_refusal``), so the two differ only in
+how the move is made.
+
+Per move also: ``p99_during_ms`` (the p99 complete latency of the sentences completed in the
+``SETTLE_S`` after the move was asked), ``recover_s`` (seconds from the ask until the first
+1 s window whose acked rate is at least 90% of the rate in the 2 s before the ask) and
+``before_tps`` (that rate). On squall-spark the spout offers ``RATES["squall-spark"]``: half
+the most it acked with this topology on the bench machine: ``SQUALL_BENCH_RESCALE_TPS``
+overrides the offered rate (set it far above what a system takes, and ``before_tps`` is the
+most it acked).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -23,16 +32,20 @@ from squall import Config, Fields, TopologyBuilder
 NAME = "rescale"
 SYSTEMS = ("squall-local", "squall-spark")
 RATE_TPS = 2000.0
+# the offered rate per system: squall-spark's is half the most it acked (see the module)
+RATES = {"squall-local": RATE_TPS, "squall-spark": 600.0}
 MOVES = (12, 4)
-SETTLE_S = 3.0
+SETTLE_S = 6.0
+BEFORE_S = 2.0  # the rate before a move: over this long before it was asked
 
 
 def cases(profile: Any, system: str) -> list[dict]:
     from benchmarks.workloads import make_case
 
     out = []
+    rate = float(os.environ.get("SQUALL_BENCH_RESCALE_TPS") or RATES.get(system, RATE_TPS))
     for variant in ("live", "restart"):
-        case = make_case(NAME, variant, system, profile, acking=True, rate_tps=RATE_TPS)
+        case = make_case(NAME, variant, system, profile, acking=True, rate_tps=rate)
         case.update(warmup_s=0.0, duration_s=60.0)  # the runner's time limit: the moves' longest run
         out.append(case)
     return out
@@ -42,7 +55,7 @@ def build(case: dict, probe_dir: str) -> tuple[Any, Config]:
     from benchmarks.workloads.components import SentenceSpout, SplitSentence, StatefulWordCount
 
     b = TopologyBuilder()
-    b.set_spout("sentence", SentenceSpout(probe_dir, RATE_TPS), 1)
+    b.set_spout("sentence", SentenceSpout(probe_dir, float(case.get("rate_tps") or RATE_TPS)), 1)
     b.set_bolt("split", SplitSentence(), 2).shuffle_grouping("sentence")
     b.set_bolt("count", StatefulWordCount(probe_dir), 4).fields_grouping("split", Fields("word"))
     conf = Config()
@@ -54,15 +67,15 @@ def build(case: dict, probe_dir: str) -> tuple[Any, Config]:
 
 def measure(cluster: Any, name: str, case: dict, probe_dir: str) -> dict[str, Any]:
     """Ask the moves, wait for each, and return the row's figures."""
+    import squall.local.cluster as local
+    import squall.spark.cluster as spark
     from benchmarks.peers._measure import percentiles_ms, read_probes, total_rate
 
-    restore = None
+    restore = {m: getattr(m, "live_refusal", None) for m in (local, spark)}
     if case["variant"] == "restart":
-        import squall.local.cluster as local
-
-        restore = getattr(local, "live_refusal", None)
-        if restore is not None:
-            local.live_refusal = lambda *args, **kw: "restart asked by the benchmark"
+        for m, was in restore.items():
+            if was is not None:
+                m.live_refusal = lambda *args, **kw: "restart asked by the benchmark"  # type: ignore[attr-defined]
     try:
         time.sleep(3.0)  # warm up at the offered rate
         start = time.perf_counter()
@@ -81,17 +94,40 @@ def measure(cluster: Any, name: str, case: dict, probe_dir: str) -> dict[str, An
             time.sleep(SETTLE_S)
         end = time.perf_counter()
     finally:
-        if restore is not None:
-            import squall.local.cluster as local
-
-            local.live_refusal = restore
+        for m, was in restore.items():
+            if was is not None:
+                m.live_refusal = was  # type: ignore[attr-defined]
     acked, latencies = read_probes(probe_dir, "-spout")
     during = [lat for done, lat in latencies if any(a <= done <= b for a, b in windows)]
+    per_move = [percentiles_ms([lat for done, lat in latencies if a <= done <= b])["latency_p99_ms"]
+                for a, b in windows]
     shown = "/".join("-" if p is None else f"{p:.0f}" for p in pauses)
     out: dict[str, Any] = {
         "throughput_tps": total_rate(acked, start, end), "words_per_s": None,
         "measured_s": round(end - start, 3), "pause_ms": pauses, "moves": modes,
+        "p99_during_ms": per_move, "recover_s": [recovery_s(acked, a, b) for a, b in windows],
+        "before_tps": [total_rate(acked, a - BEFORE_S, a) for a, _ in windows],
         "variant": f"{modes[0]} {shown}ms",
     }
     out.update(percentiles_ms(during))
     return out
+
+
+def recovery_s(acked: Any, asked: float, until: float, window: float = 1.0,
+               step: float = 0.05) -> float | None:
+    """Seconds from ``asked`` to the first ``window`` acking 90% of the rate before it.
+
+    The rate before: over the ``BEFORE_S`` before ``asked``. None: not within ``until``.
+    """
+    from benchmarks.peers._measure import total_rate
+
+    before = total_rate(acked, asked - BEFORE_S, asked)
+    if not before:
+        return None
+    t = asked
+    while t + window <= until + 1e-9:
+        rate = total_rate(acked, t, t + window)
+        if rate is not None and rate >= 0.9 * before:
+            return round(t - asked, 2)
+        t += step
+    return None

@@ -1,0 +1,31 @@
+"""The ``rescale`` bench row's recovery figure: seconds until the acked rate is back to 90%."""
+
+from __future__ import annotations
+
+from benchmarks.workloads.rescale import recovery_s
+
+
+def _series(rates: list[tuple[float, float, float]], step: float = 0.1) -> list[list[tuple[float, float]]]:
+    """One cumulative counter sampled every ``step`` s, at ``rate`` over each [t0, t1)."""
+    points, total, t = [], 0.0, 0.0
+    for t0, t1, rate in rates:
+        t = t0
+        while t < t1 - 1e-9:
+            points.append((round(t, 6), total))
+            total += rate * step
+            t += step
+    points.append((round(t, 6), total))
+    return [points]
+
+
+def test_recovery_is_the_first_second_back_at_90_percent():
+    acked = _series([(0.0, 10.0, 1000.0), (10.0, 12.0, 0.0), (12.0, 20.0, 1000.0)])
+    got = recovery_s(acked, 10.0, 19.0)
+    assert got is not None and 1.9 <= got <= 2.15, got
+
+
+def test_no_dip_recovers_at_once_and_no_return_is_none():
+    flat = _series([(0.0, 20.0, 1000.0)])
+    assert recovery_s(flat, 10.0, 19.0) == 0.0
+    stopped = _series([(0.0, 10.0, 1000.0), (10.0, 20.0, 100.0)])
+    assert recovery_s(stopped, 10.0, 19.0) is None
