@@ -164,15 +164,18 @@ def _move(cluster, name: str, n: int, rng: random.Random, outcome: list) -> None
             pass
     killer = threading.Thread(target=kill, daemon=True)
     killer.start()
+    began = time.monotonic()
     for _ in range(5):
         try:
             cluster.rebalance(name, parallelism={"count": n})
-        except StepError:
-            outcome.append("failed")
+        except StepError as e:
+            outcome.append(f"failed ({e})")
             time.sleep(0.5)
             continue
         rec = cluster.get_topology_info(name)["rescale"]
-        outcome.append("live" if rec["live"] else "restart")
+        took = time.monotonic() - began
+        outcome.append(f"kill at {delay:.2f}s, {'live' if rec['live'] else 'restart'} after {took:.2f}s"
+                       + ("" if rec["live"] else f" ({rec['reason']})"))
         break
     killer.join()
 
