@@ -33,7 +33,7 @@ NAME = "rescale"
 SYSTEMS = ("squall-local", "squall-spark")
 RATE_TPS = 2000.0
 # the offered rate per system: squall-spark's is half the most it acked (see the module)
-RATES = {"squall-local": RATE_TPS, "squall-spark": 600.0}
+RATES = {"squall-local": RATE_TPS, "squall-spark": 10_000.0}
 MOVES = (12, 4)
 SETTLE_S = 6.0
 BEFORE_S = 2.0  # the rate before a move: over this long before it was asked
@@ -79,7 +79,7 @@ def measure(cluster: Any, name: str, case: dict, probe_dir: str) -> dict[str, An
     try:
         time.sleep(3.0)  # warm up at the offered rate
         start = time.perf_counter()
-        windows, pauses, modes = [], [], []
+        windows, pauses, modes, reasons = [], [], [], []
         for n in MOVES:
             asked = time.perf_counter()
             cluster.rebalance(name, parallelism={"count": n})
@@ -90,6 +90,7 @@ def measure(cluster: Any, name: str, case: dict, probe_dir: str) -> dict[str, An
                 record = cluster.get_topology_info(name).get("rescale") or {}
             pauses.append(record.get("pause_ms"))
             modes.append("live" if record.get("live") else "restart")
+            reasons.append(record.get("reason"))
             windows.append((asked, asked + SETTLE_S))
             time.sleep(SETTLE_S)
         end = time.perf_counter()
@@ -98,13 +99,14 @@ def measure(cluster: Any, name: str, case: dict, probe_dir: str) -> dict[str, An
             if was is not None:
                 m.live_refusal = was  # type: ignore[attr-defined]
     acked, latencies = read_probes(probe_dir, "-spout")
+    acked = [stitched(series) for series in acked]
     during = [lat for done, lat in latencies if any(a <= done <= b for a, b in windows)]
     per_move = [percentiles_ms([lat for done, lat in latencies if a <= done <= b])["latency_p99_ms"]
                 for a, b in windows]
     shown = "/".join("-" if p is None else f"{p:.0f}" for p in pauses)
     out: dict[str, Any] = {
         "throughput_tps": total_rate(acked, start, end), "words_per_s": None,
-        "measured_s": round(end - start, 3), "pause_ms": pauses, "moves": modes,
+        "measured_s": round(end - start, 3), "pause_ms": pauses, "moves": modes, "reasons": reasons,
         "p99_during_ms": per_move, "recover_s": [recovery_s(acked, a, b) for a, b in windows],
         "before_tps": [total_rate(acked, a - BEFORE_S, a) for a, _ in windows],
         "variant": f"{modes[0]} {shown}ms",
@@ -124,10 +126,27 @@ def recovery_s(acked: Any, asked: float, until: float, window: float = 1.0,
     before = total_rate(acked, asked - BEFORE_S, asked)
     if not before:
         return None
-    t = asked
-    while t + window <= until + 1e-9:
+    i = 0
+    while asked + i * step + window <= until + 1e-9:
+        t = asked + i * step
         rate = total_rate(acked, t, t + window)
         if rate is not None and rate >= 0.9 * before:
-            return round(t - asked, 2)
-        t += step
+            return round(i * step, 2)
+        i += 1
     return None
+
+
+def stitched(series: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """A probe's cumulative counter made cumulative across restarts.
+
+    A restarted spout task writes to the same probe file, counting from 0 again: each later
+    count goes on from the last one its predecessor wrote.
+    """
+    out: list[tuple[float, float]] = []
+    offset, last = 0.0, 0.0
+    for t, count in series:
+        if count < last:
+            offset += last
+        last = count
+        out.append((t, count + offset))
+    return out

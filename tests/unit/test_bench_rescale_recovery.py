@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.workloads.rescale import recovery_s
+from benchmarks.workloads.rescale import recovery_s, stitched
 
 
 def _series(rates: list[tuple[float, float, float]], step: float = 0.1) -> list[list[tuple[float, float]]]:
@@ -29,3 +29,11 @@ def test_no_dip_recovers_at_once_and_no_return_is_none():
     assert recovery_s(flat, 10.0, 19.0) == 0.0
     stopped = _series([(0.0, 10.0, 1000.0), (10.0, 20.0, 100.0)])
     assert recovery_s(stopped, 10.0, 19.0) is None
+
+
+def test_a_restarted_spout_probe_counts_on_from_its_predecessor():
+    restarted = [(0.0, 0.0), (1.0, 100.0), (2.0, 200.0), (5.0, 0.0), (6.0, 100.0)]
+    assert stitched(restarted) == [(0.0, 0.0), (1.0, 100.0), (2.0, 200.0), (5.0, 200.0), (6.0, 300.0)]
+    # across the restart: 3 s of nothing, then 100/s again
+    got = recovery_s([stitched(restarted + [(7.0, 200.0), (8.0, 300.0)])], 2.0, 8.0)
+    assert got == 3.0, got
