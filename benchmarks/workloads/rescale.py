@@ -108,7 +108,7 @@ def measure(cluster: Any, name: str, case: dict, probe_dir: str) -> dict[str, An
         "throughput_tps": total_rate(acked, start, end), "words_per_s": None,
         "measured_s": round(end - start, 3), "pause_ms": pauses, "moves": modes, "reasons": reasons,
         "p99_during_ms": per_move, "recover_s": [recovery_s(acked, a, b) for a, b in windows],
-        "before_tps": [total_rate(acked, a - BEFORE_S, a) for a, _ in windows],
+        "before_tps": [rate(acked, a - BEFORE_S, a) for a, _ in windows],
         "variant": f"{modes[0]} {shown}ms",
     }
     out.update(percentiles_ms(during))
@@ -121,16 +121,14 @@ def recovery_s(acked: Any, asked: float, until: float, window: float = 1.0,
 
     The rate before: over the ``BEFORE_S`` before ``asked``. None: not within ``until``.
     """
-    from benchmarks.peers._measure import total_rate
-
-    before = total_rate(acked, asked - BEFORE_S, asked)
+    before = rate(acked, asked - BEFORE_S, asked)
     if not before:
         return None
     i = 0
     while asked + i * step + window <= until + 1e-9:
         t = asked + i * step
-        rate = total_rate(acked, t, t + window)
-        if rate is not None and rate >= 0.9 * before:
+        now = rate(acked, t, t + window)
+        if now >= 0.9 * before:
             return round(i * step, 2)
         i += 1
     return None
@@ -150,3 +148,25 @@ def stitched(series: list[tuple[float, float]]) -> list[tuple[float, float]]:
         last = count
         out.append((t, count + offset))
     return out
+
+
+def count_at(series: list[tuple[float, float]], t: float) -> float:
+    """A cumulative counter's value at ``t``, interpolated between its samples.
+
+    A window with no sample in it (the process stopped) counts what the samples around it
+    say, not the rate of the last stretch that had samples.
+    """
+    before = [p for p in series if p[0] <= t]
+    after = [p for p in series if p[0] > t]
+    if not before:
+        return 0.0
+    (t0, c0) = before[-1]
+    if not after:
+        return c0
+    (t1, c1) = after[0]
+    return c0 + (c1 - c0) * (t - t0) / (t1 - t0)
+
+
+def rate(acked: Any, t0: float, t1: float) -> float:
+    """Sentences acked per second over [t0, t1], over every spout probe."""
+    return sum(count_at(s, t1) - count_at(s, t0) for s in acked) / (t1 - t0)
