@@ -62,7 +62,7 @@ test-fast: $(STAMP) $(COMPILED)
 faults: $(STAMP) $(COMPILED)
 	SQUALL_FAULT_SEEDS=all $(PY) -m pytest -q -s tests/spark/test_exactly_once_faults.py \
 		tests/spark/test_exactly_once_kafka_faults.py tests/faults/test_live_rescale_faults.py \
-		tests/faults/test_live_spout_faults.py
+		tests/faults/test_live_spout_faults.py tests/spark/test_live_rescale_keyed_spark.py
 
 # lint-imports: the layers and no circles (pyproject.toml's [tool.importlinter], docs/architecture.md)
 lint: $(STAMP)

@@ -454,7 +454,8 @@ class TopologyApp:
     def rebalance(self, body: dict) -> dict:
         """Rescale live where it can, else restart every worker under the new plan (state kept).
 
-        Live: a stateless bolt's tasks change in the running workers (``spark.live_move``).
+        Live: a stateless bolt's tasks change in the running workers, a keyed stateful
+        bolt's key groups move riding one checkpoint (``spark.live_move``; waited for).
         """
         with self._lock:
             old = self._running()

@@ -222,7 +222,10 @@ class SparkCluster(ClusterBase[TopologyMaster]):
         when not): as on ``LocalCluster``, a stateless bolt gains tasks with new ids in the
         running workers or loses its highest ones, the tasks feeding it switch routes
         between two tuples, a removed task runs what it has queued and fails what reaches
-        it later; no worker process restarts (``spark.live_move``). A restart: spouts are
+        it later; no worker process restarts (``spark.live_move``). A keyed stateful bolt's
+        key groups move riding one checkpoint, and this waits for the move (the record says
+        ``running`` until then; ``StepError`` if its checkpoint rolled back: the old routing
+        stays). A restart: spouts are
         deactivated, bolts drain for ``wait_secs``, every worker stops and the topology
         starts again under the new plan. ``get_topology_info(name)["rescale"]`` says which.
         """

@@ -13,6 +13,17 @@ but the other workers may be half-way through: the move ends in a restart of the
 under the new plan (``WorkerLost``; the record says so), as on LocalCluster. A step failing
 before the switch (a new task's ``prepare`` raising, ``StepError``) is undone: the new
 tasks are cleaned up, every worker goes back to the old plan, and the old routing stays.
+
+A keyed stateful component (``rescale_keyed``) moves its key groups riding one checkpoint
+``T``, as on LocalCluster (``runtime.live_keyed``): the master holds the checkpoint spout by
+command until nothing is in flight (COMMITTED ``T - 1``), the workers learn the plan, make
+and open the new tasks, ``arm`` the component's tasks and the barriers downstream, then the
+``$checkpoint`` routes feeding it, and the spout goes on. ``rebalance`` waits for the move:
+it polls each worker's ``status`` until every task has done its part (the record says
+``running`` meanwhile), then the moves come off, the removed tasks retire and the routes go
+plain. ``T`` rolled back: the new tasks retire, the old plan and routing stay, the record
+says ``failed`` (``StepError``). A worker lost, or no free barrier within ``SETTLE_SECS``,
+or the move not over within ``MOVE_SECS``: a restart under the new plan, as for the rest.
 """
 
 from __future__ import annotations
@@ -22,11 +33,15 @@ from dataclasses import replace
 from typing import Any
 
 from squall.api.topology import StormTopology
+from squall.runtime.checkpoint import CHECKPOINT_SPOUT
+from squall.runtime.keygroups import default_table, moved, num_key_groups
 from squall.runtime.live_plan import live_plan, upstream_components
 from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 
 STEP_TIMEOUT = 30.0
+SETTLE_SECS = 10.0  # at least: the master waits this long (or 5 checkpoint intervals) for a free barrier
+MOVE_SECS = 60.0  # at least: a keyed move not over by then (or 20 intervals) ends in a restart
 
 
 class WorkerLost(Exception):
@@ -51,9 +66,8 @@ def spark_refusal(master: Any, topology: StormTopology, changes: dict[str, tuple
         return (f"a change of worker count ({master.plan.num_workers} -> {num_workers}) restarts "
                 f"the workers on Spark")
     keyed = [c for c in changes if topology.components[c].stateful]
-    if keyed:
-        return (f"component {keyed[0]!r}: a keyed stateful component moves live on LocalCluster "
-                f"only (on Spark it restarts)")
+    if keyed and not getattr(master, "active", True):
+        return "the topology is inactive: no checkpoint runs to carry the move"
     if master.worker_code:
         return "workers run two code versions (a gray upgrade): a rescale restarts them on the base"
     return None
@@ -69,8 +83,12 @@ def attempt_live(master: Any, topology: StormTopology, conf: dict, parallelism: 
     record = master.rescale = live_record(changes)
     was = master.status
     master.status = rebalancing
+    keyed = [c for c in changes if topology.components[c].stateful]
     try:
-        rescale_live(master, topology, conf, parallelism, changes, record)
+        if keyed:
+            rescale_keyed(master, topology, conf, parallelism, changes, record, keyed[0])
+        else:
+            rescale_live(master, topology, conf, parallelism, changes, record)
         return None
     except StepError as e:
         record.update(status="failed", reason=str(e))
@@ -190,3 +208,98 @@ def _step(master: Any, incs: dict[int, bytes], step: str, fields: dict[int, dict
     if errors:
         raise StepError(errors[0])
     return {i: m.get("value") for i, m in answers.items()}
+
+
+def _interval(conf: dict) -> float:
+    return float(conf.get("topology.state.checkpoint.interval.ms") or 1000) / 1000.0
+
+
+def rescale_keyed(master: Any, topology: StormTopology, conf: dict, parallelism: dict[str, int],
+                  changes: dict[str, tuple[int, int]], record: dict, comp: str) -> None:
+    """Move ``comp``'s key groups to its new tasks riding one checkpoint; fills ``record``.
+
+    Returns once the move is over (see the module). Raises ``StepError`` (undone, or ``T``
+    rolled back: the old routing stays) or anything else (the caller restarts under the new
+    plan).
+    """
+    old: TaskPlan = master.plan
+    saved = (master.plan, master.topology, master.conf, master.base)
+    new = live_plan(old, changes)
+    old_tasks, new_tasks = old.component_tasks[comp], new.component_tasks[comp]
+    k = num_key_groups(conf)
+    record["moved_key_groups"] = len(moved(default_table(len(old_tasks), k),
+                                           default_table(len(new_tasks), k)))
+    added = _by_worker(new, set(new_tasks) - set(old_tasks))
+    removed = _by_worker(old, set(old_tasks) - set(new_tasks))
+    spout_worker = old.task_worker()[old.component_tasks[CHECKPOINT_SPOUT][0]]
+    interval = _interval(conf)
+    incs = master.calls.call(lambda: _begin(master, new, topology, conf))
+    everyone = range(new.num_workers)
+    learn = {"parallelism": dict(parallelism), "changes": {c: [o, n] for c, (o, n) in changes.items()},
+             "tasks": [[t, c] for t, c in sorted(new.task_component.items())]}
+    held: float | None = None
+    armed = False
+    try:
+        held = float(_step(master, incs, "hold", {spout_worker: {}})[spout_worker])
+        txid = _settle(master, incs, spout_worker, max(SETTLE_SECS, 5 * interval))
+        _step(master, incs, "learn", dict.fromkeys(everyone, learn))
+        _step(master, incs, "check", {w: {"component": comp} for w in _by_worker(old, set(old_tasks))})
+        _step(master, incs, "add", {w: {"ids": ids, "keyed": True} for w, ids in added.items()})
+        arm = {"component": comp, "txid": txid}
+        armed = True
+        try:
+            _step(master, incs, "arm", dict.fromkeys(everyone, arm))
+            _step(master, incs, "switches", dict.fromkeys(everyone, arm))
+        except StepError as e:  # some tasks may carry a move: a restart settles them
+            raise RuntimeError(str(e)) from None
+        _step(master, incs, "release", {spout_worker: {"held": held}})
+        held = None
+    except StepError:
+        if not armed:  # nothing routes by the new plan yet: undo
+            _step(master, incs, "unadd", {w: {"ids": ids} for w, ids in added.items()})
+            _step(master, incs, "unlearn", dict.fromkeys(everyone, {}))
+            master.calls.call(lambda: _end(master, incs, saved))
+        raise
+    finally:
+        if held is not None:
+            try:
+                _step(master, incs, "release", {spout_worker: {"held": held}})
+            except Exception:  # noqa: BLE001 - what stopped the move is the error to report
+                pass
+    states, failed = _await_move(master, incs, max(MOVE_SECS, 20 * interval))
+    if failed is not None:
+        _step(master, incs, "finish", {w: {"failed": failed, "ids": added.get(w, [])} for w in everyone})
+        master.calls.call(lambda: _end(master, incs, saved))
+        record["moved_key_groups"] = 0
+        raise StepError(f"{failed}: the old routing stays")
+    _step(master, incs, "finish", {w: {"failed": None, "ids": removed.get(w, [])} for w in everyone})
+    master.calls.call(lambda: _end(master, incs, None, added))
+    record.update(status="done", pause_ms=max((float(p) for *_, p, _ in states), default=0.0),
+                  moved_bytes=sum(int(b) for *_, b in states))
+
+
+def _settle(master: Any, incs: dict[int, bytes], spout_worker: int, timeout: float) -> int:
+    """The txid of the move: one past the last commit, once no checkpoint is in flight."""
+    deadline = time.monotonic() + timeout
+    while True:
+        idle, txid = _step(master, incs, "idle", {spout_worker: {}})[spout_worker]
+        if idle:
+            return int(txid) + 1
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"a checkpoint was in flight or recovering for {timeout:.0f}s, so no "
+                               f"barrier was free to carry the move")
+        time.sleep(0.005)
+
+
+def _await_move(master: Any, incs: dict[int, bytes], timeout: float) -> tuple[list, str | None]:
+    """Poll the workers' moves until each task's part is over or one saw ``T`` roll back."""
+    deadline = time.monotonic() + timeout
+    everyone: dict[int, dict] = {i: {} for i in incs}
+    while True:
+        states = [s for v in _step(master, incs, "status", everyone).values() for s in v or []]
+        failed = next((f for _, f, _, _ in states if f), None)
+        if failed is not None or all(done for done, *_ in states):
+            return states, failed
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"the move was not over within {timeout:.0f}s")
+        time.sleep(0.02)

@@ -6,6 +6,14 @@ and the answer (``rescaled``: the step's value or its error in one line) is sent
 loop ran it. The new plan is not shipped: the worker derives it from its own plan and the
 ``changes`` (``live_plan`` is deterministic) and checks it against the master's task map, so
 nothing is unpickled from the channel.
+
+A keyed stateful component's move (``runtime.live_keyed``) adds steps: ``hold`` / ``idle`` /
+``release`` the checkpoint spout (on its worker), ``check`` that the component's tasks here
+have their keyed state open, ``add`` with ``keyed`` (the new tasks' state opened with no key
+group), ``arm`` and ``switches`` {component, txid} (each worker derives what its tasks give
+and take from the plan it had before ``learn`` and the one ``learn`` derived), ``status``
+(each task's part: done, failed, pause, bytes) and ``finish`` {failed, ids} (the moves come
+off, ``ids`` retire, the routes go plain under the new plan, or the old one if ``failed``).
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from squall.runtime import live
+from squall.runtime import live, live_keyed
 from squall.runtime.live_plan import live_plan
 from squall.runtime.submission import with_parallelism
 
@@ -42,7 +50,15 @@ def _unlearn(worker: Any, msg: dict) -> None:
 
 
 def _add(worker: Any, msg: dict) -> int:
-    return len(live.add_tasks(worker, list(msg["ids"])))
+    ids = list(msg["ids"])
+    made = live.add_tasks(worker, ids)
+    if msg.get("keyed"):
+        try:
+            live_keyed.open_new(worker, ids)
+        except BaseException:
+            live.remove_new_tasks(worker, ids)
+            raise
+    return len(made)
 
 
 def _unadd(worker: Any, msg: dict) -> None:
@@ -58,8 +74,62 @@ def _retire(worker: Any, msg: dict) -> int:
     return live.retire_tasks(worker, list(msg["ids"]))
 
 
+def _hold(worker: Any, msg: dict) -> float:
+    return live_keyed.hold_checkpoints(worker)
+
+
+def _idle(worker: Any, msg: dict) -> list:
+    return list(live_keyed.checkpoints_idle(worker))
+
+
+def _release(worker: Any, msg: dict) -> None:
+    live_keyed.release_checkpoints(worker, float(msg["held"]))
+
+
+def _plans(worker: Any) -> tuple[Any, Any]:
+    undo = getattr(worker, "live_undo", None)
+    if undo is None:
+        raise RuntimeError("a keyed move step came before this worker learned the plan")
+    return undo[1], worker.plan
+
+
+def _check(worker: Any, msg: dict) -> None:
+    old, _ = _plans(worker)
+    live_keyed.check_keyed(worker, [t for t in old.component_tasks[str(msg["component"])]
+                                    if t in worker.tasks])
+
+
+def _arm(worker: Any, msg: dict) -> int:
+    old, new = _plans(worker)
+    part = live_keyed.arm(worker, str(msg["component"]), old, new, worker.topology, int(msg["txid"]))
+    return len(part.moves)
+
+
+def _switches(worker: Any, msg: dict) -> int:
+    old, new = _plans(worker)
+    return len(live_keyed.arm_switches(worker, old, new, worker.topology, int(msg["txid"])))
+
+
+def _status(worker: Any, msg: dict) -> list:
+    return [list(s) for s in live_keyed.statuses(worker)]
+
+
+def _finish(worker: Any, msg: dict) -> None:
+    failed = msg.get("failed")
+    live_keyed.end(worker, failed)
+    ids = [t for t in msg.get("ids") or [] if t in worker.tasks]
+    if ids:
+        live.retire_tasks(worker, ids, failed is None)
+    undo = getattr(worker, "live_undo", None)
+    topology, plan = undo if failed is not None and undo is not None else (worker.topology, worker.plan)
+    live_keyed.reroute(worker, plan, topology)
+    worker.live_undo = None
+
+
 STEPS: dict[str, Step] = {"learn": _learn, "unlearn": _unlearn, "add": _add, "unadd": _unadd,
-                          "switch": _switch, "retire": _retire}
+                          "switch": _switch, "retire": _retire, "hold": _hold, "idle": _idle,
+                          "release": _release, "check": _check, "arm": _arm,
+                          "switches": _switches, "status": _status, "finish": _finish}
 
 
 def start_step(worker: Any, msg: dict) -> tuple[threading.Event, dict]:

@@ -157,12 +157,11 @@ def test_rebalance_count_2_to_4_tasks_keeps_counts_exact(world):
     ok(world.cli("rebalance", NAME, "--parallelism", "count=4"))
     info = world.info()
     assert len(info["components"]["count"]["tasks"]) == 4
-    # the rescale record through Nimbus (a keyed count restarts the workers on Spark: not live)
+    # the rescale record through Nimbus: the keyed count's key groups move live on Spark
     rec = info["rescale"]
-    assert (rec["status"], rec["live"], rec["components"]) == ("done", False, {"count": [2, 4]})
-    assert rec["reason"] == ("component 'count': a keyed stateful component moves live on "
-                             "LocalCluster only (on Spark it restarts)") and rec["pause_ms"] > 0
-    assert "rescale: done, restart: count 2 -> 4" in ok(world.cli("info", NAME))
+    assert (rec["status"], rec["live"], rec["components"]) == ("done", True, {"count": [2, 4]}), rec
+    assert rec["reason"] is None and rec["moved_key_groups"] > 0
+    assert "rescale: done, live: count 2 -> 4" in ok(world.cli("info", NAME))
     progress(world)
     assert_exact(world)
 

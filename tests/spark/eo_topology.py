@@ -168,13 +168,14 @@ class CountWords(StatefulBolt):
 
 
 def wordcount(n: int, out_dir: str, redis_port: int, stream: str, *, guarantee: str, rate: float,
-              workers: int = 2, drops: tuple[int, ...] = ()) -> tuple[Config, Any]:
+              workers: int = 2, drops: tuple[int, ...] = (), counts: int = 2) -> tuple[Config, Any]:
     """(conf, topology): the word count above; its counts, and the sink's ``stream``, in the
-    Redis on ``redis_port``; ``drops``: sentences whose frame to another worker is lost once."""
+    Redis on ``redis_port``; ``drops``: sentences whose frame to another worker is lost once;
+    ``counts``: the count bolt's parallelism."""
     b = TopologyBuilder()
     b.set_spout("source", SentenceSource(n, out_dir, rate), 2)
     b.set_bolt("split", SplitWords(drops, out_dir), 2).shuffle_grouping("source")
-    b.set_bolt("count", CountWords(), 2).fields_grouping("split", Fields("word"))
+    b.set_bolt("count", CountWords(), counts).fields_grouping("split", Fields("word"))
     b.set_bolt("sink", RedisStreamBolt(stream, port=redis_port), 2).shuffle_grouping("count")
     conf = Config()
     conf.set_num_workers(workers)
