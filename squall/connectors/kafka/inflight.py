@@ -117,6 +117,10 @@ class InFlight:
 
     def ack(self, msg_id: Any) -> None:
         """Its tree completed: the offset may now be committed."""
+        if type(msg_id) is tuple and self.at_least_once:  # a record's tree: the common case
+            if msg_id in self.records:
+                self.done(msg_id)
+            return
         if isinstance(msg_id, _DeadLetterId):
             mid = tuple(msg_id.msg_id)
             if self.letters.pop(mid, None) is not None:
@@ -137,7 +141,7 @@ class InFlight:
             self.fails.pop(mid, None)
         manager = self.managers.get((mid[0], mid[1]))
         if manager is not None and mid[2] >= manager.committed_offset:
-            manager.add_to_ack_msgs(mid[2])
+            manager._acked.add(mid[2])  # add_to_ack_msgs, inlined: once per record
 
     def fail_with_reason(self, msg_id: Any, failure: Failure) -> None:
         """Its tree failed: retry after the backoff, or give it up to ``__dead_letter``."""
