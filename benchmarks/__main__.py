@@ -15,6 +15,7 @@ import argparse
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,23 @@ def charts(out: Path, env_by_name: dict[str, envs.Env]) -> str:
     return f"charts: {done.stdout.strip()}"
 
 
+def set_up(stack: ExitStack, args: argparse.Namespace, profile: Profile) -> dict[str, str]:
+    """Start what workloads read from (``setup``: the Kafka broker); workload -> why it cannot run."""
+    unready: dict[str, str] = {}
+    for name in args.workloads:
+        setup = getattr(WORKLOADS[name], "setup", None)
+        if setup is None or not set(args.systems) & set(WORKLOADS[name].SYSTEMS):
+            continue
+        print(f"{name}: setting up its source", file=sys.stderr, flush=True)
+        try:
+            problem = stack.enter_context(setup(profile.warmup_s, profile.duration_s))
+        except Exception as e:  # noqa: BLE001 - the workload's rows say so, the run goes on
+            problem = f"error: its setup failed: {type(e).__name__}: {e}"
+        if problem:
+            unready[name] = problem
+    return unready
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     profile = profile_of(args)
@@ -172,13 +190,21 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[dict] = []
     planned: list[dict] = []
-    for name in args.systems:
-        cases = plan(name, args.workloads, profile)
-        if not cases:
-            continue
-        planned.extend(cases)
-        print(f"{name} ({len(cases)} cases):", file=sys.stderr, flush=True)
-        rows.extend(run_system(SYSTEMS[name], cases, env_by_name))
+    with ExitStack() as stack:
+        unready = set_up(stack, args, profile)
+        for name in args.systems:
+            cases = plan(name, args.workloads, profile)
+            if not cases:
+                continue
+            planned.extend(cases)
+            print(f"{name} ({len(cases)} cases):", file=sys.stderr, flush=True)
+            ready = [c for c in cases if c["workload"] not in unready]
+            for case in cases:
+                if case["workload"] in unready:
+                    rows.append(missing_row(case, unready[case["workload"]]))
+                    show(rows[-1])
+            if ready:
+                rows.extend(run_system(SYSTEMS[name], ready, env_by_name))
 
     rows = report.complete(ordered(rows, planned))
     wall = time.monotonic() - started

@@ -269,8 +269,8 @@ def kafka_cases(n: int, work: Path, skip_spark: bool) -> list[dict]:
         proc.wait()
 
 
-def write_kafka_sentences(bootstrap: str, n: int, partitions: int = 3) -> int:
-    """``n`` sentences into topic "sentences"; returns how many words they hold.
+def write_kafka_sentences(bootstrap: str, n: int, partitions: int = 3, topic: str = "sentences") -> int:
+    """``n`` sentences into ``topic``, cycled in order; returns how many words they hold.
 
     Each partition's last record goes alone in a batch of its own: Tansu 0.6 gives a
     partition's end offset as its last batch's first offset + 1, and bytewax stops there.
@@ -281,8 +281,7 @@ def write_kafka_sentences(bootstrap: str, n: int, partitions: int = 3) -> int:
     from examples.kafka_word_count import SENTENCES
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic("sentences", num_partitions=partitions, replication_factor=1)])[
-        "sentences"].result(10)
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(10)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10_000,
                          "queue.buffering.max.messages": 1_000_000})
     encoded = [s.encode() for s in SENTENCES]
@@ -293,7 +292,7 @@ def write_kafka_sentences(bootstrap: str, n: int, partitions: int = 3) -> int:
         words += len(SENTENCES[i % len(SENTENCES)].split(" "))
         while True:
             try:
-                producer.produce("sentences", encoded[i % len(encoded)], partition=i % partitions)
+                producer.produce(topic, encoded[i % len(encoded)], partition=i % partitions)
                 return
             except BufferError:
                 producer.poll(0.05)

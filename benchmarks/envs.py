@@ -28,7 +28,8 @@ STAMP = ".bench-requirements"
 # what each env needs; pins keep runs comparable (and pip's cache useful)
 REQUIREMENTS: dict[str, list[str]] = {
     "raw": ["msgpack==1.2.4", "pyzmq==27.3.0"],
-    "bytewax": ["bytewax==0.21.1"],
+    # with its Kafka connectors: the kafka-wordcount workload reads with KafkaSource
+    "bytewax": ["bytewax[kafka]==0.21.1"],
     # bytewax's KafkaSource and KafkaSink (the Kafka rows of benchmarks.connectors)
     "bytewax-kafka": ["bytewax[kafka]==0.21.1"],
     "spark-ss": ["pyspark==4.3.0"],

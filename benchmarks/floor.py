@@ -8,6 +8,9 @@ call per message, an ``execute`` call and an ``emit`` per tuple per hop, the spo
 ``ack``. Beside it, the steps alone (the functions a dataflow engine such as Bytewax calls
 per item, its source handing over batches): the gap between the two is the API's own cost.
 
+Run as the ``floor`` system of ``python -m benchmarks`` (a SPEC argument, ``run_case``), it
+gives a row per workload whose sentences/s is that ceiling, beside the engines'.
+
 Printed per workload: microseconds of one core per sentence, and the sentences per second
 that ``--cores`` cores could reach at that cost with a free engine (perfect scaling).
 """
@@ -127,7 +130,43 @@ def best_us(run: Callable[[], float], n: int, repeat: int) -> float:
     return min(run() for _ in range(repeat)) / n * 1e6
 
 
+def run_case(case: dict) -> dict[str, Any]:
+    """A ``python -m benchmarks`` case of the ``floor`` system: its workload's ceiling.
+
+    ``throughput_tps`` is the sentences per second the case's workers (one core each) reach
+    with the API calls alone (the best of ``REPEAT`` runs of ``CASE_SENTENCES``), so a
+    system's ratio to this row is the share of its ceiling it reaches.
+    """
+    from benchmarks.peers._common import base_row, versions
+    from benchmarks.peers._measure import sink_units_per_sentence
+
+    api, steps = {"pipeline": (pipeline_api, pipeline_steps),
+                  "wordcount": (wordcount_api, wordcount_steps)}[case["workload"]]
+    n, cores = CASE_SENTENCES, case["workers"]
+    with tempfile.TemporaryDirectory(prefix="squall-floor-") as probe:
+        us = best_us(lambda: api(n, probe)[0], n, REPEAT)
+    alone = best_us(lambda: steps(n), n, REPEAT)
+    row = base_row(case, "floor")
+    tps = cores * 1e6 / us
+    units = sink_units_per_sentence(case["workload"])
+    row.update({"throughput_tps": tps, "words_per_s": tps * units if units != 1.0 else None,
+                "us_per_sentence": round(us, 3), "steps_alone_us": round(alone, 3),
+                "steps_alone_tps": round(cores * 1e6 / alone),
+                "delivery": f"none: Storm's API calls (ack included) with a free engine, on {cores} cores",
+                "versions": versions()})
+    return row
+
+
+CASE_SENTENCES = 100_000
+REPEAT = 5
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0].startswith("{"):  # a SPEC: run as the ``floor`` system of python -m benchmarks
+        from benchmarks.peers._common import serve
+
+        return serve("floor", run_case, argv)
     parser = argparse.ArgumentParser(prog="python -m benchmarks.floor", description=__doc__.split("\n")[0])
     parser.add_argument("--sentences", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure; the best is kept")

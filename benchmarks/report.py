@@ -70,7 +70,8 @@ def _ratio(value: float | None) -> str:
 
 
 def _ack(row: Row) -> str:
-    if row["system"] not in ("squall-local", "squall-spark", "squall-standalone", "squall-shipped", "raw"):
+    if row["system"] not in ("squall-local", "squall-spark", "squall-standalone", "squall-shipped", "raw",
+                             "floor"):
         return "-"
     return "on" if row.get("acking") else "off"
 
@@ -130,8 +131,39 @@ def table(rows: list[Row]) -> str:
         lines.append("autoscale: a 2x step of the offered load under topology.autoscale; variant = decisions")
         lines.append("applied and seconds until the spout emitted the offered load again; latency from the")
         lines.append("step to 10 s after (docs/autoscale.md).")
+    if any(r["system"] == "floor" for r in rows):
+        lines.append("floor: no engine, Storm's API calls alone on the workers' cores (benchmarks.floor):")
+        lines.append("the ceiling of any engine calling these components; spark÷ on it: squall-spark's share")
     lines.extend(shipped_lines(rows))
+    lines.extend(same_run_lines(rows))
     return "\n".join(lines)
+
+
+def same_run_lines(rows: list[Row]) -> list[str]:
+    """The same-run ratios the targets are about: Kafka ÷ in-memory, squall ÷ its ceiling."""
+    def tps(workload: str, system: str, acking: bool | None = True) -> float | None:
+        for r in rows:
+            if (r["workload"] == workload and r["system"] == system and not r.get("error")
+                    and (acking is None or bool(r.get("acking")) == acking) and r.get("throughput_tps")):
+                return float(r["throughput_tps"])
+        return None
+
+    out = []
+    for system in SQUALL_SYSTEMS:
+        kafka, memory = tps("kafka-wordcount", system), tps("wordcount", system)
+        if kafka and memory:
+            out.append(f"{system}: kafka-wordcount {kafka:,.0f}/s ÷ its wordcount (acked) {memory:,.0f}/s "
+                       f"= {kafka / memory:.2f}")
+        bytewax = tps("kafka-wordcount", "bytewax", None)
+        if kafka and bytewax:
+            out.append(f"{system}: kafka-wordcount ÷ Bytewax's KafkaSource word count {bytewax:,.0f}/s "
+                       f"= {kafka / bytewax:.2f}")
+        for workload in ("pipeline", "wordcount"):
+            mine, ceiling = tps(workload, system), tps(workload, "floor")
+            if mine and ceiling:
+                out.append(f"{system}: {workload} (acked) {mine:,.0f}/s ÷ its ceiling (floor) "
+                           f"{ceiling:,.0f}/s = {mine / ceiling:.2f}")
+    return ["", *out] if out else []
 
 
 def shipped_lines(rows: list[Row]) -> list[str]:

@@ -46,6 +46,9 @@ SYSTEMS: dict[str, System] = {s.name: s for s in (
     System("squall-shipped", None, "benchmarks.squall_runner", True,
            "squall on the same standalone cluster, executors on a bare Python: squall and its "
            "dependencies shipped with spark.archives (squall.spark.env=auto)", optional=True),
+    System("floor", None, "benchmarks.floor", False,
+           "no engine: Storm's API calls alone, driven by hand on one core, times the workers "
+           "(benchmarks.floor): the ceiling of any engine calling these components"),
     System("raw", "raw", "benchmarks.peers.raw", False,
            "no engine: Python loops, msgpack over ZeroMQ between 2 processes"),
     System("bytewax", "bytewax", "benchmarks.peers.bytewax", False,

@@ -7,6 +7,9 @@ Run from the repository root in ``.bench/venvs/bytewax`` (``pip install bytewax`
   count (emits ``(word, count)`` per word, as squall's count bolt) -> a ``DynamicSink``
   that counts words and takes the latency of each sentence's last word;
 - pipeline: source -> ``map`` upper -> ``map`` exclaim -> ``map`` length -> sink;
+- kafka-wordcount: the word count's operators with ``KafkaSource`` (the topic the harness
+  filled, read from its start) in place of the test source, each record ``map``-ped to
+  (stamp, sentence);
 - iowait: source -> ``map`` that waits about 5 ms on the local delay server per sentence
   (``benchmarks.peers._delay``, the same server squall's variants wait on) -> sink.
 
@@ -112,8 +115,11 @@ def build_flow(case: dict, probe_dir: str, start: float) -> Any:
         def build(self, step_id: str, worker_index: int, worker_count: int) -> Counted:
             return Counted(worker_index)
 
-    flow = Dataflow(f"bench_{case['workload']}")
-    stream = op.input("sentences", flow, Source())
+    flow = Dataflow(f"bench_{case['workload'].replace('-', '_')}")
+    if case["workload"] == "kafka-wordcount":
+        stream = kafka_input(flow, case["params"])
+    else:
+        stream = op.input("sentences", flow, Source())
     if case["workload"] == "iowait":
         from benchmarks.peers._delay import DelayClient, start_server
 
@@ -147,6 +153,21 @@ def build_flow(case: dict, probe_dir: str, start: float) -> Any:
         stream = op.stateful_map("count", keyed, count)
     op.output("counted", stream, Sink())
     return flow
+
+
+def kafka_input(flow: Any, params: dict) -> Any:
+    """``KafkaSource`` from the start of the topic, as (stamp, sentence) items like ``Source``'s.
+
+    ``tail=False``: the flow would end at each partition's end offset, after the window (the
+    topic is sized for that); ``measure`` stops it after the window instead.
+    """
+    import bytewax.operators as op
+    from bytewax.connectors.kafka import KafkaSource
+
+    source = KafkaSource([params["bootstrap"]], [params["topic"]], tail=False,
+                         add_config={"group.id": f"bytewax-{time.time_ns()}"})
+    records = op.input("sentences", flow, source)
+    return op.map("decode", records, lambda m: (time.perf_counter(), m.value.decode()))
 
 
 def _free_ports(n: int) -> list[int]:
@@ -185,7 +206,17 @@ def measure(case: dict, probe_dir: str) -> dict[str, Any]:
     sampler = threading.Thread(target=sample_memory, daemon=True)
     sampler.start()
     n = case["workers"]
-    if n == 1:
+    if case["workload"] == "kafka-wordcount":
+        # KafkaSource reads to the topic's end, past the window: its process is stopped after
+        # the window (the probes are files), rather than an operator added to stop it
+        fork = mp.get_context("fork")
+        proc = fork.Process(target=run_main, args=(build_flow(case, probe_dir, start),))
+        proc.start()
+        proc.join(max(0.0, window.t1 + SETTLE_S + 0.3 - time.perf_counter()))
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    elif n == 1:
         run_main(build_flow(case, probe_dir, start))
     else:
         addresses = [f"127.0.0.1:{p}" for p in _free_ports(n)]

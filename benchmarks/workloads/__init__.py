@@ -17,6 +17,7 @@ from typing import Any
 from benchmarks.workloads import (
     autoscale,
     iowait,
+    kafka_wordcount,
     latency,
     multilang,
     pipeline,
@@ -28,14 +29,15 @@ from benchmarks.workloads import (
 )
 
 WORKLOADS: dict[str, ModuleType] = {
-    m.NAME: m for m in (wordcount, pipeline, stateful_wordcount, windowed_wordcount, latency,
+    m.NAME: m for m in (wordcount, kafka_wordcount, pipeline, stateful_wordcount, windowed_wordcount, latency,
                         scaling, iowait, multilang, rescale, autoscale)
 }
 SQUALL_SYSTEMS = ("squall-local", "squall-spark")
 SHIPPED_SYSTEMS = ("squall-standalone", "squall-shipped")  # squall-spark on a standalone cluster
-ACKING_SYSTEMS = (*SQUALL_SYSTEMS, *SHIPPED_SYSTEMS, "raw")  # per-tuple acking; peers have none
+# per-tuple acking; peers have none. The floor calls the spout's ack per sentence
+ACKING_SYSTEMS = (*SQUALL_SYSTEMS, *SHIPPED_SYSTEMS, "raw", "floor")
 # bytewax's run_main runs one worker; raw's 1 is a producer/consumer pair: 2 processes
-DEFAULT_WORKERS = {"bytewax": 1, "raw": 1}
+DEFAULT_WORKERS = {"bytewax": 1, "raw": 1}  # the floor's workers: its cores (2, as squall's)
 
 
 @dataclass(frozen=True)
@@ -69,5 +71,7 @@ MAX_RATE = "max rate"  # the variant of the unpaced throughput cases
 
 
 def acking_variants(system: str) -> list[bool]:
-    """Ackers on and off where the system has acking; off only elsewhere."""
+    """Ackers on and off where the system has acking; off only elsewhere; the floor acks."""
+    if system == "floor":
+        return [True]
     return [True, False] if system in ACKING_SYSTEMS else [False]

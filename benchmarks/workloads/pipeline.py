@@ -12,7 +12,7 @@ from typing import Any
 from squall import Config, TopologyBuilder
 
 NAME = "pipeline"
-SYSTEMS = ("squall-local", "squall-spark", "raw", "bytewax", "spark-ss", "pyflink")
+SYSTEMS = ("squall-local", "squall-spark", "raw", "floor", "bytewax", "spark-ss", "pyflink")
 
 
 def cases(profile: Any, system: str) -> list[dict]:

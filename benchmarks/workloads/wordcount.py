@@ -14,7 +14,7 @@ from typing import Any
 from squall import Config, Fields, TopologyBuilder
 
 NAME = "wordcount"
-SYSTEMS = ("squall-local", "squall-spark", "squall-standalone", "squall-shipped", "raw", "bytewax",
+SYSTEMS = ("squall-local", "squall-spark", "squall-standalone", "squall-shipped", "raw", "floor", "bytewax",
            "spark-ss", "pyflink")
 MAX_SPOUT_PENDING = 500  # per spout task, as the earlier LocalCluster benchmark
 

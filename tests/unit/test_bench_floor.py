@@ -31,3 +31,35 @@ def test_bad_arguments_are_refused(capsys):
     with pytest.raises(SystemExit):
         floor.main(["--sentences", "0"])
     assert "must be at least 1" in capsys.readouterr().err
+
+
+def test_the_bench_plans_a_floor_row_per_workload_and_prints_squalls_share_of_it(monkeypatch):
+    from benchmarks import report
+    from benchmarks.__main__ import plan
+    from benchmarks.workloads import QUICK
+
+    cases = plan("floor", ["wordcount", "pipeline", "latency"], QUICK)
+    assert [(c["workload"], c["acking"]) for c in cases] == [("wordcount", True), ("pipeline", True)]
+    monkeypatch.setattr(floor, "CASE_SENTENCES", 50)
+    monkeypatch.setattr(floor, "REPEAT", 1)
+    row = floor.run_case(cases[0])
+    assert row["system"] == "floor" and row["throughput_tps"] > 0 and row["us_per_sentence"] > 0
+    spark = {"workload": "wordcount", "variant": cases[0]["variant"], "system": "squall-spark",
+             "acking": True, "throughput_tps": row["throughput_tps"] / 4}
+    rows = report.complete([spark, row])
+    assert rows[1]["squall_ratio"]["squall-spark"] == pytest.approx(0.25)
+    assert "wordcount (acked)" in report.table(rows) and "÷ its ceiling (floor)" in report.table(rows)
+
+
+def test_the_kafka_word_count_is_compared_with_the_in_memory_one_of_the_same_run():
+    from benchmarks import report
+
+    def r(workload, system, tps, acking=True):
+        return {"workload": workload, "variant": "max rate", "system": system, "acking": acking,
+                "throughput_tps": tps}
+
+    text = report.table(report.complete([r("wordcount", "squall-spark", 100_000),
+                                         r("kafka-wordcount", "squall-spark", 75_000),
+                                         r("kafka-wordcount", "bytewax", 50_000, acking=False)]))
+    assert "kafka-wordcount 75,000/s ÷ its wordcount (acked) 100,000/s = 0.75" in text
+    assert "Bytewax's KafkaSource word count 50,000/s = 1.50" in text

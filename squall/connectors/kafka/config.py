@@ -72,6 +72,10 @@ class KafkaSpoutConfig:
     committed offset and owner mark committed again (the groups have no members, so the broker
     expires each offset ``offsets.retention.minutes`` after its last commit: keep this well
     below it; the default, one day, is a seventh of Kafka's default seven days).
+    ``max_records_per_next_tuple``: the most records one ``next_tuple`` emits (fetched
+    records are at hand, and a call costs the task more than a record); a task's
+    ``topology.max.spout.pending`` is checked between calls, so it may be passed by up to
+    this many less one.
     """
 
     def __init__(self, bootstrap_servers: str, topics: Iterable[str] | None = None, *,
@@ -87,7 +91,8 @@ class KafkaSpoutConfig:
                  emit_null_tuples: bool = False, tuple_tracking: bool = False,
                  metrics_time_bucket_size_in_secs: float = 60,
                  offset_recommit_period_ms: float = 86_400_000,
-                 consumer_props: dict[str, Any] | None = None) -> None:
+                 consumer_props: dict[str, Any] | None = None,
+                 max_records_per_next_tuple: int = 100) -> None:
         owner = "KafkaSpoutConfig"
         if not isinstance(bootstrap_servers, str) or not bootstrap_servers.strip():
             raise ValueError(f"{owner}: bootstrap_servers must be 'host:port[,host:port]', "
@@ -141,6 +146,11 @@ class KafkaSpoutConfig:
         self.offset_recommit_period_ms = _positive(owner, "offset_recommit_period_ms",
                                                    offset_recommit_period_ms)
         self.consumer_props = dict(consumer_props or {})
+        if isinstance(max_records_per_next_tuple, bool) or not isinstance(max_records_per_next_tuple, int) \
+                or max_records_per_next_tuple < 1:
+            raise ValueError(f"{owner}: max_records_per_next_tuple must be a positive integer, "
+                             f"got {max_records_per_next_tuple!r}")
+        self.max_records_per_next_tuple = max_records_per_next_tuple
 
     def subscribes(self, topic: str) -> bool:
         """Whether ``topic`` is read (internal topics starting with "__" never match a pattern)."""
@@ -164,5 +174,6 @@ class KafkaSpoutConfig:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("offset_recommit_period_ms", 86_400_000)  # pickled before it existed
+        state.setdefault("max_records_per_next_tuple", 100)
         self.__dict__.update(state)
         self._pattern = re.compile(self.topic_pattern) if self.topic_pattern is not None else None

@@ -36,33 +36,53 @@ class Fetcher:
         # (its translator or emit raised; a retry or dead letter waits). Its later records
         # are held until it is out: sent before it, they would commit in a checkpoint whose
         # position stays at it, and come again after the rollback that follows
-        self.stuck: Callable[[Any], bool] = lambda tp: False
+        self.stuck: Callable[[Any], bool] | None = None
+        # per assigned partition, how many more records may be emitted before it is full,
+        # as of ``begin`` (each record ``next_record`` returns is emitted and counts once)
+        self.room: dict[Any, int] = {}
 
     def full(self, tp: tuple) -> bool:
         """Whether ``tp`` has ``max_uncommitted_offsets`` emitted but uncommitted, or is stuck."""
         return self.at_least_once and (
             len(self.book.managers[tp]._emitted) >= self.config.max_uncommitted_offsets
-            or self.stuck(tp))
+            or (self.stuck is not None and self.stuck(tp)))
+
+    def begin(self) -> None:
+        """Before a run of ``next_record`` calls (one ``next_tuple``): each partition's room."""
+        if self.at_least_once:
+            limit, managers = self.config.max_uncommitted_offsets, self.book.managers
+            self.room = {tp: limit - len(managers[tp]._emitted) for tp in self.book.assigned}
+        else:
+            self.room = dict.fromkeys(self.book.assigned, 1 << 62)
 
     def next_record(self) -> Any:
-        """The next record to emit: held ones of partitions with room again first, in order."""
-        for tp, held in self.held.items():
-            if not self.full(tp):
-                record = held.popleft()
-                if not held:
-                    del self.held[tp]
-                return record
+        """The next record to emit: held ones of partitions with room again first, in order.
+
+        Call ``begin`` first; every record returned is taken as emitted (its room is used).
+        """
+        room, stuck = self.room, self.stuck
+        if self.held:
+            for tp, held in self.held.items():
+                if room.get(tp, 0) > 0 and not (stuck is not None and stuck(tp)):
+                    room[tp] -= 1
+                    record = held.popleft()
+                    if not held:
+                        del self.held[tp]
+                    return record
+        buffer = self.buffer
         while True:
-            if not self.buffer and not self.poll():
+            if not buffer and not self.poll():
                 return None
-            record = self.buffer.popleft()
+            record = buffer.popleft()
             key = (record.topic(), record.partition())  # equal to, and hashed as, TopicPartition
-            if key not in self.book.assigned:
+            left = room.get(key)
+            if left is None:  # not assigned (any more)
                 continue
-            if key in self.held or self.full(key):
+            if left <= 0 or key in self.held or (stuck is not None and stuck(key)):
                 # at max_uncommitted_offsets: wait for commits (a poll may bring more than the limit)
                 self.held.setdefault(key, deque()).append(record)
                 continue
+            room[key] = left - 1
             return record
 
     def poll(self) -> bool:
@@ -86,13 +106,21 @@ class Fetcher:
 
     def take(self, records: list) -> None:
         """Buffer fetched records; an error among them goes to the health check."""
+        if not records:
+            return
+        last: dict[tuple, int] = {}  # the next offset to fetch, per partition of the batch
+        good = []
         for record in records:
             error = record.error()
             if error is not None:
                 self.health.on_client_error(error)
                 continue
-            self.book.fetched[TopicPartition(record.topic(), record.partition())] = record.offset() + 1
-            self.buffer.append(record)
+            last[(record.topic(), record.partition())] = record.offset()
+            good.append(record)
+        fetched = self.book.fetched
+        for (topic, partition), offset in last.items():
+            fetched[TopicPartition(topic, partition)] = offset + 1
+        self.buffer.extend(good)
 
     def serve(self) -> None:
         """One short poll: serves the client's callbacks (a commit's answer)."""

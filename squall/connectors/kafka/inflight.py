@@ -26,8 +26,9 @@ class InFlight:
         self.name, self.component, self.task_id = name, context.component_id, context.task_id
         self.at_least_once = config.is_at_least_once()
         self.retry = config.retry.fresh()
-        self.emitted: set[tuple] = set()
-        self.records: dict[tuple, Any] = {}             # in flight: msg id -> record, for retries
+        # in flight (emitted, not yet done): msg id -> record, for retries
+        self.records: dict[tuple, Any] = {}
+        self.managers = book.managers
         self.fails: dict[tuple, int] = {}
         self.letters: dict[tuple, Letter] = {}
         self.letters_due: deque[tuple] = deque()
@@ -72,7 +73,10 @@ class InFlight:
             return False
         values = out if type(out) is list else [] if out is None else list(out)
         if self.at_least_once:
-            self.track(msg_id, record)
+            records = self.records
+            if msg_id not in records:  # a retry is in already
+                records[msg_id] = record
+                self.managers[(msg_id[0], msg_id[1])].add_to_emit_msgs(msg_id[2])
             try:
                 self.collector.emit(values, stream=stream, msg_id=msg_id)
             except Exception as e:
@@ -108,12 +112,15 @@ class InFlight:
 
     def track(self, msg_id: tuple, record: Any) -> None:
         """Keep ``record`` until its tree completes or is given up."""
-        self.emitted.add(msg_id)
         self.records[msg_id] = record
-        self.book.managers[(msg_id[0], msg_id[1])].add_to_emit_msgs(msg_id[2])
+        self.managers[(msg_id[0], msg_id[1])].add_to_emit_msgs(msg_id[2])
 
     def ack(self, msg_id: Any) -> None:
         """Its tree completed: the offset may now be committed."""
+        if type(msg_id) is tuple and self.at_least_once:  # a record's tree: the common case
+            if msg_id in self.records:
+                self.done(msg_id)
+            return
         if isinstance(msg_id, _DeadLetterId):
             mid = tuple(msg_id.msg_id)
             if self.letters.pop(mid, None) is not None:
@@ -122,20 +129,19 @@ class InFlight:
         if not self.at_least_once:
             return
         mid = msg_id if type(msg_id) is tuple else tuple(msg_id)
-        if mid in self.emitted:
+        if mid in self.records:
             self.done(mid)
 
     def done(self, mid: tuple) -> None:
         """``mid`` is finished (acked, or its dead letter acked): its offset counts as acked."""
-        self.emitted.discard(mid)
+        del self.records[mid]
         if self.held_back:
             self.let_go(mid)
-        del self.records[mid]
         if self.fails:
             self.fails.pop(mid, None)
-        manager = self.book.managers.get((mid[0], mid[1]))
+        manager = self.managers.get((mid[0], mid[1]))
         if manager is not None and mid[2] >= manager.committed_offset:
-            manager.add_to_ack_msgs(mid[2])
+            manager._acked.add(mid[2])  # add_to_ack_msgs, inlined: once per record
 
     def fail_with_reason(self, msg_id: Any, failure: Failure) -> None:
         """Its tree failed: retry after the backoff, or give it up to ``__dead_letter``."""
@@ -147,7 +153,7 @@ class InFlight:
         if not self.at_least_once:
             return
         mid = tuple(msg_id)
-        if mid not in self.emitted or self.retry.is_scheduled(mid):
+        if mid not in self.records or self.retry.is_scheduled(mid):
             return  # moved to another task since, or a second verdict for one emit
         n = self.fails.get(mid, 0) + 1
         self.fails[mid] = n
@@ -186,7 +192,6 @@ class InFlight:
         """Drop what is in flight of ``tp`` at or past ``offset``, without ``fail``."""
         for m in [m for m in self.records if TopicPartition(m[0], m[1]) == tp and m[2] >= offset]:
             self.let_go(m)
-            self.emitted.discard(m)
             self.records.pop(m, None)
             self.fails.pop(m, None)
             self.retry.remove(m)

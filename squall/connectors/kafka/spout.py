@@ -204,7 +204,11 @@ class KafkaSpout(SeekableSpout):
     # ---- next_tuple ------------------------------------------------------------------------
 
     def next_tuple(self) -> None:
-        """Take the monitor's answers, run due timers, then emit one retry, letter or record."""
+        """Take the monitor's answers, run due timers, then emit one retry or letter, or records.
+
+        Records fetched and at hand go out together, up to ``max_records_per_next_tuple``: the
+        task's cost per call is paid once for them.
+        """
         if self.monitor.results:
             while True:
                 answer = self.monitor.take()
@@ -218,16 +222,21 @@ class KafkaSpout(SeekableSpout):
             self._run_timers()
         if self.handover.busy:
             self.handover.pump()
-        if self.inflight.emit_due():
+        inflight = self.inflight
+        if inflight.emit_due():
             return
-        while True:
-            record = self.fetcher.next_record()
+        fetcher = self.fetcher
+        fetcher.begin()
+        next_record, upto, emit = fetcher.next_record, self.book.upto, inflight.emit
+        left = self.config.max_records_per_next_tuple
+        while left:
+            record = next_record()
             if record is None:
                 return
-            msg_id = (record.topic(), record.partition(), record.offset())
-            self.book.upto[msg_id[:2]] = msg_id[2] + 1
-            if self.inflight.emit(record, msg_id):
-                return
+            topic, partition, offset = record.topic(), record.partition(), record.offset()
+            upto[(topic, partition)] = offset + 1
+            if emit(record, (topic, partition, offset)):
+                left -= 1
 
     def _after_acks(self) -> None:
         # a drained partition is released at once (its new owner waits for that); in

@@ -11,7 +11,7 @@ import pytest
 
 from squall.connectors.kafka import KafkaBolt, KafkaSpout
 from squall.runtime import clock
-from tests.connectors.kafka.topology import spout_config
+from tests.connectors.kafka.topology import stepped_config
 from tests.connectors.seeking import Context, opened, pump
 
 EXACTLY_ONCE = {"topology.guarantee": "exactly_once"}
@@ -61,7 +61,7 @@ class BoltContext(Context):
 def test_a_seek_while_the_broker_hangs_does_not_wait_for_it(kafka_broker, sim):
     kafka_broker.create_topic("in", 1)
     kafka_broker.produce("in", [f"r{i}".encode() for i in range(10)])
-    s = KafkaSpout(spout_config(kafka_broker.bootstrap))
+    s = KafkaSpout(stepped_config(kafka_broker.bootstrap))
     out = opened(s, EXACTLY_ONCE)
     try:
         assert pump(s, out, 4, sim)

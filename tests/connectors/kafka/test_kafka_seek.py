@@ -12,7 +12,7 @@ from squall.connectors.kafka import KafkaSpout, KafkaSpoutConfig, RetryExponenti
 from squall.connectors.kafka.handover import SeekOutOfRangeError, check_in_range
 from squall.connectors.kafka.offsets import TopicPartition
 from squall.runtime import clock
-from tests.connectors.kafka.topology import committed, spout_config
+from tests.connectors.kafka.topology import committed, stepped_config
 from tests.connectors.seeking import opened, pump, quiet, roundtrip, seek_back
 
 EXACTLY_ONCE = {"topology.guarantee": "exactly_once"}
@@ -33,7 +33,7 @@ def spouts():
 
 
 def kafka_spout(broker, spouts, **kwargs):
-    s = KafkaSpout(spout_config(broker.bootstrap, **kwargs))
+    s = KafkaSpout(stepped_config(broker.bootstrap, **kwargs))
     spouts.append(s)
     return s
 
@@ -165,7 +165,7 @@ def test_a_partition_taken_after_the_position_is_read_again_from_where_it_was_ta
 
 def test_seek_to_offsets_a_topic_made_again_no_longer_has_is_refused_in_one_line(kafka_broker, sim, spouts):
     produced(kafka_broker, 10)
-    old = KafkaSpout(spout_config(kafka_broker.bootstrap))
+    old = KafkaSpout(stepped_config(kafka_broker.bootstrap))
     out = opened(old, EXACTLY_ONCE)
     assert pump(old, out, 8, sim)
     position = roundtrip(old.position())
@@ -212,6 +212,7 @@ def test_a_partition_handed_over_goes_to_the_new_owner_at_the_position_the_old_o
 
     def task(index):
         s = KafkaSpout(KafkaSpoutConfig(kafka_broker.bootstrap, topic_pattern=r"t-.*", group_id="g",
+                                        max_records_per_next_tuple=1,
                                         partition_refresh_period_ms=500, offset_commit_period_ms=200))
         spouts.append(s)
         return s, opened(s, EXACTLY_ONCE, index=index, tasks=2)
@@ -329,6 +330,7 @@ def test_a_drained_partition_is_released_when_its_acks_arrive_not_at_the_commit_
 
     def task(index):
         s = KafkaSpout(KafkaSpoutConfig(kafka_broker.bootstrap, topic_pattern=r"t-.*", group_id="g",
+                                        max_records_per_next_tuple=1,
                                         partition_refresh_period_ms=500))
         spouts.append(s)
         return s, opened(s, conf, index=index, tasks=2)
@@ -401,6 +403,7 @@ def test_a_task_that_died_handing_a_partition_over_releases_it_at_its_position_a
 
     def task(index):
         s = KafkaSpout(KafkaSpoutConfig(kafka_broker.bootstrap, topic_pattern=r"t-.*", group_id="g",
+                                        max_records_per_next_tuple=1,
                                         partition_refresh_period_ms=500))
         spouts.append(s)
         return s, opened(s, EXACTLY_ONCE, index=index, tasks=2)

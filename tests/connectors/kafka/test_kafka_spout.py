@@ -461,3 +461,60 @@ def test_committed_offsets_and_owner_marks_are_committed_again_before_retention_
         assert owner == Owner(tag_of("t", "src"), 1, False)
     finally:
         s.close()
+
+
+def emits_per_call(spout, out, sim, total, timeout=20.0):
+    """Call next_tuple until ``total`` records are out; how many each call that emitted emitted."""
+    counts = []
+    deadline = time.monotonic() + timeout
+    while len(out.emitted) < total and time.monotonic() < deadline:
+        before = len(out.emitted)
+        spout.next_tuple()
+        if len(out.emitted) > before:
+            counts.append(len(out.emitted) - before)
+        sim.advance(0.01)
+        time.sleep(0.002)
+    return counts
+
+
+def test_one_next_tuple_emits_the_records_at_hand_up_to_max_records_per_next_tuple(kafka_broker, sim):
+    produced(kafka_broker, [f"r{i}".encode() for i in range(10)])
+    spout, out = opened(kafka_broker, sim)
+    try:
+        counts = emits_per_call(spout, out, sim, 10)
+        assert sum(counts) == 10
+        assert len(counts) < 10  # records fetched together leave in one call, not one per call
+        assert [m for _, _, m in out.emitted] == [("in", 0, i) for i in range(10)]
+    finally:
+        spout.close()
+    out2_broker_topic = [f"s{i}".encode() for i in range(10)]
+    kafka_broker.create_topic("in2", 1)
+    kafka_broker.produce("in2", out2_broker_topic)
+    spout = KafkaSpout(spout_config(kafka_broker.bootstrap, topic="in2", max_records_per_next_tuple=3))
+    out = Collector()
+    spout.open({"topology.message.timeout.secs": 30}, Context(), out)
+    try:
+        counts = emits_per_call(spout, out, sim, 10)
+        assert sum(counts) == 10 and max(counts) == 3
+        assert [m for _, _, m in out.emitted] == [("in2", 0, i) for i in range(10)]
+    finally:
+        spout.close()
+
+
+def test_a_batch_stops_at_max_uncommitted_offsets(kafka_broker, sim):
+    produced(kafka_broker, [f"r{i}".encode() for i in range(10)])
+    spout, out = opened(kafka_broker, sim, max_uncommitted_offsets=4, max_records_per_next_tuple=100)
+    try:
+        counts = emits_per_call(spout, out, sim, 4)
+        for _ in range(50):
+            spout.next_tuple()
+            time.sleep(0.002)
+        assert sum(counts) == 4 and len(out.emitted) == 4
+    finally:
+        spout.close()
+
+
+def test_max_records_per_next_tuple_must_be_a_positive_integer():
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="max_records_per_next_tuple must be a positive integer"):
+            KafkaSpoutConfig("127.0.0.1:9092", ["t"], max_records_per_next_tuple=bad)

@@ -43,6 +43,13 @@ def spout_config(bootstrap: str, topic: str = "in", **kwargs: Any) -> KafkaSpout
     return KafkaSpoutConfig(bootstrap, [topic], **kwargs)
 
 
+def stepped_config(bootstrap: str, topic: str = "in", **kwargs: Any) -> KafkaSpoutConfig:
+    """``spout_config`` emitting one record per ``next_tuple``: a hand-driven test stops at an
+    exact record count (a call otherwise emits every record at hand)."""
+    kwargs.setdefault("max_records_per_next_tuple", 1)
+    return spout_config(bootstrap, topic, **kwargs)
+
+
 def build(bootstrap: str, spout_tasks: int = 2, relay: Relay | None = None, out: str = "out",
           spout: KafkaSpout | None = None, relay_tasks: int = 2, out_tasks: int = 2, **kwargs: Any):
     """Spout "in" (``spout``, or one of ``spout_config(bootstrap, **kwargs)``) -> "relay" -> "out"."""
