@@ -11,7 +11,9 @@ One round (``run``):
 4. send what the round produced (``Exchange.send``), which says whether a peer is full;
 5. the backpressure decision: spouts stop when a queue passes the high water mark or a peer
    is full, and start again once every queue is below the low mark and the peers took what
-   waited; bolts never stop, so queues drain and nothing is dropped;
+   waited; bolts stop only while a peer has the send buffer's bound of frames waiting
+   (``holding``), and even then run once their queues are full, so queues drain, nothing is
+   dropped and no two workers wait on each other forever;
 6. unless throttled, the spouts, each up to ``spout_batch`` calls while it emits, within
    ``spout_budget`` seconds, starting after the one that used the budget last round; a
    throttled round still lets the checkpoint spout emit its barriers (RELIABILITY D14).
@@ -57,6 +59,9 @@ class Exchange(Protocol):
     def send(self) -> bool:
         """Send what is batched; True while some peer cannot take more frames."""
         ...
+
+    # an exchange may also have ``held`` (a peer has its send buffer's bound of frames
+    # waiting: the bolts wait) and ``overflow`` (set here: the bolts run though held)
 
 
 class RoundConfig:
@@ -130,6 +135,11 @@ class Round:
         self.rounds = 0
         self.work_done = 0
         self.early_sends = 0  # mid-round sends (the batch time ran out before the round's end)
+        self.can_hold = hasattr(exchange, "held")
+        self.in_bolts = False  # the bolt passes are running (``holding`` may stop them)
+        self.was_held = False
+        self.held_rounds = 0  # rounds whose bolts waited for a peer (the send buffer's bound)
+        self.overflow_rounds = 0  # rounds whose bolts ran though held, their queues full
 
     def place(self, tasks: Iterable[Task], threads: list[Any], asyncs: list[Any],
               sources: dict[str, list[tuple[str, str]]]) -> None:
@@ -164,6 +174,8 @@ class Round:
         begun = self.now()
         self.io_at = begun + self.batch_time
         deadline = begun + self.bolt_budget
+        self.was_held = False
+        self.in_bolts = True
         for _ in range(BOLT_PASSES):
             handled = 0
             for task in self.processors:
@@ -172,6 +184,9 @@ class Round:
             work += handled
             if handled == 0 or self.now() >= deadline:
                 break
+        self.in_bolts = False
+        if self.was_held:
+            self.held_rounds += 1
         for spout in self.spouts:
             if spout.inbox:
                 work += self.process(spout)
@@ -217,6 +232,8 @@ class Round:
         done = 0
         taken = 0
         while done < BOLT_BATCH:
+            if self.in_bolts and self.can_hold and self.exchange.held and self.holding():
+                break
             n = task.process(min(SLICE, BOLT_BATCH - done))
             if n == 0:
                 break
@@ -243,6 +260,23 @@ class Round:
             n = self.exchange.receive(self.capacity - fullest)
         self.io_at = self.now() + self.batch_time
         return n
+
+    def holding(self) -> bool:
+        """Whether the bolts wait, the exchange being ``held`` (a peer has its bound of frames).
+
+        They wait while the queues have room for what arrives. With a queue full they run,
+        and the exchange may pass its bound (``overflow``): a worker that neither took
+        frames nor ran its bolts could wait forever on a peer held by it in turn (the
+        acker messages of both ride the frames they do not take).
+        """
+        if self.fullest() < self.capacity:
+            self.exchange.overflow = False
+            self.was_held = True
+            return True
+        if not self.exchange.overflow:
+            self.exchange.overflow = True
+            self.overflow_rounds += 1
+        return False
 
     def fullest(self) -> int:
         """The length of the longest task queue."""
