@@ -482,7 +482,9 @@ class Transfer(TaskHost):
         data = self._encoder.pack_frame([[PRESSURE_TARGET, self.index, PRESSURE_STREAM,
                                           [[int(held)]], None, None]])
         for index, unsent in self._unsent.items():
-            # exempt from the bound: one small frame per change, in order behind the data
+            if held and len(unsent) >= self.send_bound:
+                continue  # a peer this worker waits on: it takes frames again before it hears
+            # one small frame per change, in order behind the data ("off" goes once none waits)
             if unsent or not self.transport.send(index, data):
                 unsent.append(data)
 
