@@ -51,7 +51,7 @@ cdef class Transfer(TaskHost):
     cdef public Py_ssize_t corrupt_frames, unsendable_frames, misrouted
     cdef public Py_ssize_t sent_frames, sent_bytes, sent_tuples, sent_acker
     cdef public Py_ssize_t send_bound, unsent_peak
-    cdef public bint held, overflow, _announced
+    cdef public bint held, _announced
     cdef public set _pressure
     cdef dict __dict__
     @cython.locals(task=Task, acker=AckerTask, batch=_Batch, size=Py_ssize_t, slot=Py_ssize_t)

@@ -13,9 +13,9 @@ The send buffer (``topology.executor.send.buffer.size`` tuples, as frames of
 its flush leaves the batches for that peer open, the round stops its bolts between slices
 (``round.Round``), its spouts stop, and it tells every peer (a pressure frame) so that
 their spouts stop too: what is in flight drains and no new tree starts until the peer takes
-frames again. Acker messages are applied as frames arrive, whatever the queues hold, and a
-worker held with full queues runs its bolts anyway (``overflow``: its frames may then pass
-the bound), so two workers held by each other never wait forever.
+frames again. Acker messages are applied as frames arrive, and a held worker takes frames
+even with its queues full (``Round.room``), so two workers held by each other never wait
+forever.
 
 Nothing here decides when: the round (``round.Round``) calls ``send`` and ``receive``, and the
 transport (``transport.Transport``: ZeroMQ between processes, a queue in one) carries frames.
@@ -55,8 +55,11 @@ PRESSURE_STREAM = "__pressure"
 
 
 def send_bound(conf: dict) -> int:
-    """Frames the send buffer holds per peer: ``topology.executor.send.buffer.size`` tuples
-    in frames of ``squall.transfer.batch.size``, at least 4 (the transports' queue too)."""
+    """Frames the send buffer holds per peer (the transports' queue to it is as long).
+
+    ``topology.executor.send.buffer.size`` tuples in frames of ``squall.transfer.batch.size``,
+    at least 4.
+    """
     tuples = int(conf.get("topology.executor.send.buffer.size") or 32768)
     return max(4, tuples // int(conf.get("squall.transfer.batch.size") or 512))
 
@@ -195,8 +198,6 @@ class Transfer(TaskHost):
         self.send_bound = send_bound(conf)
         # some peer has ``send_bound`` frames waiting: the round holds the bolts, the spouts stop
         self.held = False
-        # set by the round while held with full queues: the bolts run, frames pass the bound
-        self.overflow = False
         self._announced = False  # what the peers were last told of ``held``
         self._pressure: set[int] = set()  # peers that said they are held: the spouts stop
         self.unsent_peak = 0  # most frames waiting for one peer at once
@@ -404,14 +405,14 @@ class Transfer(TaskHost):
         """Send peer ``index``'s batches as one frame (or queue it behind unsent ones).
 
         With ``send_bound`` frames already waiting for the peer the batches stay open (the
-        worker is ``held``), unless the round lets the bolts overflow.
+        worker is ``held``: its bolts wait, so they grow by one slice's output at most).
         """
         peer: _Peer = self._peers[index]  # type: ignore[assignment]  # a peer, not this worker
         batches = peer.batches
         if not batches:
             return
         unsent = self._unsent[index]
-        if len(unsent) >= self.send_bound and not self.overflow:
+        if len(unsent) >= self.send_bound:
             self.held = True
             return
         peer.batches = []
@@ -467,8 +468,6 @@ class Transfer(TaskHost):
                 if len(unsent) >= bound:
                     held = True  # a flush at the bound left its batches open
         self.held = held
-        if not held:
-            self.overflow = False
         # on at the bound, off once nothing waits: no frame per round while at the edge
         if held and not self._announced:
             self._announce(True)

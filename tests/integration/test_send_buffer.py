@@ -118,7 +118,6 @@ def test_a_worker_at_its_bound_stops_the_spouts_of_the_other_workers():
     assert RECORD["spout.failed"] == []
     stats = {w["worker"]: w["transfer"] for w in info["workers"]}
     assert stats[middle.index]["unsent_peak"] <= BOUND
-    assert stats[middle.index]["overflow_rounds"] == 0
 
 
 def test_two_workers_held_by_each_other_both_go_on_and_every_tree_is_acked():
@@ -149,5 +148,6 @@ def test_two_workers_held_by_each_other_both_go_on_and_every_tree_is_acked():
     assert sum(counts.values()) == len(items) * WORDS
     stats = [w["transfer"] for w in info["workers"]]
     assert all(s["held_rounds"] > 0 for s in stats), stats
-    # what let them go on: a worker held with its queues full ran its bolts
+    assert all(s["unsent_peak"] <= BOUND for s in stats), stats
+    # what let them go on: a worker held with its queues full took frames past capacity
     assert sum(s["overflow_rounds"] for s in stats) > 0, stats

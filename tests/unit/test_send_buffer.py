@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from squall import Config, Fields, TopologyBuilder
 from squall.runtime.plan import make_plan
+from squall.runtime.serialization import messages_of
 from squall.runtime.submission import prepare_conf, prepare_topology
 from squall.runtime.transfer import PRESSURE_STREAM, PRESSURE_TARGET, send_bound
 from squall.runtime.transport import InProcessHub, InProcessTransport
 from squall.runtime.worker import Worker
-from squall.runtime.serialization import messages_of
 from tests.integration.components import CountBolt, ListSpout
 
 
