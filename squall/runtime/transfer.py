@@ -231,7 +231,12 @@ class Transfer(TaskHost):
         (``sources``: the senders) fails its next PREPARE (``frames_lost``), and the rollback
         that follows reads the records again. Tasks of at-least-once mode have no
         ``frames_lost``: their trees time out and replay.
+
+        A lost frame may have been a peer's "off" for its send buffer: what the peers said
+        is forgotten, so that the spouts never wait for a word that will not come (a peer
+        still held keeps its own bolts waiting; its next "on" comes after its next "off").
         """
+        self._pressure.clear()
         for task in (self.tasks.values() if sources is None else sources):
             mark = getattr(task, "frames_lost", None)
             if mark is not None:

@@ -63,4 +63,7 @@ def test_a_held_peer_stops_the_spouts_until_it_says_off_or_a_new_process_replace
     w0._take_batch(on, w0.tasks, w0._sources)
     w0.transport.on_peer_reset(1)  # worker 1's process was replaced: its "on" is void
     assert w0.pressured() == []
+    w0._take_batch(on, w0.tasks, w0._sources)
+    w0.lost_frames("a frame sent to worker 0 was lost")  # perhaps an "off": never wait for it
+    assert w0.pressured() == []
     assert w0.misrouted == 0
