@@ -77,7 +77,11 @@ SETTINGS: tuple[Setting, ...] = (
             "key groups of fields groupings and keyed state, fixed per topology once it has "
             "state; a component's parallelism may grow up to it"),
     Setting(TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE, 32768, "capacity of each task's receive queue"),
-    Setting(TOPOLOGY_EXECUTOR_SEND_BUFFER_SIZE, 32768, "tuples buffered per worker for remote peers"),
+    Setting(TOPOLOGY_EXECUTOR_SEND_BUFFER_SIZE, 32768,
+            "the send buffer per peer, in tuples: as frames of squall.transfer.batch.size (at "
+            "least 4) it bounds the frames queued for each other worker, in the transport and "
+            "in the worker; at the bound the worker's bolts wait and every spout of the "
+            "topology stops (docs/worker.md)"),
     Setting(TOPOLOGY_STATS_SAMPLE_RATE, 0.05, "fraction of executes timed for latency metrics"),
     Setting(TOPOLOGY_BACKPRESSURE_HIGH, 0.8, "queue fill that stops the spouts"),
     Setting(TOPOLOGY_BACKPRESSURE_LOW, 0.2, "queue fill that lets the spouts run again"),

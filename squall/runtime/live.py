@@ -83,6 +83,8 @@ def reindex(worker: Any, plan: TaskPlan) -> None:
     for peer in range(len(worker._peers), plan.num_workers):  # new workers
         worker._peers.append(_Peer(peer))
         worker._unsent[peer] = deque()
+    # a worker the plan no longer has cannot say "off" for its send buffer any more
+    worker._pressure.intersection_update(range(plan.num_workers))
 
 
 def _fields_of(plan: TaskPlan, comp: str) -> dict:

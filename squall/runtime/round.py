@@ -11,7 +11,9 @@ One round (``run``):
 4. send what the round produced (``Exchange.send``), which says whether a peer is full;
 5. the backpressure decision: spouts stop when a queue passes the high water mark or a peer
    is full, and start again once every queue is below the low mark and the peers took what
-   waited; bolts never stop, so queues drain and nothing is dropped;
+   waited; bolts stop only while a peer has the send buffer's bound of frames waiting
+   (``holding``), and frames are then taken even past the queues' capacity, so nothing is
+   dropped and no two workers wait on each other forever;
 6. unless throttled, the spouts, each up to ``spout_batch`` calls while it emits, within
    ``spout_budget`` seconds, starting after the one that used the budget last round; a
    throttled round still lets the checkpoint spout emit its barriers (RELIABILITY D14).
@@ -57,6 +59,9 @@ class Exchange(Protocol):
     def send(self) -> bool:
         """Send what is batched; True while some peer cannot take more frames."""
         ...
+
+    # an exchange may also have ``held``: a peer has its send buffer's bound of frames
+    # waiting, so the bolts wait (``Round.holding``)
 
 
 class RoundConfig:
@@ -130,6 +135,11 @@ class Round:
         self.rounds = 0
         self.work_done = 0
         self.early_sends = 0  # mid-round sends (the batch time ran out before the round's end)
+        self.can_hold = hasattr(exchange, "held")
+        self.in_bolts = False  # the bolt passes are running (``holding`` may stop them)
+        self.was_held = False
+        self.held_rounds = 0  # rounds whose bolts waited for a peer (the send buffer's bound)
+        self.overflow_rounds = 0  # rounds held with a full queue: frames taken past capacity
 
     def place(self, tasks: Iterable[Task], threads: list[Any], asyncs: list[Any],
               sources: dict[str, list[tuple[str, str]]]) -> None:
@@ -158,12 +168,14 @@ class Round:
         """One round (``active``: the topology is active, spouts may emit); the work done."""
         work = 0
         exchange = self.exchange
-        fullest = self.fullest()
-        if fullest < self.capacity:
-            work += exchange.receive(self.capacity - fullest)
+        room = self.room()
+        if room > 0:
+            work += exchange.receive(room)
         begun = self.now()
         self.io_at = begun + self.batch_time
         deadline = begun + self.bolt_budget
+        self.was_held = False
+        self.in_bolts = True
         for _ in range(BOLT_PASSES):
             handled = 0
             for task in self.processors:
@@ -172,6 +184,9 @@ class Round:
             work += handled
             if handled == 0 or self.now() >= deadline:
                 break
+        self.in_bolts = False
+        if self.was_held:
+            self.held_rounds += 1
         for spout in self.spouts:
             if spout.inbox:
                 work += self.process(spout)
@@ -217,6 +232,8 @@ class Round:
         done = 0
         taken = 0
         while done < BOLT_BATCH:
+            if self.in_bolts and self.can_hold and self.holding():
+                break
             n = task.process(min(SLICE, BOLT_BATCH - done))
             if n == 0:
                 break
@@ -238,11 +255,36 @@ class Round:
         self.early_sends += 1
         self.blocked = self.exchange.send()
         n = 0
-        fullest = self.fullest()
-        if fullest < self.capacity:
-            n = self.exchange.receive(self.capacity - fullest)
+        room = self.room()
+        if room > 0:
+            n = self.exchange.receive(room)
         self.io_at = self.now() + self.batch_time
         return n
+
+    def holding(self) -> bool:
+        """Whether the bolts wait: the exchange is ``held`` (a peer has its bound of frames)."""
+        ex: Any = self.exchange  # a ``transfer.Transfer``: ``can_hold`` said it has ``held``
+        if ex.held:
+            self.was_held = True
+            return True
+        return False
+
+    def room(self) -> int:
+        """Tuples to take from arrived frames: what the fullest queue has room for.
+
+        A held worker whose queues are full takes a queue's capacity more (``overflow_rounds``):
+        its bolts wait, and a worker that took no frames either could wait forever on a peer
+        held by it in turn (the acker messages of both ride the frames neither takes). What
+        it takes past capacity is bounded by what was in flight to it, since every spout of
+        the topology stops while it is held.
+        """
+        room = self.capacity - self.fullest()
+        if room <= 0 and self.can_hold:
+            ex: Any = self.exchange
+            if ex.held:
+                self.overflow_rounds += 1
+                return self.capacity
+        return room
 
     def fullest(self) -> int:
         """The length of the longest task queue."""

@@ -50,6 +50,9 @@ cdef class Transfer(TaskHost):
     cdef public list _appends, _inline
     cdef public Py_ssize_t corrupt_frames, unsendable_frames, misrouted
     cdef public Py_ssize_t sent_frames, sent_bytes, sent_tuples, sent_acker
+    cdef public Py_ssize_t send_bound, unsent_peak
+    cdef public bint held, _announced
+    cdef public set _pressure
     cdef dict __dict__
     @cython.locals(task=Task, acker=AckerTask, batch=_Batch, size=Py_ssize_t, slot=Py_ssize_t)
     cpdef deliver(self, object target, Task src, object stream, object values, object ids)
@@ -60,7 +63,7 @@ cdef class Transfer(TaskHost):
     @cython.locals(opens=list, batch=_Batch, peer=_Peer, slot=Py_ssize_t)
     cpdef _Batch _batch_to(self, object target, Task src, object stream)
     cpdef _added(self, _Peer peer, Py_ssize_t size)
-    @cython.locals(peer=_Peer, batches=list, wire=list, batch=_Batch, acker=Py_ssize_t, tuples=Py_ssize_t)
+    @cython.locals(peer=_Peer, batches=list, wire=list, batch=_Batch, acker=Py_ssize_t, tuples=Py_ssize_t, n=Py_ssize_t)
     cpdef _flush(self, Py_ssize_t index)
     @cython.locals(tasks=dict, sources=dict, n=Py_ssize_t)
     cpdef Py_ssize_t receive(self, Py_ssize_t room)
@@ -71,5 +74,5 @@ cdef class Transfer(TaskHost):
     @cython.locals(buf=AckTable)
     cpdef buffer_ack(self, object acker, Task src, u64 root, u64 value)
     cpdef bint send(self)
-    @cython.locals(peer=_Peer)
+    @cython.locals(peer=_Peer, blocked=bint, held=bint, bound=Py_ssize_t)
     cpdef bint _flush_all(self)

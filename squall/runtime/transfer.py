@@ -7,6 +7,16 @@ full, at a mid-round send, or at the round's end (``send``). Frames from peers a
 ``receive``, which queues their tuples. Acks for ackers in other workers are combined per root
 until the next send (``buffer_ack``).
 
+The send buffer (``topology.executor.send.buffer.size`` tuples, as frames of
+``squall.transfer.batch.size``: ``send_bound``) bounds the frames waiting for one peer
+(``_unsent``, behind the transport's own bounded queue). At the bound the worker is ``held``:
+its flush leaves the batches for that peer open, the round stops its bolts between slices
+(``round.Round``), its spouts stop, and it tells every peer (a pressure frame) so that
+their spouts stop too: what is in flight drains and no new tree starts until the peer takes
+frames again. Acker messages are applied as frames arrive, and a held worker takes frames
+even with its queues full (``Round.room``), so two workers held by each other never wait
+forever.
+
 Nothing here decides when: the round (``round.Round``) calls ``send`` and ``receive``, and the
 transport (``transport.Transport``: ZeroMQ between processes, a queue in one) carries frames.
 """
@@ -39,6 +49,19 @@ log = logging.getLogger("squall.worker")
 FRAMES_PER_ROUND = 64
 LARGE_TUPLE_BYTES = 65536  # above this a tuple's size is checked and it ends its frame
 DEFAULT_MAX_TUPLE_BYTES = 16 * 1024 * 1024
+# a pressure frame: one batch for no task, from the held worker, saying on (1) or off (0)
+PRESSURE_TARGET = -1
+PRESSURE_STREAM = "__pressure"
+
+
+def send_bound(conf: dict) -> int:
+    """Frames the send buffer holds per peer (the transports' queue to it is as long).
+
+    ``topology.executor.send.buffer.size`` tuples in frames of ``squall.transfer.batch.size``,
+    at least 4.
+    """
+    tuples = int(conf.get("topology.executor.send.buffer.size") or 32768)
+    return max(4, tuples // int(conf.get("squall.transfer.batch.size") or 512))
 
 
 class _Peer:
@@ -172,6 +195,12 @@ class Transfer(TaskHost):
         self._ack_src: Task | None = None
         self._batch = int(conf.get("squall.transfer.batch.size") or 512)
         self._max_tuple = int(conf.get("squall.max.tuple.bytes") or DEFAULT_MAX_TUPLE_BYTES)
+        self.send_bound = send_bound(conf)
+        # some peer has ``send_bound`` frames waiting: the round holds the bolts, the spouts stop
+        self.held = False
+        self._announced = False  # what the peers were last told of ``held``
+        self._pressure: set[int] = set()  # peers that said they are held: the spouts stop
+        self.unsent_peak = 0  # most frames waiting for one peer at once
         # task id -> its queue's bound ``append`` for the queued tasks here (None for other
         # workers' tasks and inline ackers): a local delivery is a list index and a C call,
         # not a dict lookup and a method lookup (set by ``wire``; tasks never change after)
@@ -190,6 +219,9 @@ class Transfer(TaskHost):
         # a transport that sees frames lost on their way here (a sequence gap) says so
         if hasattr(transport, "on_loss"):
             transport.on_loss = self.lost_frames
+        # a peer's process replaced: what its old process said of its pressure is void
+        if hasattr(transport, "on_peer_reset"):
+            transport.on_peer_reset = self._pressure.discard
 
     def lost_frames(self, reason: str, sources: Any = None) -> None:
         """Frames were dropped between live workers: tell the tasks whose tuples they carried.
@@ -199,7 +231,12 @@ class Transfer(TaskHost):
         (``sources``: the senders) fails its next PREPARE (``frames_lost``), and the rollback
         that follows reads the records again. Tasks of at-least-once mode have no
         ``frames_lost``: their trees time out and replay.
+
+        A lost frame may have been a peer's "off" for its send buffer: what the peers said
+        is forgotten, so that the spouts never wait for a word that will not come (a peer
+        still held keeps its own bolts waiting; its next "on" comes after its next "off").
         """
+        self._pressure.clear()
         for task in (self.tasks.values() if sources is None else sources):
             mark = getattr(task, "frames_lost", None)
             if mark is not None:
@@ -370,10 +407,18 @@ class Transfer(TaskHost):
                 self.deliver(acker, src, ACK_ACKS, [data], None)
 
     def _flush(self, index: int) -> None:
-        """Send peer ``index``'s batches as one frame (or queue it behind unsent ones)."""
+        """Send peer ``index``'s batches as one frame (or queue it behind unsent ones).
+
+        With ``send_bound`` frames already waiting for the peer the batches stay open (the
+        worker is ``held``: its bolts wait, so they grow by one slice's output at most).
+        """
         peer: _Peer = self._peers[index]  # type: ignore[assignment]  # a peer, not this worker
         batches = peer.batches
         if not batches:
+            return
+        unsent = self._unsent[index]
+        if len(unsent) >= self.send_bound:
+            self.held = True
             return
         peer.batches = []
         peer.count = 0
@@ -402,21 +447,54 @@ class Transfer(TaskHost):
         self.sent_bytes += len(data)
         self.sent_tuples += tuples
         self.sent_acker += acker
-        unsent = self._unsent[index]
         if unsent or not self.transport.send(index, data):
             unsent.append(data)  # behind what is already waiting, so order holds
+            n = len(unsent)
+            if n > self.unsent_peak:
+                self.unsent_peak = n
+            if n >= self.send_bound:
+                self.held = True
 
     def _flush_all(self) -> bool:
-        """Send the round's batches; returns True while some peer is full."""
-        blocked = False
+        """Send the round's batches; returns True while some peer is full or held."""
+        transport = self.transport
+        for index, unsent in self._unsent.items():
+            while unsent and transport.send(index, unsent[0]):
+                unsent.popleft()
         for peer in self._peers:
             if peer is not None and peer.batches:
                 self._flush(peer.index)
+        blocked = False
+        held = False
+        bound = self.send_bound
+        for unsent in self._unsent.values():
+            if unsent:
+                blocked = True
+                if len(unsent) >= bound:
+                    held = True  # a flush at the bound left its batches open
+        self.held = held
+        # on at the bound, off once nothing waits: no frame per round while at the edge
+        if held and not self._announced:
+            self._announce(True)
+        elif self._announced and not blocked:
+            self._announce(False)
+        return blocked or bool(self._pressure)
+
+    def _announce(self, held: bool) -> None:
+        """Tell every peer whether this worker is held (their spouts stop while it is)."""
+        self._announced = held
+        data = self._encoder.pack_frame([[PRESSURE_TARGET, self.index, PRESSURE_STREAM,
+                                          [[int(held)]], None, None]])
         for index, unsent in self._unsent.items():
-            while unsent and self.transport.send(index, unsent[0]):
-                unsent.popleft()
-            blocked = blocked or bool(unsent)
-        return blocked
+            if held and len(unsent) >= self.send_bound:
+                continue  # a peer this worker waits on: it takes frames again before it hears
+            # one small frame per change, in order behind the data ("off" goes once none waits)
+            if unsent or not self.transport.send(index, data):
+                unsent.append(data)
+
+    def pressured(self) -> list[int]:
+        """The peers that said they are held (their spouts, and so these, wait)."""
+        return sorted(self._pressure)
 
     def receive(self, room: int) -> int:
         """Take frames while the fullest queue has ``room``: it may pass capacity by one frame."""
@@ -448,6 +526,12 @@ class Transfer(TaskHost):
         task = tasks.get(target)
         count = len(vals)
         if task is None:
+            if target == PRESSURE_TARGET:
+                if vals and vals[0] and vals[0][0]:
+                    self._pressure.add(src)
+                else:
+                    self._pressure.discard(src)
+                return 0
             self.misrouted += count
             self.lost_frames(f"worker {self.index} dropped {count} tuple(s) for task {target}, "
                              f"which does not run here")

@@ -283,7 +283,7 @@ class Worker(Transfer):
                 and all(th.idle() for th in self.threads)
                 and all(at.idle() for at in self.asyncs))
 
-    def transfer_stats(self) -> dict[str, int]:
+    def transfer_stats(self) -> dict[str, Any]:
         """What this worker sent to others since it started, and how the loop sent it.
 
         ``tuples``: tuples of the topology's streams that crossed to another worker;
@@ -291,7 +291,17 @@ class Worker(Transfer):
         ``bytes``: the frames carrying both (packed, without the transport's link header);
         ``early_sends``: sends made mid-round because ``squall.transfer.batch.time.ms`` ran
         out; ``rounds``: loop rounds; ``throttled_rounds``: rounds whose spouts backpressure held back.
+        The send buffer (``topology.executor.send.buffer.size``): ``send_bound``, the frames it
+        holds per peer; ``unsent``, the most waiting for one peer now; ``unsent_peak``, the
+        most ever; ``held_rounds``, rounds whose bolts waited at the bound; ``overflow_rounds``,
+        rounds whose bolts ran past it, their queues full; ``pressured_by``: the peers
+        held at their bound now (this worker's spouts wait for them).
         """
         return {"frames": self.sent_frames, "bytes": self.sent_bytes, "tuples": self.sent_tuples,
                 "acker": self.sent_acker, "early_sends": self.round.early_sends,
-                "rounds": self.round.rounds, "throttled_rounds": self.round.throttled_rounds}
+                "rounds": self.round.rounds, "throttled_rounds": self.round.throttled_rounds,
+                "send_bound": self.send_bound,
+                "unsent": max((len(u) for u in self._unsent.values()), default=0),
+                "unsent_peak": self.unsent_peak, "held_rounds": self.round.held_rounds,
+                "overflow_rounds": self.round.overflow_rounds,
+                "pressured_by": self.pressured()}

@@ -128,6 +128,9 @@ class ZmqTransport:
         self.lost_frames = 0  # frames missing on a live link (a gap in its sequence numbers)
         # called with a reason when frames sent to this worker were lost (set by its Transfer)
         self.on_loss: Any = None
+        # called with a peer's index when a new process of it replaces the old one (set by
+        # its Transfer: what the old one said of its send buffer's pressure no longer holds)
+        self.on_peer_reset: Any = None
         self._hwm = max(1, hwm)
         self._pull = context.socket(zmq.PULL)
         self._pull.setsockopt(zmq.RCVHWM, self._hwm)
@@ -200,6 +203,8 @@ class ZmqTransport:
             if old_nonce != nonce:
                 if old_nonce is not None:
                     self._retired.add(old_nonce)
+                    if self.on_peer_reset is not None:
+                        self.on_peer_reset(peer)
                 self._nonces[peer] = nonce
                 self._send_seq[peer] = 0  # a new link: both ends start over
                 self._recv_seq[peer] = 0

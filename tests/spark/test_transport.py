@@ -108,3 +108,17 @@ def test_peer_coming_back_elsewhere_is_re_resolved(ctx):
     assert a.reconnects == 1
     a.close()
     b2.close()
+
+
+@pytest.mark.timeout(30)
+def test_a_new_process_of_a_peer_is_told_to_the_worker_so_its_old_pressure_is_void(ctx):
+    a = ZmqTransport(ctx, insecure=True)
+    reset: list[int] = []
+    a.on_peer_reset = reset.append  # set by the worker's Transfer (its send buffer's pressure)
+    a.set_peers({1: "tcp://127.0.0.1:9"}, {1: b"first"})
+    a.poll(1)
+    assert reset == []  # a first process: nothing to forget
+    a.set_peers({}, {1: b"second"})
+    a.poll(1)
+    assert reset == [1]
+    a.close()
