@@ -547,7 +547,15 @@ class Transfer(TaskHost):
             for values in vals:
                 acker.apply(stream, values)
             return count
-        comp, out_fields = sources[src]
+        source = sources.get(src)
+        if source is None:
+            # a task this plan does not know: a worker relaunched alone under a new plan can
+            # still hear from a task the live move is removing; its trees replay
+            self.misrouted += count
+            self.lost_frames(f"worker {self.index} dropped {count} tuple(s) from task {src}, "
+                             f"which is not in its plan")
+            return 0
+        comp, out_fields = source
         fields = out_fields[stream]
         # the batch's tuples join the queue in one ``extend`` (not a method call per tuple)
         if ids is None:
