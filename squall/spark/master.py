@@ -10,6 +10,16 @@ Threads: one loop thread owns the ROUTER socket and the ``WorkerRegistry``; ever
 of state happens there (API calls and job threads post closures to it). Each launch has
 a job thread blocked in ``collect()`` until its worker ends.
 
+Intake: each pass reads every queued message off the socket first (up to ``INTAKE``) and
+records each worker's sign of life as it arrives, so a loop that is behind on handling
+heartbeats still judges silence on time. Control messages (registrations, ``started``,
+``applied``, ``rescaled``) are handled as they are read, in order; a heartbeat waits in
+``_beats`` (one per worker process: a newer one supersedes it, keeping its errors and
+samples) and a pass handles them for at most ``BEATS_SLICE`` seconds. The socket queues at
+most ``RECEIVE_HWM`` messages per worker process before ZeroMQ stops reading that worker's
+connection (back-pressure, nothing dropped), so the master's memory for what it has not
+read is bounded by the number of workers.
+
 Parts: the socket and the sealed link to each worker are ``worker_links.WorkerLinks``, the
 Spark jobs ``jobs.SparkJobs``, the closures posted to the loop ``loop_calls.LoopCalls``;
 this class decides (registrations, heartbeats, failures, relaunches, versions).
@@ -31,7 +41,7 @@ import logging
 import secrets
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 
 from squall.api.errors import TopologyStartError
@@ -56,12 +66,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("squall.spark.master")
 LOOP_POLL_MS = 20
-BATCH = 500  # messages handled per loop pass at most, before the posted calls run
+BATCH = 500  # heartbeats handled per loop pass at most, before the posted calls run
+BEATS_SLICE = 0.2  # seconds of heartbeat handling per pass at most (then calls, silence, intake)
+INTAKE = 5000  # messages read off the socket per pass at most (5 per worker at 1,000 workers)
 ANNOUNCE_WITHIN = 0.5  # seconds a registration waits at most to be announced to the others
 START_FAILURES = 3  # job failures of one worker during submit before giving up
 STOP_TIMEOUT = 30.0
 SAMPLES_KEPT = 2000  # sampled tuples kept for the UI and squall samples
 ACK_EVERY = 5.0  # seconds between the ACKs of one worker's heartbeats (at most)
+BEAT_ERRORS_KEPT = 1000  # errors of superseded heartbeats kept (the master keeps 1,000 in all)
 
 
 class TopologyMaster:
@@ -122,6 +135,8 @@ class TopologyMaster:
         self.registry.on_retire = lambda inc: self._confirm(inc, None) if self._confirming else None
         self.rescale_seq = 0  # live rescale steps sent (``live_move``)
         self.rescale_replies: dict[int, tuple[bytes, dict]] = {}  # step seq -> (identity, answer)
+        # heartbeats read but not yet handled: the latest of each worker process (module docstring)
+        self._beats: OrderedDict[bytes, tuple[Incarnation, dict]] = OrderedDict()
 
     # ---- API (any thread) ------------------------------------------------------------
 
@@ -302,10 +317,13 @@ class TopologyMaster:
     def _loop(self) -> None:
         while self._running:
             try:
-                # a bounded batch: calls (a deactivate, an info's snapshot) wait for one batch,
-                # not for a backlog of heartbeats that grows with the number of workers
-                for ident, parts in self.links.receive(LOOP_POLL_MS, BATCH):
+                # everything queued is read first: each worker's sign of life is its arrival, not
+                # the moment its heartbeat is handled (which may be behind, see ``_handle_beats``)
+                for ident, parts in self.links.receive(0 if self._beats else LOOP_POLL_MS, INTAKE):
                     self._handle(ident, parts)
+                # a bounded slice: calls (a deactivate, an info's snapshot) wait for one slice,
+                # not for a backlog of heartbeats that grows with the number of workers
+                self._handle_beats()
                 self.calls.run_pending()
                 self._supervise(judge=self.links.drained)
                 self._announce()
@@ -404,21 +422,16 @@ class TopologyMaster:
         elif t == co.RESCALED:
             self.rescale_replies[int(msg.get("seq") or 0)] = (inc.identity, msg)
         elif t == co.HEARTBEAT:
-            inc.metrics = msg["metrics"]
-            self.liveness.observe(inc.worker, inc.pid, inc.metrics)
-            inc.stuck = list(msg.get("stuck") or [])
-            inc.corrupt_frames = int(msg.get("corrupt_frames") or 0)
-            inc.rejected_frames = int(msg.get("rejected_frames") or 0)
-            inc.transfer = dict(msg.get("transfer") or {})
-            inc.usage = dict(msg.get("usage") or {})
-            self.errors.extend(cut_entry(e) for e in msg["errors"] or ())
-            for sample in msg.get("samples") or ():
-                self._sample_seq += 1
-                self.samples.append({**sample, "seq": self._sample_seq})
             now = clock.monotonic()
             if now - inc.acked_at >= self._ack_every:  # a sign of life, not an answer to each beat
                 inc.acked_at = now
                 self.links.send(ident, co.ACK)
+            waiting = self._beats.get(ident)
+            if waiting is not None:  # superseded: its metrics are older, its errors and samples not
+                older = waiting[1]
+                msg["errors"] = [*(older.get("errors") or ()), *(msg.get("errors") or ())][-BEAT_ERRORS_KEPT:]
+                msg["samples"] = [*(older.get("samples") or ()), *(msg.get("samples") or ())][-SAMPLES_KEPT:]
+            self._beats[ident] = (inc, msg)
         elif t == co.STARTED:
             self.errors.extend(cut_entry(e) for e in msg.get("errors") or ())
             if msg["error"] is not None:
@@ -432,6 +445,35 @@ class TopologyMaster:
             if self._starting and all(s.current and s.current.started for s in self.registry.slots):
                 self._starting = False
                 self._start_done.set()
+
+    def _handle_beats(self) -> None:
+        """Handle the waiting heartbeats, oldest first, for at most ``BEATS_SLICE`` (``BATCH`` of them)."""
+        if not self._beats:
+            return
+        deadline = clock.monotonic() + BEATS_SLICE
+        for _ in range(BATCH):
+            if not self._beats:
+                return
+            _, (inc, msg) = self._beats.popitem(last=False)
+            self._beat(inc, msg)
+            if clock.monotonic() >= deadline:
+                return
+
+    def _beat(self, inc: Incarnation, msg: dict) -> None:
+        """One heartbeat of ``inc``: its tasks' metrics and state, its errors and samples."""
+        self.errors.extend(cut_entry(e) for e in msg.get("errors") or ())
+        for sample in msg.get("samples") or ():
+            self._sample_seq += 1
+            self.samples.append({**sample, "seq": self._sample_seq})
+        if self.registry.slots[inc.worker].current is not inc:
+            return  # retired since it arrived: its counters were folded in (``registry._retire``)
+        inc.metrics = msg["metrics"]
+        self.liveness.observe(inc.worker, inc.pid, inc.metrics)
+        inc.stuck = list(msg.get("stuck") or [])
+        inc.corrupt_frames = int(msg.get("corrupt_frames") or 0)
+        inc.rejected_frames = int(msg.get("rejected_frames") or 0)
+        inc.transfer = dict(msg.get("transfer") or {})
+        inc.usage = dict(msg.get("usage") or {})
 
     def _register(self, ident: bytes, msg: dict) -> None:
         if self._stopping:
