@@ -30,14 +30,23 @@ class TaskLiveness:
     def observe(self, worker: int, pid: int, metrics: list[dict]) -> None:
         """One heartbeat of ``worker`` (process ``pid``) with its tasks' metrics."""
         mono, wall = clock.monotonic(), clock.time_ms() / 1000.0
+        tasks = self._tasks
         for d in metrics:
             task = d.get("task")
             if task is None:
                 continue
             counters = {k: d.get(k, 0) for k in PROGRESS}
-            old = self._tasks.get(task)
+            old = tasks.get(task)
+            if old is not None and old["pid"] == pid and old["worker"] == worker:
+                # the same process: 1,000 workers' tasks beat every second, so update in place
+                old["beat_mono"], old["beat_wall"] = mono, wall
+                if old["counters"] != counters:
+                    old["counters"], old["moved_mono"], old["moved_wall"] = counters, mono, wall
+                if old["component"] is None:
+                    old["component"] = d.get("component")
+                continue
             moved = old is None or old["counters"] != counters or old["pid"] != pid
-            self._tasks[task] = {
+            tasks[task] = {
                 "task": task, "component": d.get("component"), "worker": worker, "pid": pid,
                 "counters": counters, "beat_mono": mono, "beat_wall": wall,
                 "start_wall": old["start_wall"] if old is not None and old["pid"] == pid else wall,

@@ -60,10 +60,7 @@ def fold(snap: dict, *, per_task: bool = True) -> dict:
             metrics.append(co.metrics_from_dict({"component": plan.task_component[task], "task": task},
                                                 counters))
     info = topology_info(snap["name"], snap["status"], plan, metrics, snap["errors"], snap["uptime_secs"],
-                         workers=snap["workers"], stuck=snap["stuck"])
-    if not per_task:
-        for figures in info["components"].values():
-            figures.pop("by_task", None)
+                         workers=snap["workers"], stuck=snap["stuck"], per_task=per_task)
     return info
 
 
