@@ -13,9 +13,12 @@ a job thread blocked in ``collect()`` until its worker ends.
 Intake: each pass reads every queued message off the socket first (up to ``INTAKE``) and
 records each worker's sign of life as it arrives, so a loop that is behind on handling
 heartbeats still judges silence on time. Control messages (registrations, ``started``,
-``applied``, ``rescaled``) are handled as they are read, in order; a heartbeat waits in
-``_beats`` (one per worker process: a newer one supersedes it, keeping its errors and
-samples) and a pass handles them for at most ``BEATS_SLICE`` seconds. The socket queues at
+``applied``, ``rescaled``) are handled as they are read, in order. A heartbeat (told by
+its tail) has only its tag, sequence number, errors and samples read then
+(``Link.scan_heartbeat``); it waits in ``_beats``, one per worker process (a newer one
+supersedes it, keeping its errors and samples), and a pass decodes and handles them for at
+most ``BEATS_SLICE`` seconds. Reading is then cheap enough to keep up with 1,000 workers on
+a starved process: the decoding of metrics, most of a heartbeat's cost, is what waits. The socket queues at
 most ``RECEIVE_HWM`` messages per worker process before ZeroMQ stops reading that worker's
 connection (back-pressure, nothing dropped), so the master's memory for what it has not
 read is bounded by the number of workers.
@@ -136,7 +139,7 @@ class TopologyMaster:
         self.rescale_seq = 0  # live rescale steps sent (``live_move``)
         self.rescale_replies: dict[int, tuple[bytes, dict]] = {}  # step seq -> (identity, answer)
         # heartbeats read but not yet handled: the latest of each worker process (module docstring)
-        self._beats: OrderedDict[bytes, tuple[Incarnation, dict]] = OrderedDict()
+        self._beats: OrderedDict[bytes, tuple[Incarnation, bytes, list, list]] = OrderedDict()
 
     # ---- API (any thread) ------------------------------------------------------------
 
@@ -320,7 +323,10 @@ class TopologyMaster:
                 # everything queued is read first: each worker's sign of life is its arrival, not
                 # the moment its heartbeat is handled (which may be behind, see ``_handle_beats``)
                 for ident, parts in self.links.receive(0 if self._beats else LOOP_POLL_MS, INTAKE):
-                    self._handle(ident, parts)
+                    if self.links.is_heartbeat(ident, parts):
+                        self._heartbeat_arrived(ident, parts)
+                    else:
+                        self._handle(ident, parts)
                 # a bounded slice: calls (a deactivate, an info's snapshot) wait for one slice,
                 # not for a backlog of heartbeats that grows with the number of workers
                 self._handle_beats()
@@ -421,17 +427,9 @@ class TopologyMaster:
                 self._confirm(inc, inc.applied)
         elif t == co.RESCALED:
             self.rescale_replies[int(msg.get("seq") or 0)] = (inc.identity, msg)
-        elif t == co.HEARTBEAT:
-            now = clock.monotonic()
-            if now - inc.acked_at >= self._ack_every:  # a sign of life, not an answer to each beat
-                inc.acked_at = now
-                self.links.send(ident, co.ACK)
-            waiting = self._beats.get(ident)
-            if waiting is not None:  # superseded: its metrics are older, its errors and samples not
-                older = waiting[1]
-                msg["errors"] = [*(older.get("errors") or ()), *(msg.get("errors") or ())][-BEAT_ERRORS_KEPT:]
-                msg["samples"] = [*(older.get("samples") or ()), *(msg.get("samples") or ())][-SAMPLES_KEPT:]
-            self._beats[ident] = (inc, msg)
+        elif t == co.HEARTBEAT:  # not told by its tail (``_heartbeat_arrived``): handled now
+            self._ack(inc)
+            self._beat(inc, msg)
         elif t == co.STARTED:
             self.errors.extend(cut_entry(e) for e in msg.get("errors") or ())
             if msg["error"] is not None:
@@ -446,6 +444,36 @@ class TopologyMaster:
                 self._starting = False
                 self._start_done.set()
 
+    def _heartbeat_arrived(self, ident: bytes, parts: list[bytes]) -> None:
+        """A heartbeat read off the socket: its worker's sign of life now, its handling later.
+
+        Its tag, sequence number, errors and samples are read now; its metrics (most of it)
+        are decoded when it is handled, unless a newer heartbeat of the same process
+        supersedes it first (then its errors and samples are kept, its metrics dropped).
+        """
+        scanned = self.links.scan_heartbeat(ident, parts)
+        if scanned is None:
+            return
+        inc = self.registry.seen(ident)
+        if inc is None:
+            self.links.send(ident, co.STOP, graceful=False)  # a process of an older launch
+            return
+        self._ack(inc)
+        errors, samples = scanned
+        waiting = self._beats.get(ident)
+        if waiting is not None and (waiting[2] or waiting[3]):
+            errors = [*waiting[2], *errors][-BEAT_ERRORS_KEPT:]
+            samples = [*waiting[3], *samples][-SAMPLES_KEPT:]
+        # in its place if one waits: handled in the order of the oldest unhandled arrival, so
+        # that a worker that beats on is never passed over by those behind it
+        self._beats[ident] = (inc, parts[1], errors, samples)
+
+    def _ack(self, inc: Incarnation) -> None:
+        now = clock.monotonic()
+        if now - inc.acked_at >= self._ack_every:  # a sign of life, not an answer to each beat
+            inc.acked_at = now
+            self.links.send(inc.identity, co.ACK)
+
     def _handle_beats(self) -> None:
         """Handle the waiting heartbeats, oldest first, for at most ``BEATS_SLICE`` (``BATCH`` of them)."""
         if not self._beats:
@@ -454,7 +482,9 @@ class TopologyMaster:
         for _ in range(BATCH):
             if not self._beats:
                 return
-            _, (inc, msg) = self._beats.popitem(last=False)
+            _, (inc, payload, errors, samples) = self._beats.popitem(last=False)
+            msg = co.decode(payload)  # authentic and new: checked as it arrived
+            msg["errors"], msg["samples"] = errors, samples
             self._beat(inc, msg)
             if clock.monotonic() >= deadline:
                 return

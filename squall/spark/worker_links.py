@@ -77,6 +77,21 @@ class WorkerLinks:
         self._links[ident] = link
         return msg
 
+    def is_heartbeat(self, ident: bytes, parts: list[bytes]) -> bool:
+        """Whether ``parts`` looks like a heartbeat on a known link (its tail; nothing checked yet)."""
+        return len(parts) == 2 and parts[1].endswith(co.HEARTBEAT_TAIL) and ident in self._links
+
+    def scan_heartbeat(self, ident: bytes, parts: list[bytes]) -> tuple[list, list] | None:
+        """Its errors and samples if an authentic new heartbeat (``Link.scan_heartbeat``).
+
+        None (logged) if it is not one.
+        """
+        got = self._links[ident].scan_heartbeat(parts)
+        if got is None:
+            log.warning("topology master %r dropped a heartbeat from %r that is not authentic or "
+                        "was replayed", self.name, ident[:80])
+        return got
+
     def send(self, ident: bytes, t: str, **fields: Any) -> None:
         """Seal and send message ``t`` to one worker process; never blocks (a full queue is logged)."""
         link = self._links.get(ident)
