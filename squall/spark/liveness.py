@@ -83,10 +83,23 @@ class TaskLiveness:
 
     def report(self) -> list[dict]:
         """Per task: worker, start time, last heartbeat and last progress (epoch seconds, and ages)."""
-        now = clock.monotonic()
-        return [{"task": t["task"], "component": t["component"], "worker": t["worker"], "pid": t["pid"],
-                 "start_time": t["start_wall"], "last_heartbeat": t["beat_wall"],
-                 "heartbeat_age_secs": round(now - t["beat_mono"], 3),
-                 "last_progress": t["moved_wall"], "idle_secs": round(now - t["moved_mono"], 3),
-                 **t["counters"]}
-                for _, t in sorted(self._tasks.items())]
+        return report_of(self.entries())
+
+    def entries(self) -> list[dict]:
+        """A copy of each task's entry (cheap), for ``report_of`` on another thread.
+
+        ``observe`` changes a beating process's entries in place: a copy is what another
+        thread may read while this one observes.
+        """
+        return [dict(t) for t in self._tasks.values()]
+
+
+def report_of(entries: list[dict]) -> list[dict]:
+    """``TaskLiveness.report`` of its ``entries``, by task, with the ages counted to now."""
+    now = clock.monotonic()
+    return [{"task": t["task"], "component": t["component"], "worker": t["worker"], "pid": t["pid"],
+             "start_time": t["start_wall"], "last_heartbeat": t["beat_wall"],
+             "heartbeat_age_secs": round(now - t["beat_mono"], 3),
+             "last_progress": t["moved_wall"], "idle_secs": round(now - t["moved_mono"], 3),
+             **t["counters"]}
+            for t in sorted(entries, key=lambda t: t["task"])]

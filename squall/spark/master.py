@@ -55,9 +55,9 @@ from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 from squall.spark import settings as S
 from squall.spark.jobs import SparkJobs
-from squall.spark.liveness import TaskLiveness
+from squall.spark.liveness import TaskLiveness, report_of
 from squall.spark.loop_calls import LoopCalls
-from squall.spark.master_info import beat_info, fold, snapshot
+from squall.spark.master_info import beat_fold, fold, snapshot
 from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus
 from squall.spark.registry import Incarnation, WorkerRegistry
 from squall.spark.settings import setting
@@ -252,10 +252,10 @@ class TopologyMaster:
         The loop thread only takes a snapshot; the fold of every task's metrics runs on the
         caller's thread, so that heartbeats and confirmations are not held up behind it.
         """
-        snap, tasks, notes = self.calls.call(self._snapshot_for_info if per_task else self._snapshot_brief)
+        snap, entries, notes = self.calls.call(self._snapshot_for_info if per_task else self._snapshot_brief)
         info = fold(snap, per_task=per_task)
         if per_task:
-            info["tasks"] = tasks
+            info["tasks"] = report_of(entries)
         info["placement_notes"] = notes
         info["rescale"] = None if self.rescale is None else dict(self.rescale)  # API.md, Rescaling
         return info
@@ -266,7 +266,11 @@ class TopologyMaster:
         ``tasks=False``: without each task's report (``tasks`` is None), which the store needs
         only every few beats.
         """
-        return self.calls.call(functools.partial(self._beat_info, tasks))
+        # the loop takes references and copies (``snapshot``, ``entries``); the sums run here
+        snap, entries, _ = self.calls.call(self._snapshot_for_info if tasks else self._snapshot_brief)
+        info = beat_fold(snap)
+        info["tasks"] = report_of(entries) if tasks else None
+        return info
 
     def run_version(self, indices: list[int], code: WorkerCode, timeout: float) -> None:
         """Restart workers ``indices`` on ``code``; return once they run it, else raise.
@@ -562,24 +566,25 @@ class TopologyMaster:
 
     def _info(self) -> dict:
         """The whole info, on the loop thread (tests compare it with ``_beat_info``)."""
-        snap, tasks, notes = self._snapshot_for_info()
-        return {**fold(snap), "tasks": tasks, "placement_notes": notes,
+        snap, entries, notes = self._snapshot_for_info()
+        return {**fold(snap), "tasks": report_of(entries), "placement_notes": notes,
                 "rescale": None if self.rescale is None else dict(self.rescale)}
 
-    def _snapshot_for_info(self) -> tuple[dict, list[dict] | None, list[str]]:
+    def _snapshot_for_info(self) -> tuple[dict, list[dict], list[str]]:
         snap, _, notes = self._snapshot_brief()
-        return snap, self.liveness.report(), notes
+        return snap, self.liveness.entries(), notes
 
-    def _snapshot_brief(self) -> tuple[dict, list[dict] | None, list[str]]:
+    def _snapshot_brief(self) -> tuple[dict, list[dict], list[str]]:
         versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
         snap = snapshot(self.name, self.status, self.plan, self.registry, list(self.errors), self.started_at,
                         versions)
-        return snap, None, self.placement_notes + self.placement.notes()
+        return snap, [], self.placement_notes + self.placement.notes()
 
     def _beat_info(self, tasks: bool = True) -> dict:
-        versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
-        info = beat_info(self.status, self.plan, self.registry, list(self.errors), self.started_at, versions)
-        info["tasks"] = self.liveness.report() if tasks else None
+        """``beat_info`` on the loop thread (tests compare it with ``_info``)."""
+        snap, entries, _ = self._snapshot_for_info() if tasks else self._snapshot_brief()
+        info = beat_fold(snap)
+        info["tasks"] = report_of(entries) if tasks else None
         return info
 
     def _close(self) -> None:
