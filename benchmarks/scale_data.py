@@ -176,7 +176,7 @@ ROWS = [
     ("idle_cpu_per_worker", "cores", "<= 0.01"),
     ("idle_cpu_max_worker", "cores", ""),
     ("rss_mib_per_worker", "MiB", ""),
-    ("sockets_per_worker", "", "(about N: one per peer)"),
+    ("sockets_per_worker", "", "(2 per peer: about 2N + 3)"),
     ("sockets_max_worker", "", ""),
     ("kill_s", "s", ""),
     ("failed", "", ""),
