@@ -14,8 +14,9 @@ the store's writes per second and largest record, and ``info()``'s time and size
 the REST topology page, ``/metrics`` and ``squall info`` each ask the master for); then
 the growth exponent of each figure between the two largest N.
 
-Not measured here: Nimbus's own CPU and its REST responses, a rebalance, and the data
-plane (real worker processes); docs/scale.md says so.
+Not measured here: Nimbus's own CPU and its REST responses (estimated), and the data
+plane, which ``--data-plane`` measures apart (``benchmarks.scale_data``: real worker
+processes on Spark); docs/scale.md says so.
 """
 
 from __future__ import annotations
@@ -378,11 +379,36 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="seconds the workers have to start at each N (a start that fails is reported)")
     p.add_argument("--json", help="also write the figures to this file")
     p.add_argument("--profile", help="a path prefix: cProfile the master's loop and store beat at each N")
+    p.add_argument("--data-plane", action="store_true",
+                   help="the data plane instead: real workers on Spark local[N], N = 2 8 16 32 "
+                        "(--quick: 2 8; benchmarks.scale_data)")
     return p.parse_args(argv)
+
+
+def data_plane(args: argparse.Namespace) -> int:
+    """The data-plane part (``benchmarks.scale_data``): real workers at each N."""
+    from benchmarks.scale_data import measure as measure_data
+    from benchmarks.scale_data import table as data_table
+
+    ns = args.workers or ([2, 8] if args.quick else [2, 8, 16, 32])
+    window = args.window or (10.0 if args.quick else 20.0)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="squall-scale-data-") as tmp:
+        for n in ns:
+            print(f"# data plane, N={n} (load average {os.getloadavg()[0]:.1f}) ...", flush=True)
+            results.append(measure_data(n, window, 10.0 if args.quick else 20.0, tmp))
+            print(json.dumps(results[-1]), flush=True)
+    print(data_table(results), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"data_plane": results}, indent=1))
+    print(f"machine: {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.data_plane:
+        return data_plane(args)
     ns = args.workers or [10, 100, 1000]
     stores = args.store or (["sqlite", "zk"] if zookeeper_installed() else ["sqlite"])
     window = args.window or (5.0 if args.quick else 20.0)

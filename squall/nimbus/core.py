@@ -23,7 +23,7 @@ from squall.nimbus import clusterconf
 from squall.nimbus.config import NimbusConfig
 from squall.nimbus.errors import Conflict, InvalidRequest, NimbusError, NotFound, NotLeader
 from squall.nimbus.launcher import Launch, Launcher, pid_alive, stop_group
-from squall.nimbus.masters import call_master
+from squall.nimbus.masters import NoControlRoute, call_master
 from squall.nimbus.notifier import ActionNotifier
 from squall.nimbus.replication import (
     CodeSync,
@@ -176,6 +176,20 @@ class NimbusCore:
             raise Conflict(f"the topology master of {rec['name']!r} is not running ({state}); "
                            f"Nimbus relaunches it, try again shortly")
         return call_master(m["control"], rec["secret"], method, path, body, timeout)
+
+    def master_info(self, rec: dict, route: str, timeout: float = 10.0) -> dict:
+        """``GET route`` of ``rec``'s master (``/info/components``, ``/info/brief``, ``/info``).
+
+        A master of an older squall lacks the lighter routes (404): its whole ``/info`` is
+        asked instead, a superset of what they answer (errors there keep their texts).
+        """
+        try:
+            return self.control(rec, "GET", route, timeout=timeout)
+        except NoControlRoute:
+            if route == "/info":
+                raise
+            log.debug("topology %r: its master has no %s; asking for /info", rec["name"], route)
+            return self.control(rec, "GET", "/info", timeout=timeout)
 
     @staticmethod
     def status_after(rec: dict) -> str:

@@ -136,10 +136,12 @@ class Lifecycle(NimbusCore):
         if self.live_master(rec) is not None:
             try:
                 route = "/info/brief" if not texts else "/info" if per_task else "/info/components"
-                live = self.control(rec, "GET", route, timeout=10.0)
+                live = self.master_info(rec, route, timeout=10.0)
             except NimbusError as e:
                 out["master"]["error"] = str(e)
             else:
+                if not texts:  # an older master answered its whole /info (``master_info``)
+                    live["errors"] = without_texts(live["errors"])
                 out["master"]["store_beat_failures"] = live.get("store_beat_failures")
                 out.update(components=live["components"], workers=live["workers"],
                            errors=live["errors"], master_uptime_secs=live["uptime_secs"],

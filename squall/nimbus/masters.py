@@ -16,6 +16,10 @@ class MasterUnreachable(NimbusError):
     code = "master_unreachable"
 
 
+class NoControlRoute(NimbusError):
+    """The topology master has no such control route: it runs an older squall."""
+
+
 def call_master(control: str, secret: str, method: str, path: str, body: dict | None = None,
                 timeout: float = 30.0) -> dict:
     """One control request; the master's refusals become ``NimbusError``s with its message."""
@@ -35,6 +39,8 @@ def call_master(control: str, secret: str, method: str, path: str, body: dict | 
             raise Conflict(message) from None
         if e.code == 400:
             raise InvalidRequest(message) from None
+        if e.code == 404:
+            raise NoControlRoute(f"topology master: {message}") from None
         raise NimbusError(f"topology master: {message}") from None
     except (OSError, ValueError) as e:
         reason = getattr(e, "reason", e)

@@ -114,7 +114,7 @@ class Observer:
                 continue
             try:
                 # component figures only: the whole info is 10 MB at 1,000 workers (docs/scale.md)
-                live = self.nimbus.control(rec, "GET", "/info/components", timeout=5.0)
+                live = self.nimbus.master_info(rec, "/info/components", timeout=5.0)
             except NimbusError as e:
                 log.debug("observer: no figures from %r: %s", name, e)
                 continue

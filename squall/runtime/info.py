@@ -13,13 +13,15 @@ from squall.runtime.plan import SYSTEM, TaskPlan
 
 def topology_info(name: str, status: str, plan: TaskPlan, metrics: list[TaskMetrics],
                   errors: list[dict], uptime_secs: float,
-                  workers: list[dict] | None = None, stuck: list[dict] | None = None) -> dict:
+                  workers: list[dict] | None = None, stuck: list[dict] | None = None,
+                  per_task: bool = True) -> dict:
     """The info dict of API.md: name, status, components, chains, workers, errors.
 
     ``stuck``: the tasks inside one call for longer than ``squall.task.stuck.secs`` now
     (component, task, method, secs, waits_in, stack); a task leaves the list when it moves.
     A chained component's figures, errors and stuck entries carry ``chain`` (the chain it
-    runs fused in, head first) beside its own name.
+    runs fused in, head first) beside its own name. ``per_task=False`` leaves out each
+    component's ``by_task``.
     """
     chained = chain_by_component(plan.chains)
     by_component: dict[str, list[TaskMetrics]] = defaultdict(list)
@@ -29,7 +31,7 @@ def topology_info(name: str, status: str, plan: TaskPlan, metrics: list[TaskMetr
     for comp, tasks in plan.component_tasks.items():
         if comp == SYSTEM:
             continue
-        figures = aggregate(by_component.get(comp, []))
+        figures = aggregate(by_component.get(comp, []), per_task)
         figures["tasks"] = list(tasks)
         figures["errors"] = sum(1 for e in errors if e["component"] == comp)
         if comp in chained:

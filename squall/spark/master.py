@@ -10,6 +10,19 @@ Threads: one loop thread owns the ROUTER socket and the ``WorkerRegistry``; ever
 of state happens there (API calls and job threads post closures to it). Each launch has
 a job thread blocked in ``collect()`` until its worker ends.
 
+Intake: each pass reads every queued message off the socket first (up to ``INTAKE``) and
+records each worker's sign of life as it arrives, so a loop that is behind on handling
+heartbeats still judges silence on time. Control messages (registrations, ``started``,
+``applied``, ``rescaled``) are handled as they are read, in order. A heartbeat (told by
+its tail) has only its tag, sequence number, errors and samples read then
+(``Link.scan_heartbeat``); it waits in ``_beats``, one per worker process (a newer one
+supersedes it, keeping its errors and samples), and a pass decodes and handles them for at
+most ``BEATS_SLICE`` seconds. Reading is then cheap enough to keep up with 1,000 workers on
+a starved process: the decoding of metrics, most of a heartbeat's cost, is what waits. The socket queues at
+most ``RECEIVE_HWM`` messages per worker process before ZeroMQ stops reading that worker's
+connection (back-pressure, nothing dropped), so the master's memory for what it has not
+read is bounded by the number of workers.
+
 Parts: the socket and the sealed link to each worker are ``worker_links.WorkerLinks``, the
 Spark jobs ``jobs.SparkJobs``, the closures posted to the loop ``loop_calls.LoopCalls``;
 this class decides (registrations, heartbeats, failures, relaunches, versions).
@@ -33,7 +46,7 @@ import logging
 import secrets
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 
 from squall.api.errors import TopologyStartError
@@ -44,9 +57,9 @@ from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 from squall.spark import settings as S
 from squall.spark.jobs import SparkJobs
-from squall.spark.liveness import TaskLiveness
+from squall.spark.liveness import TaskLiveness, report_of
 from squall.spark.loop_calls import LoopCalls
-from squall.spark.master_info import beat_info, fold, snapshot
+from squall.spark.master_info import beat_fold, fold, snapshot
 from squall.spark.memory import reason as memory_reason
 from squall.spark.memory import worker_limit_mb
 from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus
@@ -60,12 +73,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("squall.spark.master")
 LOOP_POLL_MS = 20
-BATCH = 500  # messages handled per loop pass at most, before the posted calls run
+BATCH = 500  # heartbeats handled per loop pass at most, before the posted calls run
+BEATS_SLICE = 0.2  # seconds of heartbeat handling per pass at most (then calls, silence, intake)
+INTAKE = 5000  # messages read off the socket per pass at most (5 per worker at 1,000 workers)
 ANNOUNCE_WITHIN = 0.5  # seconds a registration waits at most to be announced to the others
 START_FAILURES = 3  # job failures of one worker during submit before giving up
 STOP_TIMEOUT = 30.0
 SAMPLES_KEPT = 2000  # sampled tuples kept for the UI and squall samples
 ACK_EVERY = 5.0  # seconds between the ACKs of one worker's heartbeats (at most)
+BEAT_ERRORS_KEPT = 1000  # errors of superseded heartbeats kept (the master keeps 1,000 in all)
 
 
 class TopologyMaster:
@@ -128,6 +144,8 @@ class TopologyMaster:
         self.registry.on_retire = lambda inc: self._confirm(inc, None) if self._confirming else None
         self.rescale_seq = 0  # live rescale steps sent (``live_move``)
         self.rescale_replies: dict[int, tuple[bytes, dict]] = {}  # step seq -> (identity, answer)
+        # heartbeats read but not yet handled: the latest of each worker process (module docstring)
+        self._beats: OrderedDict[bytes, tuple[Incarnation, bytes, list, list]] = OrderedDict()
 
     # ---- API (any thread) ------------------------------------------------------------
 
@@ -240,10 +258,10 @@ class TopologyMaster:
         The loop thread only takes a snapshot; the fold of every task's metrics runs on the
         caller's thread, so that heartbeats and confirmations are not held up behind it.
         """
-        snap, tasks, notes = self.calls.call(self._snapshot_for_info if per_task else self._snapshot_brief)
+        snap, entries, notes = self.calls.call(self._snapshot_for_info if per_task else self._snapshot_brief)
         info = fold(snap, per_task=per_task)
         if per_task:
-            info["tasks"] = tasks
+            info["tasks"] = report_of(entries)
         info["placement_notes"] = notes
         info["rescale"] = None if self.rescale is None else dict(self.rescale)  # API.md, Rescaling
         return info
@@ -254,7 +272,11 @@ class TopologyMaster:
         ``tasks=False``: without each task's report (``tasks`` is None), which the store needs
         only every few beats.
         """
-        return self.calls.call(functools.partial(self._beat_info, tasks))
+        # the loop takes references and copies (``snapshot``, ``entries``); the sums run here
+        snap, entries, _ = self.calls.call(self._snapshot_for_info if tasks else self._snapshot_brief)
+        info = beat_fold(snap)
+        info["tasks"] = report_of(entries) if tasks else None
+        return info
 
     def run_version(self, indices: list[int], code: WorkerCode, timeout: float) -> None:
         """Restart workers ``indices`` on ``code``; return once they run it, else raise.
@@ -308,10 +330,16 @@ class TopologyMaster:
     def _loop(self) -> None:
         while self._running:
             try:
-                # a bounded batch: calls (a deactivate, an info's snapshot) wait for one batch,
+                # everything queued is read first: each worker's sign of life is its arrival, not
+                # the moment its heartbeat is handled (which may be behind, see ``_handle_beats``)
+                for ident, parts in self.links.receive(0 if self._beats else LOOP_POLL_MS, INTAKE):
+                    if self.links.is_heartbeat(ident, parts):
+                        self._heartbeat_arrived(ident, parts)
+                    else:
+                        self._handle(ident, parts)
+                # a bounded slice: calls (a deactivate, an info's snapshot) wait for one slice,
                 # not for a backlog of heartbeats that grows with the number of workers
-                for ident, parts in self.links.receive(LOOP_POLL_MS, BATCH):
-                    self._handle(ident, parts)
+                self._handle_beats()
                 self.calls.run_pending()
                 self._supervise(judge=self.links.drained)
                 self._announce()
@@ -413,22 +441,9 @@ class TopologyMaster:
             self.rescale_replies[int(msg.get("seq") or 0)] = (inc.identity, msg)
         elif t == co.MEMORY:
             self._over_memory(inc, msg)
-        elif t == co.HEARTBEAT:
-            inc.metrics = msg["metrics"]
-            self.liveness.observe(inc.worker, inc.pid, inc.metrics)
-            inc.stuck = list(msg.get("stuck") or [])
-            inc.corrupt_frames = int(msg.get("corrupt_frames") or 0)
-            inc.rejected_frames = int(msg.get("rejected_frames") or 0)
-            inc.transfer = dict(msg.get("transfer") or {})
-            inc.usage = dict(msg.get("usage") or {})
-            self.errors.extend(cut_entry(e) for e in msg["errors"] or ())
-            for sample in msg.get("samples") or ():
-                self._sample_seq += 1
-                self.samples.append({**sample, "seq": self._sample_seq})
-            now = clock.monotonic()
-            if now - inc.acked_at >= self._ack_every:  # a sign of life, not an answer to each beat
-                inc.acked_at = now
-                self.links.send(ident, co.ACK)
+        elif t == co.HEARTBEAT:  # not told by its tail (``_heartbeat_arrived``): handled now
+            self._ack(inc)
+            self._beat(inc, msg)
         elif t == co.STARTED:
             self.errors.extend(cut_entry(e) for e in msg.get("errors") or ())
             if msg["error"] is not None:
@@ -456,6 +471,67 @@ class TopologyMaster:
         self.links.send(inc.identity, co.STOP, graceful=False)
         self.jobs.cancel(inc.worker, slot.launch)
         self._worker_failed(inc.worker, why)
+
+    def _heartbeat_arrived(self, ident: bytes, parts: list[bytes]) -> None:
+        """A heartbeat read off the socket: its worker's sign of life now, its handling later.
+
+        Its tag, sequence number, errors and samples are read now; its metrics (most of it)
+        are decoded when it is handled, unless a newer heartbeat of the same process
+        supersedes it first (then its errors and samples are kept, its metrics dropped).
+        """
+        scanned = self.links.scan_heartbeat(ident, parts)
+        if scanned is None:
+            return
+        inc = self.registry.seen(ident)
+        if inc is None:
+            self.links.send(ident, co.STOP, graceful=False)  # a process of an older launch
+            return
+        self._ack(inc)
+        errors, samples = scanned
+        waiting = self._beats.get(ident)
+        if waiting is not None and (waiting[2] or waiting[3]):
+            errors = [*waiting[2], *errors][-BEAT_ERRORS_KEPT:]
+            samples = [*waiting[3], *samples][-SAMPLES_KEPT:]
+        # in its place if one waits: handled in the order of the oldest unhandled arrival, so
+        # that a worker that beats on is never passed over by those behind it
+        self._beats[ident] = (inc, parts[1], errors, samples)
+
+    def _ack(self, inc: Incarnation) -> None:
+        now = clock.monotonic()
+        if now - inc.acked_at >= self._ack_every:  # a sign of life, not an answer to each beat
+            inc.acked_at = now
+            self.links.send(inc.identity, co.ACK)
+
+    def _handle_beats(self) -> None:
+        """Handle the waiting heartbeats, oldest first, for at most ``BEATS_SLICE`` (``BATCH`` of them)."""
+        if not self._beats:
+            return
+        deadline = clock.monotonic() + BEATS_SLICE
+        for _ in range(BATCH):
+            if not self._beats:
+                return
+            _, (inc, payload, errors, samples) = self._beats.popitem(last=False)
+            msg = co.decode(payload)  # authentic and new: checked as it arrived
+            msg["errors"], msg["samples"] = errors, samples
+            self._beat(inc, msg)
+            if clock.monotonic() >= deadline:
+                return
+
+    def _beat(self, inc: Incarnation, msg: dict) -> None:
+        """One heartbeat of ``inc``: its tasks' metrics and state, its errors and samples."""
+        self.errors.extend(cut_entry(e) for e in msg.get("errors") or ())
+        for sample in msg.get("samples") or ():
+            self._sample_seq += 1
+            self.samples.append({**sample, "seq": self._sample_seq})
+        if self.registry.slots[inc.worker].current is not inc:
+            return  # retired since it arrived: its counters were folded in (``registry._retire``)
+        inc.metrics = msg["metrics"]
+        self.liveness.observe(inc.worker, inc.pid, inc.metrics)
+        inc.stuck = list(msg.get("stuck") or [])
+        inc.corrupt_frames = int(msg.get("corrupt_frames") or 0)
+        inc.rejected_frames = int(msg.get("rejected_frames") or 0)
+        inc.transfer = dict(msg.get("transfer") or {})
+        inc.usage = dict(msg.get("usage") or {})
 
     def _register(self, ident: bytes, msg: dict) -> None:
         if self._stopping:
@@ -514,24 +590,25 @@ class TopologyMaster:
 
     def _info(self) -> dict:
         """The whole info, on the loop thread (tests compare it with ``_beat_info``)."""
-        snap, tasks, notes = self._snapshot_for_info()
-        return {**fold(snap), "tasks": tasks, "placement_notes": notes,
+        snap, entries, notes = self._snapshot_for_info()
+        return {**fold(snap), "tasks": report_of(entries), "placement_notes": notes,
                 "rescale": None if self.rescale is None else dict(self.rescale)}
 
-    def _snapshot_for_info(self) -> tuple[dict, list[dict] | None, list[str]]:
+    def _snapshot_for_info(self) -> tuple[dict, list[dict], list[str]]:
         snap, _, notes = self._snapshot_brief()
-        return snap, self.liveness.report(), notes
+        return snap, self.liveness.entries(), notes
 
-    def _snapshot_brief(self) -> tuple[dict, list[dict] | None, list[str]]:
+    def _snapshot_brief(self) -> tuple[dict, list[dict], list[str]]:
         versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
         snap = snapshot(self.name, self.status, self.plan, self.registry, list(self.errors), self.started_at,
                         versions)
-        return snap, None, self.placement_notes + self.placement.notes()
+        return snap, [], self.placement_notes + self.placement.notes()
 
     def _beat_info(self, tasks: bool = True) -> dict:
-        versions = {i: self.worker_code.get(i, self.base).version for i in range(self.plan.num_workers)}
-        info = beat_info(self.status, self.plan, self.registry, list(self.errors), self.started_at, versions)
-        info["tasks"] = self.liveness.report() if tasks else None
+        """``beat_info`` on the loop thread (tests compare it with ``_info``)."""
+        snap, entries, _ = self._snapshot_for_info() if tasks else self._snapshot_brief()
+        info = beat_fold(snap)
+        info["tasks"] = report_of(entries) if tasks else None
         return info
 
     def _close(self) -> None:

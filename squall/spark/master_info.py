@@ -1,8 +1,8 @@
 """What ``TopologyMaster.info`` reports: per-component figures and each worker's state.
 
 Pure functions of the registry's view (metrics from the workers' last heartbeats, plus
-the counters carried over from their dead processes); they run on the master's loop
-thread, which owns the registry.
+the counters carried over from their dead processes). ``snapshot`` runs on the master's
+loop thread, which owns the registry; ``fold`` and ``beat_fold`` on the caller's.
 """
 
 from __future__ import annotations
@@ -60,10 +60,7 @@ def fold(snap: dict, *, per_task: bool = True) -> dict:
             metrics.append(co.metrics_from_dict({"component": plan.task_component[task], "task": task},
                                                 counters))
     info = topology_info(snap["name"], snap["status"], plan, metrics, snap["errors"], snap["uptime_secs"],
-                         workers=snap["workers"], stuck=snap["stuck"])
-    if not per_task:
-        for figures in info["components"].values():
-            figures.pop("by_task", None)
+                         workers=snap["workers"], stuck=snap["stuck"], per_task=per_task)
     return info
 
 
@@ -75,17 +72,23 @@ def beat_info(status: str, plan: TaskPlan, registry: WorkerRegistry, errors: lis
     latency sample sorted (``master_info`` does both, too much for every second at 1,000
     workers: docs/scale.md).
     """
+    return beat_fold(snapshot("", status, plan, registry, errors, started_at, versions))
+
+
+def beat_fold(snap: dict) -> dict:
+    """``beat_info`` of a ``snapshot``, on any thread (its sums: off the master's loop)."""
+    plan: TaskPlan = snap["plan"]
     totals = {c: dict.fromkeys(SUMMED, 0) for c in plan.component_tasks if c != SYSTEM}
-    live = [(d.get("task"), d) for inc in registry.current() for d in inc.metrics]
-    for task, d in [*live, *registry.carried.items()]:  # a task's dead processes count too
+    live = [(d.get("task"), d) for dicts in snap["metrics"] for d in dicts]
+    for task, d in [*live, *snap["carried"].items()]:  # a task's dead processes count too
         comp = totals.get(plan.task_component.get(task, ""))  # type: ignore[arg-type]
         if comp is not None:
             for key in SUMMED:
                 comp[key] += d.get(key, 0)
-    now = time.monotonic()
-    return {"status": status, "num_workers": plan.num_workers, "uptime_secs": round(now - started_at, 3),
+    return {"status": snap["status"], "num_workers": plan.num_workers,
+            "uptime_secs": round(snap["uptime_secs"], 3),
             "components": {c: {"tasks": list(plan.component_tasks[c]), **t} for c, t in totals.items()},
-            "workers": workers_info(plan, registry, versions, now), "errors": errors}
+            "workers": snap["workers"], "errors": snap["errors"]}
 
 
 def workers_info(plan: TaskPlan, registry: WorkerRegistry, versions: dict[int, int],

@@ -22,6 +22,9 @@ from squall.spark.settings import setting
 from squall.spark.transport import bind_address
 
 log = logging.getLogger("squall.spark.master")
+# messages queued unread per worker process: a worker sends about one a second (its heartbeat)
+# and a reply per command, and the master reads its whole queue every pass (``master.INTAKE``)
+RECEIVE_HWM = 64
 
 
 class WorkerLinks:
@@ -35,6 +38,9 @@ class WorkerLinks:
         self._router = self._ctx.socket(zmq.ROUTER)
         self._router.setsockopt(zmq.LINGER, 0)
         self._router.setsockopt(zmq.MAXMSGSIZE, co.MAX_MESSAGE_BYTES)
+        # per worker process: past it ZeroMQ stops reading that connection (the worker's own
+        # queue holds the rest), so what waits unread here is bounded by the number of workers
+        self._router.setsockopt(zmq.RCVHWM, RECEIVE_HWM)
         self._links: dict[bytes, co.Link] = {}  # worker process identity -> its sealed link
         self.drained = True  # whether the last ``receive`` emptied the queue
         bind, host = bind_address(str(setting(conf, S.MASTER_BIND_HOST)))
@@ -70,6 +76,21 @@ class WorkerLinks:
             return None
         self._links[ident] = link
         return msg
+
+    def is_heartbeat(self, ident: bytes, parts: list[bytes]) -> bool:
+        """Whether ``parts`` looks like a heartbeat on a known link (its tail; nothing checked yet)."""
+        return len(parts) == 2 and parts[1].endswith(co.HEARTBEAT_TAIL) and ident in self._links
+
+    def scan_heartbeat(self, ident: bytes, parts: list[bytes]) -> tuple[list, list] | None:
+        """Its errors and samples if an authentic new heartbeat (``Link.scan_heartbeat``).
+
+        None (logged) if it is not one.
+        """
+        got = self._links[ident].scan_heartbeat(parts)
+        if got is None:
+            log.warning("topology master %r dropped a heartbeat from %r that is not authentic or "
+                        "was replayed", self.name, ident[:80])
+        return got
 
     def send(self, ident: bytes, t: str, **fields: Any) -> None:
         """Seal and send message ``t`` to one worker process; never blocks (a full queue is logged)."""

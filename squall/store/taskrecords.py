@@ -6,7 +6,7 @@ the same records with its own heartbeat (once a second), each tagged with its ep
 
 - ``taskbeats/<name>``: per task, its component, worker, process id, start time (when its
   current process started it), latest heartbeat, latest progress and counters. About 280
-  bytes per task: past ``RECORD_BYTES`` the tasks are split into parts, the first at
+  bytes per task: past ``BEATS_PART_BYTES`` the tasks are split into parts, the first at
   ``taskbeats/<name>`` (with ``parts``, their number) and the others at
   ``taskbeats/<name>/<i>`` (``beats_records``, ``read_beats``), so that 10,000 tasks fit
   ZooKeeper's nodes;
@@ -38,6 +38,9 @@ ERRORS_KEPT = 100
 MESSAGE_CHARS = 1200  # the reporting worker cuts at 1000, plus its note of errors not reported
 TRACEBACK_CHARS = 4000
 RECORD_BYTES = 512 * 1024  # half of ZooKeeper's default node limit (jute.maxbuffer, 1 MiB)
+# a part of the task heartbeats: half the 512 KB target per record, so that task entries that
+# grow (longer names, more counters) stay under it; 10,000 tasks take about 14 parts
+BEATS_PART_BYTES = 250_000
 AGES = ("heartbeat_age_secs", "idle_secs")  # counted afresh by whoever reads the record
 
 
@@ -48,18 +51,18 @@ def beats_record(epoch: int, tasks: Iterable[dict], now: float) -> dict:
 
 
 def beats_records(epoch: int, tasks: Iterable[dict], now: float) -> list[dict]:
-    """``beats_record`` in parts of at most ``RECORD_BYTES`` of JSON each; the first says how many.
+    """``beats_record`` in parts of at most ``BEATS_PART_BYTES`` of JSON each; the first says how many.
 
     >>> parts = beats_records(1, [{"task": t, "component": "c" * 1000} for t in range(1200)], 0.0)
     >>> len(parts), parts[0]["parts"], sum(len(p["tasks"]) for p in parts)
-    (3, 3, 1200)
+    (5, 5, 1200)
     """
     whole = beats_record(epoch, tasks, now)["tasks"]
     parts: list[dict] = [{}]
     size = 0
     for key, entry in whole.items():
         entry_bytes = len(json.dumps(entry)) + len(key) + 6
-        if size + entry_bytes > RECORD_BYTES - 200 and parts[-1]:  # 200: the record's other fields
+        if size + entry_bytes > BEATS_PART_BYTES - 200 and parts[-1]:  # 200: the record's other fields
             parts.append({})
             size = 0
         parts[-1][key] = entry

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+from collections import deque
 
 import pytest
 
@@ -150,42 +151,186 @@ def test_heartbeats_are_acknowledged_often_enough_for_the_worker_not_each_one():
     assert len(acks) <= beats / 4, len(acks)
 
 
-def test_calls_to_the_loop_run_between_batches_of_messages_not_after_the_whole_backlog():
-    import time
+class Backlog:
+    """The master's socket with a backlog: what workers sent, read in arrival order.
 
-    import zmq
+    It stands in for ``WorkerLinks.receive`` only (same contract: at most ``limit`` messages
+    a call, ``drained`` says whether the queue was emptied); opening, sealing and everything
+    after are the master's own.
+    """
 
-    topology, conf, plan = word_count(2)
-    master = TopologyMaster(NAME, topology, conf, plan, sc=NoSpark())
-    handled = []
-    release = threading.Event()
+    def __init__(self, master: TopologyMaster) -> None:
+        self.links = master.links
+        self.queue: deque[tuple[bytes, list[bytes]]] = deque()
+        self.links.receive = self.receive  # type: ignore[method-assign]
 
-    def handle(ident, parts):  # stands for the real handling; the first one waits
-        handled.append(ident)
-        if len(handled) == 1:
-            release.wait(30)
-    master._handle = handle
-    ctx = zmq.Context()
-    dealer = ctx.socket(zmq.DEALER)
-    dealer.setsockopt(zmq.SNDHWM, 0)
-    dealer.connect(master.address)
-    master._thread.start()
-    try:
-        dealer.send_multipart([b"x", b"first"])
-        assert wait_for(lambda: len(handled) == 1, 10)
-        backlog = 5000
-        for _ in range(backlog):  # a backlog builds up while the loop is busy
-            dealer.send_multipart([b"x", b"beat"])
-        time.sleep(1.0)  # queued on the master's socket
-        ran_after = master.calls.post(lambda: len(handled))
-        release.set()
-        # the call ran after a bounded batch, not after the whole backlog (its wait grows with N)
-        assert ran_after.result(30) <= 1 + 1000, ran_after.result()
-        assert wait_for(lambda: len(handled) == 1 + backlog, 30)  # and every message was handled
-    finally:
-        release.set()
-        master._running = False
-        master._thread.join(5)
-        master.links.close()
-        dealer.close(0)
-        ctx.term()
+    def receive(self, timeout_ms: int, limit: int | None = None):
+        count = 0
+        self.links.drained = True
+        while self.queue and (limit is None or count < limit):
+            count += 1
+            yield self.queue.popleft()
+        self.links.drained = not self.queue
+
+
+class Launches:
+    """Stands in for the Spark jobs: records what the master cancels and launches."""
+
+    def __init__(self) -> None:
+        self.cancelled: list[int] = []
+        self.started: list[int] = []
+
+    def start(self, spec) -> None:
+        self.started.append(spec.index)
+
+    def cancel(self, index: int, launch: int) -> None:
+        self.cancelled.append(index)
+
+
+def one_pass(master: TopologyMaster) -> None:
+    """Run one pass of the master's loop on this thread (the loop thread is never started)."""
+    master.calls.post(lambda: setattr(master, "_running", False))
+    master._running = True
+    master._loop()
+
+
+def simulated_workers(master: TopologyMaster, backlog: Backlog, secret: bytes, workers: int):
+    """Register and start ``workers`` processes over the backlog; their send functions."""
+    from squall.spark import coordination as co
+
+    senders = []
+    for i in range(workers):
+        master.registry.launched(i)
+        ident = co.identity(NAME, i, 1, 0, 1000 + i)
+        link = co.Link(secret, ident, co.TO_MASTER)
+
+        def send(t, _i=i, _ident=ident, _link=link, **fields):
+            backlog.queue.append((_ident, _link.seal(t, worker=_i, launch=1, **fields)))
+        send(co.REGISTER, attempt=0, pid=1000 + i, host="h", address=f"tcp://127.0.0.1:{2000 + i}",
+             nonce=b"n" * 8)
+        send(co.STARTED, error=None)
+        senders.append(send)
+    return senders
+
+
+def test_a_backlogged_master_still_notices_a_silent_worker_within_the_timeout():
+    from squall.spark import coordination as co
+    from squall.testing import simulated_time
+
+    workers, silent, cost = 600, 7, 0.01
+    topology, conf, plan = word_count(workers)
+    timeout = float(S.setting(conf, S.HEARTBEAT_TIMEOUT))
+    secret = secrets.token_bytes(32)
+    with simulated_time() as clock:
+        master = TopologyMaster(NAME, topology, conf, plan, sc=NoSpark(), secret=secret)
+        master.registry.clock = clock.monotonic
+        master.jobs = launches = Launches()  # type: ignore[assignment]
+        observe = master.liveness.observe
+
+        def costly(*args):  # each heartbeat costs 10 ms of the loop: 6 s of work a second
+            clock.advance(cost)
+            observe(*args)
+        master.liveness.observe = costly  # type: ignore[method-assign]
+        backlog = Backlog(master)
+        try:
+            senders = simulated_workers(master, backlog, secret, workers)
+            while backlog.queue:
+                one_pass(master)
+            assert not master._starting
+            due = [clock.monotonic()] * workers
+            last_beat = noticed = None
+            while clock.monotonic() < 30.0 and noticed is None:
+                now = clock.monotonic()
+                for i, send in enumerate(senders):
+                    while due[i] <= now:  # every beat due since the last pass, as workers send them
+                        if i != silent or due[i] < 1.0:
+                            send(co.HEARTBEAT, metrics=[], errors=[], stuck=[], samples=[])
+                            last_beat = due[i] if i == silent else last_beat
+                        due[i] += 1.0
+                one_pass(master)
+                clock.advance(0.02)  # the loop's poll
+                dead = set(launches.cancelled)
+                assert dead <= {silent}, f"beating workers {sorted(dead - {silent})} taken for dead"
+                if silent in dead:
+                    noticed = clock.monotonic() - last_beat
+        finally:
+            master.links.close()
+    # noticed within the timeout and one loop pass, however far behind its heartbeats are
+    assert noticed is not None and noticed <= timeout + 1.0, noticed
+
+
+def test_calls_to_the_loop_wait_for_one_slice_of_heartbeats_not_for_the_backlog():
+    from squall.spark import coordination as co
+    from squall.spark import master as master_module
+    from squall.testing import simulated_time
+
+    workers, cost = 600, 0.001
+    topology, conf, plan = word_count(workers)
+    secret = secrets.token_bytes(32)
+    with simulated_time() as clock:
+        master = TopologyMaster(NAME, topology, conf, plan, sc=NoSpark(), secret=secret)
+        master.registry.clock = clock.monotonic
+        master.jobs = Launches()  # type: ignore[assignment]
+        observed = []
+
+        def costly(worker, pid, metrics):  # 1 ms of the loop per heartbeat
+            clock.advance(cost)
+            observed.append(worker)
+        master.liveness.observe = costly  # type: ignore[method-assign]
+        backlog = Backlog(master)
+        try:
+            senders = simulated_workers(master, backlog, secret, workers)
+            while backlog.queue:
+                one_pass(master)
+            for send in senders:  # a backlog of one heartbeat per worker: 0.6 s of handling
+                send(co.HEARTBEAT, metrics=[], errors=[], stuck=[], samples=[])
+            start = clock.monotonic()
+            ran = master.calls.post(lambda: (len(observed), clock.monotonic() - start))
+            one_pass(master)
+            assert ran.done()
+            handled, waited = ran.result()
+            assert handled < workers, handled
+            # the call waited for one slice of heartbeats, not for all of them
+            assert waited <= getattr(master_module, "BEATS_SLICE", 0.2) + cost, (handled, waited)
+            while getattr(master, "_beats", None) or backlog.queue:
+                one_pass(master)
+            assert sorted(observed) == list(range(workers))  # and every heartbeat was handled
+        finally:
+            master.links.close()
+
+
+def test_a_superseded_heartbeat_keeps_its_errors_and_no_control_reply_is_dropped():
+    from squall.spark import coordination as co
+    from squall.testing import simulated_time
+
+    workers, beats = 20, 5
+    topology, conf, plan = word_count(workers)
+    secret = secrets.token_bytes(32)
+    with simulated_time() as clock:
+        master = TopologyMaster(NAME, topology, conf, plan, sc=NoSpark(), secret=secret)
+        master.registry.clock = clock.monotonic
+        master.jobs = Launches()  # type: ignore[assignment]
+        observed: dict[int, list] = {}
+        master.liveness.observe = lambda w, pid, m: observed.setdefault(w, []).append(m)  # type: ignore[method-assign]
+        backlog = Backlog(master)
+        try:
+            senders = simulated_workers(master, backlog, secret, workers)
+            while backlog.queue:
+                one_pass(master)
+            for beat in range(beats):  # the loop was away: five heartbeats of each worker wait
+                for i, send in enumerate(senders):
+                    error = {"task": i, "time": beat, "error": f"error {beat} of worker {i}"}
+                    send(co.HEARTBEAT, metrics=[{"task": i, "emitted": beat}], errors=[error],
+                         stuck=[], samples=[])
+                    if beat == 2:
+                        send(co.APPLIED, seq=1)
+            while backlog.queue or getattr(master, "_beats", None):
+                one_pass(master)
+            # one heartbeat handled per worker: its latest; the older ones are superseded ...
+            assert {w: [m[0]["emitted"] for m in ms] for w, ms in observed.items()} == {
+                i: [beats - 1] for i in range(workers)}
+            # ... but none of their errors is lost, and every control reply was taken
+            assert len(master.errors) == workers * beats
+            assert [inc.applied for inc in master.registry.current()] == [1] * workers
+        finally:
+            master.links.close()

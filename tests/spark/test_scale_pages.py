@@ -96,8 +96,8 @@ def test_the_task_records_are_stored_every_5_s_and_the_master_beat_every_second(
 
     master = filled_master(20)
     reports = []
-    report = master.liveness.report
-    master.liveness.report = lambda: (reports.append(1), report())[1]  # type: ignore[method-assign]
+    entries = master.liveness.entries  # the loop's copy of every task's entry, for the report
+    master.liveness.entries = lambda: (reports.append(1), entries())[1]  # type: ignore[method-assign]
     store = CountingStore(open_store(f"sqlite:{tmp_path}/store.db"))
     store.put(K.topology_key(NAME), {"epoch": 1, "name": NAME})
     app = TopologyApp(store, None, NAME, 1)  # type: ignore[arg-type]
@@ -117,3 +117,27 @@ def test_the_task_records_are_stored_every_5_s_and_the_master_beat_every_second(
     finally:
         master.links.close()
         store.close()
+
+
+def test_the_store_beats_sums_and_task_report_are_made_off_the_loop_thread(monkeypatch):
+    from squall.spark import master as master_module
+
+    master = filled_master(20)
+    made_on = []
+    for module, name in ((master_module, "beat_fold"), (master_module, "report_of")):
+        real = getattr(module, name)
+
+        def spy(*args, _real=real, **kwargs):
+            made_on.append(threading.current_thread())
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(module, name, spy)
+    master._thread.start()  # the loop, with no worker to launch
+    try:
+        info = master.beat_info(tasks=True)
+        assert len(info["tasks"]) == len(master.plan.task_component) - 20  # each worker's own system task
+        # every second at 1,000 workers: the loop only takes references and copies
+        assert len(made_on) == 2 and master._thread not in made_on
+    finally:
+        master._running = False
+        master._thread.join(5)
+        master.links.close()
