@@ -41,7 +41,8 @@ def live_refusal(topology: StormTopology, conf: dict, plan: TaskPlan,
                  spouts: bool = False) -> str | None:
     """Why ``changes`` cannot be made while the topology runs, or None when they can.
 
-    ``spouts``: the cluster moves a spout live (``runtime.live_spout``; LocalCluster).
+    ``spouts``: the cluster moves a spout live (``runtime.live_spout``; LocalCluster, and
+    Spark under exactly-once).
     """
     if num_workers is not None and num_workers < plan.num_workers:
         return f"fewer workers ({plan.num_workers} -> {num_workers}) need a restart"
@@ -101,7 +102,7 @@ def _wiring_refusal(topology: StormTopology, conf: dict, plan: TaskPlan, comp: s
 def _component_refusal(topology: StormTopology, conf: dict, plan: TaskPlan, comp: str) -> str | None:
     spec = topology.components[comp]
     if spec.kind == "spout":
-        return "a spout (here it rescales by a restart; a spout moves live on LocalCluster only)"
+        return "a spout (this cluster rescales a spout by a restart)"
     if "Windowed" in spec.class_name:
         return "windowed state (its windows do not move live)"
     if spec.asynchronous:
