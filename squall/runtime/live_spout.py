@@ -43,39 +43,11 @@ from squall.api.topology import StormTopology
 from squall.api.tuple import Tuple
 from squall.runtime import live
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Action, Barrier
-from squall.runtime.exactly_once import is_exactly_once
 from squall.runtime.host import Task
 from squall.runtime.live_keyed import MoveSchedule, MovingBarrier, SwitchRouter
 from squall.runtime.plan import Executor, TaskPlan
 
 THREADED = "squall.task.threaded"
-
-
-def spout_refusal(topology: StormTopology, conf: dict, plan: TaskPlan,
-                  changes: dict[str, tuple[int, int]], num_workers: int | None) -> str | None:
-    """Why a change of spout task counts cannot run live, or None (``changes`` names a spout)."""
-    spouts = [c for c in changes if topology.components[c].kind == "spout"]
-    comp = spouts[0]
-    if len(changes) > 1:
-        return f"spout {comp!r}: a spout rescales live alone (here with {sorted(changes)})"
-    if num_workers not in (None, plan.num_workers):
-        return f"spout {comp!r}: a live spout move keeps the worker count"
-    for chain in plan.chains:
-        if comp in chain:
-            return f"spout {comp!r}: it runs fused in the chain {' -> '.join(chain)}"
-    if {**conf, **topology.components[comp].conf}.get(THREADED):
-        return f"spout {comp!r}: it runs on a thread of its own ({THREADED})"
-    if is_exactly_once(conf):
-        obj = _component(topology, comp)
-        if obj is not None and getattr(obj, "merge_positions", None) is None:
-            return f"spout {comp!r}: it has no merge_positions() to split its positions"
-    return None
-
-
-def _component(topology: StormTopology, comp: str) -> Any:
-    from squall.runtime.exactly_once_checks import component_object
-
-    return component_object(topology.components[comp])
 
 
 def spout_plan(plan: TaskPlan, comp: str, count: int) -> TaskPlan:
