@@ -12,6 +12,7 @@ restarts the topology as before and the ``rescale`` record says why).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from squall.api.topology import StormTopology
 from squall.runtime.checkpoint import CHECKPOINT_STREAM
@@ -41,15 +42,14 @@ def live_refusal(topology: StormTopology, conf: dict, plan: TaskPlan,
                  spouts: bool = False) -> str | None:
     """Why ``changes`` cannot be made while the topology runs, or None when they can.
 
-    ``spouts``: the cluster moves a spout live (``runtime.live_spout``; LocalCluster).
+    ``spouts``: the cluster moves a spout live (``runtime.live_spout``; LocalCluster, and
+    Spark under exactly-once).
     """
     if num_workers is not None and num_workers < plan.num_workers:
         return f"fewer workers ({plan.num_workers} -> {num_workers}) need a restart"
     if not changes:
         return "no task count changes (executors alone are regrouped by a restart)"
     if spouts and any(topology.components[c].kind == "spout" for c in changes):
-        from squall.runtime.live_spout import spout_refusal
-
         return spout_refusal(topology, conf, plan, changes, num_workers)
     keyed = [c for c in changes if topology.components[c].stateful]
     if keyed:
@@ -66,6 +66,33 @@ def live_refusal(topology: StormTopology, conf: dict, plan: TaskPlan,
         if reason is not None:
             return f"component {comp!r}: {reason}"
     return None
+
+
+def spout_refusal(topology: StormTopology, conf: dict, plan: TaskPlan,
+                  changes: dict[str, tuple[int, int]], num_workers: int | None) -> str | None:
+    """Why a change of spout task counts cannot run live, or None (``changes`` names a spout)."""
+    spouts = [c for c in changes if topology.components[c].kind == "spout"]
+    comp = spouts[0]
+    if len(changes) > 1:
+        return f"spout {comp!r}: a spout rescales live alone (here with {sorted(changes)})"
+    if num_workers not in (None, plan.num_workers):
+        return f"spout {comp!r}: a live spout move keeps the worker count"
+    for chain in plan.chains:
+        if comp in chain:
+            return f"spout {comp!r}: it runs fused in the chain {' -> '.join(chain)}"
+    if {**conf, **topology.components[comp].conf}.get(THREADED):
+        return f"spout {comp!r}: it runs on a thread of its own ({THREADED})"
+    if is_exactly_once(conf):
+        obj = _component(topology, comp)
+        if obj is not None and getattr(obj, "merge_positions", None) is None:
+            return f"spout {comp!r}: it has no merge_positions() to split its positions"
+    return None
+
+
+def _component(topology: StormTopology, comp: str) -> Any:
+    from squall.runtime.exactly_once_checks import component_object
+
+    return component_object(topology.components[comp])
 
 
 def _keyed_refusal(topology: StormTopology, conf: dict, plan: TaskPlan, comp: str) -> str | None:
@@ -101,7 +128,7 @@ def _wiring_refusal(topology: StormTopology, conf: dict, plan: TaskPlan, comp: s
 def _component_refusal(topology: StormTopology, conf: dict, plan: TaskPlan, comp: str) -> str | None:
     spec = topology.components[comp]
     if spec.kind == "spout":
-        return "a spout (here it rescales by a restart; a spout moves live on LocalCluster only)"
+        return "a spout (this cluster rescales a spout by a restart)"
     if "Windowed" in spec.class_name:
         return "windowed state (its windows do not move live)"
     if spec.asynchronous:

@@ -23,52 +23,31 @@ source replays it when the split's new owner reads from the source's own progres
 does not pass an unacked record), bounded by twice ``topology.message.timeout.secs``. Then
 they close, and the new tasks start emitting (``DrainedHandover``, run by a timer of each
 worker concerned).
+
+On Spark the master drives the exactly-once move by commands (``spark.live_move.rescale_spout``);
+each worker runs the steps at the end of this module on its loop thread: ``pin_views``,
+``arm_spout`` (the hooks above, the moving barriers and the checkpoint spout's switching
+route, derived from the worker's two plans), ``spout_statuses`` and ``end_spout``.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from squall.api.topology import StormTopology
 from squall.api.tuple import Tuple
 from squall.runtime import live
-from squall.runtime.checkpoint import CHECKPOINT_STREAM, Action
-from squall.runtime.exactly_once import is_exactly_once
+from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Action, Barrier
 from squall.runtime.host import Task
-from squall.runtime.live_keyed import MoveSchedule
+from squall.runtime.live_keyed import MoveSchedule, MovingBarrier, SwitchRouter
 from squall.runtime.plan import Executor, TaskPlan
 
 THREADED = "squall.task.threaded"
-
-
-def spout_refusal(topology: StormTopology, conf: dict, plan: TaskPlan,
-                  changes: dict[str, tuple[int, int]], num_workers: int | None) -> str | None:
-    """Why a change of spout task counts cannot run live, or None (``changes`` names a spout)."""
-    spouts = [c for c in changes if topology.components[c].kind == "spout"]
-    comp = spouts[0]
-    if len(changes) > 1:
-        return f"spout {comp!r}: a spout rescales live alone (here with {sorted(changes)})"
-    if num_workers not in (None, plan.num_workers):
-        return f"spout {comp!r}: a live spout move keeps the worker count"
-    for chain in plan.chains:
-        if comp in chain:
-            return f"spout {comp!r}: it runs fused in the chain {' -> '.join(chain)}"
-    if {**conf, **topology.components[comp].conf}.get(THREADED):
-        return f"spout {comp!r}: it runs on a thread of its own ({THREADED})"
-    if is_exactly_once(conf):
-        obj = _component(topology, comp)
-        if obj is not None and getattr(obj, "merge_positions", None) is None:
-            return f"spout {comp!r}: it has no merge_positions() to split its positions"
-    return None
-
-
-def _component(topology: StormTopology, comp: str) -> Any:
-    from squall.runtime.exactly_once_checks import component_object
-
-    return component_object(topology.components[comp])
 
 
 def spout_plan(plan: TaskPlan, comp: str, count: int) -> TaskPlan:
@@ -299,3 +278,118 @@ class DrainedHandover:
         """Every old task closed, and the new tasks of each of ``workers`` started."""
         with self.lock:
             return not self.left and workers <= self.started
+
+
+# ---- the per-worker steps of an exactly-once move on Spark (on the worker's loop thread) -----
+
+
+class WorkerSpoutMove:
+    """One worker's part of an exactly-once spout move: its hooks and the tasks it rewired."""
+
+    def __init__(self, component: str, old: list[int], count: int) -> None:
+        self.component = component
+        self.old = old  # the spout's old task ids here (they retire)
+        self.count = count  # the spout's old task count (the downstream barriers' copies)
+        self.handovers: list[SpoutHandover] = []
+        self.takeovers: list[SpoutTakeover] = []
+        self.upstream: list[int] = []  # checkpoint spout tasks (their route to the spout)
+        self.downstream: list[int] = []  # tasks counting the spout's barriers
+
+
+def pin_views(worker: Any, comp: str, old: TaskPlan) -> None:
+    """The old tasks of ``comp`` here keep the view of ``old``: their index and task count."""
+    for task_id in old.component_tasks[comp]:
+        task = worker.tasks.get(task_id)
+        if task is not None and task.context is not None:
+            task.context._plan = old
+
+
+def arm_spout(worker: Any, comp: str, old: TaskPlan, new: TaskPlan, topology: StormTopology,
+              txid: int) -> WorkerSpoutMove:
+    """Hook ``comp``'s old and new tasks here, the barriers after it and the checkpoint route.
+
+    Kept as ``worker.spout_move``. Call once the checkpoint spout is held (nothing in flight)
+    and ``worker`` learned ``new`` (its new tasks made).
+    """
+    old_tasks, new_tasks = old.component_tasks[comp], new.component_tasks[comp]
+    schedule = SpoutSchedule(txid, old_tasks, new_tasks)
+    part = WorkerSpoutMove(comp, [t for t in old_tasks if t in worker.tasks], len(old_tasks))
+    for task_id in part.old:
+        def retire(task_id: int = task_id) -> None:  # mid-round: the swap waits for the next call
+            worker.call(partial(retire_here, worker, [task_id]))
+        h = SpoutHandover(worker.tasks[task_id], schedule.copy(), retire)
+        h.install()
+        part.handovers.append(h)
+    for task_id in new_tasks:
+        if task_id in worker.tasks:
+            t = SpoutTakeover(worker.tasks[task_id], schedule.copy())
+            t.install()
+            part.takeovers.append(t)
+    downstream = {c for c, spec in topology.components.items()
+                  if any(i.component == comp and i.stream == CHECKPOINT_STREAM for i in spec.inputs)}
+    for task_id, task in worker.tasks.items():
+        if task.component in downstream and getattr(task, "barrier", None) is not None:
+            part.downstream.append(task_id)
+            barrier = task.barrier
+            task.barrier = MovingBarrier(barrier, schedule.copy(), barrier.expected - len(old_tasks))
+    subs = [s for s, g in topology.subscribers(CHECKPOINT_SPOUT, CHECKPOINT_STREAM) if g.kind != "direct"]
+    for task_id, task in worker.tasks.items():
+        if task.component != CHECKPOINT_SPOUT:
+            continue
+        part.upstream.append(task_id)
+        route = task.collector._routes[CHECKPOINT_STREAM]
+        for i, sub in enumerate(subs):
+            if sub == comp:
+                route.routers[i] = SwitchRouter(schedule.copy(), None)
+        route.single = route.routers[0] if len(route.routers) == 1 else None
+    worker.spout_move = part
+    return part
+
+
+def spout_statuses(worker: Any) -> list[tuple[bool, str | None, str, float | None]]:
+    """(done, failed, "stop" or "start", when: wall clock) of each hooked task here."""
+    part: WorkerSpoutMove | None = getattr(worker, "spout_move", None)
+    if part is None:
+        return []
+    # the hooks note the host clock; the master compares workers' times, so wall clock
+    shift = time.time() - float(worker.clock())
+    out: list[tuple[bool, str | None, str, float | None]] = [
+        (h.done, h.failed, "stop", None if h.stopped_at is None else h.stopped_at + shift)
+        for h in part.handovers]
+    out += [(t.done, None, "start", None if t.started_at is None else t.started_at + shift)
+            for t in part.takeovers]
+    return out
+
+
+def end_spout(worker: Any, failed: str | None, new_ids: list[int], plan: TaskPlan,
+              topology: StormTopology) -> None:
+    """Take the hooks off and make routes and barriers plain again under ``plan``.
+
+    The old tasks retire; ``failed``: ``new_ids`` are removed instead (``plan`` is the old one).
+    """
+    part: WorkerSpoutMove | None = getattr(worker, "spout_move", None)
+    worker.spout_move = None
+    hooks: list[SpoutHandover | SpoutTakeover] = []
+    if part is not None:
+        hooks += [*part.handovers, *part.takeovers]
+    for hook in hooks:
+        hook.uninstall()
+    if failed is not None:
+        live.remove_new_tasks(worker, [t for t in new_ids if t in worker.tasks])
+    elif part is not None and part.old:
+        retire_here(worker, part.old)
+    worker.topology = topology
+    live.reindex(worker, plan)
+    if part is None:
+        return
+    if part.upstream:
+        live.switch_routes(worker, part.upstream)
+    count = len(plan.component_tasks[part.component])
+    for task_id in part.downstream:
+        task = worker.tasks[task_id]
+        barrier = task.barrier
+        if isinstance(barrier, MovingBarrier):
+            plain = Barrier(barrier.others + count, barrier.emission)
+            plain.key, plain.arrived, plain.last_txid = barrier.key, barrier.arrived, barrier.last_txid
+            plain._over = barrier._over
+            task.barrier = plain

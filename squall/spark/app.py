@@ -406,7 +406,7 @@ class TopologyApp:
         """Why a rebalance to ``counts`` would restart the workers instead of moving live."""
         master = self._running()
         changes = task_changes(master.plan, counts)
-        return (live_refusal(master.topology, master.conf, master.plan, changes, None)
+        return (live_refusal(master.topology, master.conf, master.plan, changes, None, spouts=True)
                 or spark_refusal(master, master.topology, changes, None))
 
     def info(self, _body: dict, per_task: bool = True) -> dict:
@@ -473,7 +473,7 @@ class TopologyApp:
             plan = make_plan(topology, conf)
             workers = int(body["workers"]) if body.get("workers") else None
             changes = task_changes(before, {c: len(plan.component_tasks[c]) for c in parallelism})
-            reason = (live_refusal(topology, conf, before, changes, workers)
+            reason = (live_refusal(topology, conf, before, changes, workers, spouts=True)
                       or spark_refusal(old, topology, changes, workers))
             if reason is None:
                 try:

@@ -153,7 +153,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
         """Why ``rebalance(name, parallelism=counts)`` would restart instead of moving live."""
         master = self._get(name)
         changes = task_changes(master.plan, counts)
-        return (live_refusal(master.topology, master.conf, master.plan, changes, None)
+        return (live_refusal(master.topology, master.conf, master.plan, changes, None, spouts=True)
                 or spark_refusal(master, master.topology, changes, None))
 
     def _schedule(self, sc: SparkContext, name: str, topology: StormTopology, conf: dict, plan: TaskPlan,
@@ -235,7 +235,7 @@ class SparkCluster(ClusterBase[TopologyMaster]):
             topology, conf, plan = self._rebalanced(old, num_workers, parallelism)
             counts = {c: len(plan.component_tasks[c]) for c in (parallelism or {})}
             changes = task_changes(old.plan, counts)
-            reason = (live_refusal(topology, conf, old.plan, changes, num_workers)
+            reason = (live_refusal(topology, conf, old.plan, changes, num_workers, spouts=True)
                       or spark_refusal(old, topology, changes, num_workers))
             if reason is None:
                 reason = attempt_live(old, topology, conf, parallelism or {}, changes)

@@ -24,6 +24,14 @@ it polls each worker's ``status`` until every task has done its part (the record
 plain. ``T`` rolled back: the new tasks retire, the old plan and routing stay, the record
 says ``failed`` (``StepError``). A worker lost, or no free barrier within ``SETTLE_SECS``,
 or the move not over within ``MOVE_SECS``: a restart under the new plan, as for the rest.
+
+An exactly-once spout (``rescale_spout``) hands over to new tasks riding one checkpoint
+``T`` the same way (``runtime.live_spout``): hold and settle, ``learn`` (``spout_plan``:
+every task of the spout replaced), ``add`` the new tasks, ``spout_arm`` every worker, release;
+``rebalance`` waits until every old task committed ``T`` and closed and every new one took
+its merged position (``spout_status``), then ``spout_finish`` retires the old tasks. ``T``
+rolled back: the new tasks are removed, the old ones go on (``StepError``). An at-least-once
+spout restarts (``spark_refusal``).
 """
 
 from __future__ import annotations
@@ -34,8 +42,10 @@ from typing import Any
 
 from squall.api.topology import StormTopology
 from squall.runtime.checkpoint import CHECKPOINT_SPOUT
+from squall.runtime.exactly_once import is_exactly_once
 from squall.runtime.keygroups import default_table, moved, num_key_groups
 from squall.runtime.live_plan import live_plan, upstream_components
+from squall.runtime.live_spout import spout_plan
 from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 
@@ -66,7 +76,11 @@ def spark_refusal(master: Any, topology: StormTopology, changes: dict[str, tuple
         return (f"a change of worker count ({master.plan.num_workers} -> {num_workers}) restarts "
                 f"the workers on Spark")
     keyed = [c for c in changes if topology.components[c].stateful]
-    if keyed and not getattr(master, "active", True):
+    spouts = [c for c in changes if topology.components[c].kind == "spout"]
+    if spouts and not is_exactly_once(master.conf):
+        return (f"spout {spouts[0]!r}: an at-least-once spout moves live on LocalCluster only "
+                f"(on Spark it rescales by a restart)")
+    if (keyed or spouts) and not getattr(master, "active", True):
         return "the topology is inactive: no checkpoint runs to carry the move"
     if master.worker_code:
         return "workers run two code versions (a gray upgrade): a rescale restarts them on the base"
@@ -84,8 +98,11 @@ def attempt_live(master: Any, topology: StormTopology, conf: dict, parallelism: 
     was = master.status
     master.status = rebalancing
     keyed = [c for c in changes if topology.components[c].stateful]
+    spouts = [c for c in changes if topology.components[c].kind == "spout"]
     try:
-        if keyed:
+        if spouts:
+            rescale_spout(master, topology, conf, parallelism, changes, record, spouts[0])
+        elif keyed:
             rescale_keyed(master, topology, conf, parallelism, changes, record, keyed[0])
         else:
             rescale_live(master, topology, conf, parallelism, changes, record)
@@ -278,6 +295,64 @@ def rescale_keyed(master: Any, topology: StormTopology, conf: dict, parallelism:
                   moved_bytes=sum(int(b) for *_, b in states))
 
 
+def rescale_spout(master: Any, topology: StormTopology, conf: dict, parallelism: dict[str, int],
+                  changes: dict[str, tuple[int, int]], record: dict, comp: str) -> None:
+    """Hand the exactly-once spout ``comp`` over to new tasks riding one checkpoint; fills ``record``.
+
+    As ``rescale_keyed``, with ``runtime.live_spout``'s hooks: every task of the spout is
+    replaced, the old ones close once ``COMMIT(T)`` committed their positions, the new ones
+    take the merged position at the next barrier. Returns once the move is over.
+    """
+    old: TaskPlan = master.plan
+    saved = (master.plan, master.topology, master.conf, master.base)
+    new = spout_plan(old, comp, changes[comp][1])
+    added = _by_worker(new, set(new.component_tasks[comp]))
+    spout_worker = old.task_worker()[old.component_tasks[CHECKPOINT_SPOUT][0]]
+    interval = _interval(conf)
+    incs = master.calls.call(lambda: _begin(master, new, topology, conf))
+    everyone = range(new.num_workers)
+    learn = {"parallelism": dict(parallelism), "changes": {c: [o, n] for c, (o, n) in changes.items()},
+             "tasks": [[t, c] for t, c in sorted(new.task_component.items())], "spout": comp}
+    held: float | None = None
+    armed = False
+    try:
+        held = float(_step(master, incs, "hold", {spout_worker: {}})[spout_worker])
+        txid = _settle(master, incs, spout_worker, max(SETTLE_SECS, 5 * interval))
+        _step(master, incs, "learn", dict.fromkeys(everyone, learn))
+        _step(master, incs, "add", {w: {"ids": ids, "spout": True} for w, ids in added.items()})
+        armed = True
+        try:
+            _step(master, incs, "spout_arm", dict.fromkeys(everyone, {"component": comp, "txid": txid}))
+        except StepError as e:  # some tasks may carry a hook: a restart settles them
+            raise RuntimeError(str(e)) from None
+        _step(master, incs, "release", {spout_worker: {"held": held}})
+        held = None
+    except StepError:
+        if not armed:  # nothing routes by the new plan yet: undo
+            _step(master, incs, "unadd", {w: {"ids": ids} for w, ids in added.items()})
+            _step(master, incs, "unlearn", dict.fromkeys(everyone, {}))
+            master.calls.call(lambda: _end(master, incs, saved))
+        raise
+    finally:
+        if held is not None:
+            try:
+                _step(master, incs, "release", {spout_worker: {"held": held}})
+            except Exception:  # noqa: BLE001 - what stopped the move is the error to report
+                pass
+    states, failed = _await_move(master, incs, max(MOVE_SECS, 20 * interval), "spout_status")
+    if failed is not None:
+        _step(master, incs, "spout_finish",
+              {w: {"failed": failed, "ids": added.get(w, [])} for w in everyone})
+        master.calls.call(lambda: _end(master, incs, saved))
+        raise StepError(f"{failed}: the old spout tasks go on")
+    _step(master, incs, "spout_finish", {w: {"failed": None, "ids": []} for w in everyone})
+    master.calls.call(lambda: _end(master, incs, None, added))
+    stops = [float(at) for _, _, kind, at in states if kind == "stop" and at is not None]
+    starts = [float(at) for _, _, kind, at in states if kind == "start" and at is not None]
+    pause = (max(starts) - min(stops)) * 1000.0 if stops and starts else 0.0
+    record.update(status="done", pause_ms=round(max(pause, 0.0), 3))
+
+
 def _settle(master: Any, incs: dict[int, bytes], spout_worker: int, timeout: float) -> int:
     """The txid of the move: one past the last commit, once no checkpoint is in flight."""
     deadline = time.monotonic() + timeout
@@ -291,13 +366,14 @@ def _settle(master: Any, incs: dict[int, bytes], spout_worker: int, timeout: flo
         time.sleep(0.005)
 
 
-def _await_move(master: Any, incs: dict[int, bytes], timeout: float) -> tuple[list, str | None]:
+def _await_move(master: Any, incs: dict[int, bytes], timeout: float,
+                step: str = "status") -> tuple[list, str | None]:
     """Poll the workers' moves until each task's part is over or one saw ``T`` roll back."""
     deadline = time.monotonic() + timeout
     everyone: dict[int, dict] = {i: {} for i in incs}
     while True:
-        states = [s for v in _step(master, incs, "status", everyone).values() for s in v or []]
-        failed = next((f for _, f, _, _ in states if f), None)
+        states = [s for v in _step(master, incs, step, everyone).values() for s in v or []]
+        failed = next((s[1] for s in states if s[1]), None)
         if failed is not None or all(done for done, *_ in states):
             return states, failed
         if time.monotonic() >= deadline:

@@ -14,6 +14,15 @@ group), ``arm`` and ``switches`` {component, txid} (each worker derives what its
 and take from the plan it had before ``learn`` and the one ``learn`` derived), ``status``
 (each task's part: done, failed, pause, bytes) and ``finish`` {failed, ids} (the moves come
 off, ``ids`` retire, the routes go plain under the new plan, or the old one if ``failed``).
+
+An exactly-once spout's move (``runtime.live_spout``) uses ``hold`` / ``idle`` / ``release``
+too; ``learn`` with ``spout`` derives ``spout_plan`` (every task of the spout replaced) and
+keeps the old tasks' view, ``add`` with ``spout`` activates the new tasks (each emits once it
+took its merged position), ``spout_arm`` {component, txid} hooks the old and new tasks, the
+barriers downstream and the checkpoint spout's route, ``spout_status`` gives each hooked
+task's (done, failed, stop or start, wall time) and ``spout_finish`` {failed, ids} takes the
+hooks off: the old tasks retire, or (``failed``) the new ``ids`` are removed and the old plan
+comes back.
 """
 
 from __future__ import annotations
@@ -22,8 +31,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from squall.runtime import live, live_keyed
+from squall.runtime import live, live_keyed, live_spout
 from squall.runtime.live_plan import live_plan
+from squall.runtime.live_spout import spout_plan
 from squall.runtime.submission import with_parallelism
 
 Step = Callable[[Any, dict], Any]
@@ -31,13 +41,18 @@ Step = Callable[[Any, dict], Any]
 
 def _learn(worker: Any, msg: dict) -> int:
     topology = with_parallelism(worker.topology, msg["parallelism"])
-    plan = live_plan(worker.plan, {c: (o, n) for c, (o, n) in msg["changes"].items()})
+    changes = {c: (o, n) for c, (o, n) in msg["changes"].items()}
+    spout = msg.get("spout")
+    plan = (spout_plan(worker.plan, str(spout), changes[str(spout)][1]) if spout
+            else live_plan(worker.plan, changes))
     mine = [[t, c] for t, c in sorted(plan.task_component.items())]
     if mine != msg["tasks"]:
         raise RuntimeError("the plan derived here differs from the master's (a worker on an older plan)")
     worker.live_undo = (worker.topology, worker.plan)
     worker.topology = topology
     live.reindex(worker, plan)
+    if spout:  # a retiring spout task keeps its view: its index and task count
+        live_spout.pin_views(worker, str(spout), worker.live_undo[1])
     return len(plan.task_component)
 
 
@@ -51,7 +66,10 @@ def _unlearn(worker: Any, msg: dict) -> None:
 
 def _add(worker: Any, msg: dict) -> int:
     ids = list(msg["ids"])
-    made = live.add_tasks(worker, ids)
+    made: list[Any] = live.add_tasks(worker, ids)
+    if msg.get("spout") and worker.active:  # active, it emits once it took its position
+        for task in made:
+            task.activate()
     if msg.get("keyed"):
         try:
             live_keyed.open_new(worker, ids)
@@ -126,10 +144,30 @@ def _finish(worker: Any, msg: dict) -> None:
     worker.live_undo = None
 
 
+def _spout_arm(worker: Any, msg: dict) -> int:
+    old, new = _plans(worker)
+    part = live_spout.arm_spout(worker, str(msg["component"]), old, new, worker.topology, int(msg["txid"]))
+    return len(part.handovers) + len(part.takeovers)
+
+
+def _spout_status(worker: Any, msg: dict) -> list:
+    return [list(s) for s in live_spout.spout_statuses(worker)]
+
+
+def _spout_finish(worker: Any, msg: dict) -> None:
+    failed = msg.get("failed")
+    undo = getattr(worker, "live_undo", None)
+    topology, plan = undo if failed is not None and undo is not None else (worker.topology, worker.plan)
+    live_spout.end_spout(worker, failed, list(msg.get("ids") or []), plan, topology)
+    worker.live_undo = None
+
+
 STEPS: dict[str, Step] = {"learn": _learn, "unlearn": _unlearn, "add": _add, "unadd": _unadd,
                           "switch": _switch, "retire": _retire, "hold": _hold, "idle": _idle,
                           "release": _release, "check": _check, "arm": _arm,
-                          "switches": _switches, "status": _status, "finish": _finish}
+                          "switches": _switches, "status": _status, "finish": _finish,
+                          "spout_arm": _spout_arm, "spout_status": _spout_status,
+                          "spout_finish": _spout_finish}
 
 
 def start_step(worker: Any, msg: dict) -> tuple[threading.Event, dict]:

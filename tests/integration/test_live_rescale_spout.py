@@ -218,9 +218,20 @@ def test_what_keeps_a_spout_from_moving_live_is_said_in_one_line():
     assert refusal({"source": 3, "sink": 3}) == \
         "spout 'source': a spout rescales live alone (here with ['sink', 'source'])"
     assert refusal({"source": 3}, workers=3) == "spout 'source': a live spout move keeps the worker count"
-    # a cluster that does not move spouts (Spark) says what it always said
+    # a cluster that does not move spouts says so
     assert refusal({"source": 3}, spouts=False) == \
-        "component 'source': a spout (here it rescales by a restart; a spout moves live on LocalCluster only)"
+        "component 'source': a spout (this cluster rescales a spout by a restart)"
+    # on Spark an at-least-once spout restarts (its drain runs on LocalCluster only)
+    from types import SimpleNamespace
+
+    from squall.spark.live_move import spark_refusal
+    master = SimpleNamespace(plan=plan, conf=conf, active=True, worker_code={})
+    assert spark_refusal(master, topology, task_changes(plan, {"source": 3}), None) == (
+        "spout 'source': an at-least-once spout moves live on LocalCluster only "
+        "(on Spark it rescales by a restart)")
+    eo = SimpleNamespace(plan=plan, conf={**conf, "topology.guarantee": "exactly_once"}, active=True,
+                         worker_code={})
+    assert spark_refusal(eo, topology, task_changes(plan, {"source": 3}), None) is None
     topology, conf, plan = _plan(dict(alo_conf()), threaded=True)
     assert live_refusal(topology, conf, plan, task_changes(plan, {"source": 3}), None, spouts=True) \
         == "spout 'source': it runs on a thread of its own (squall.task.threaded)"

@@ -1,0 +1,175 @@
+"""A spout rescaled live on Spark (local[3]), issue 38: its tasks hand over riding one checkpoint.
+
+A ``FileSpout`` over six files (2 tasks) -> ``CountFirst`` (a ``StatefulBolt`` counting each
+line in Redis state) on three worker processes under exactly-once; the spout is rebalanced
+2 -> 3 -> 2 while it reads. Each move rides one checkpoint (``spark.live_move.rescale_spout``):
+the old tasks stage their positions at ``PREPARE(T)``, commit and close at ``COMMIT(T)``, the
+new ones take the merged position at the next barrier. No worker process restarts, and every
+line is counted once.
+
+With a worker process SIGKILLed at a random moment of each move, the move ends live, failed
+(the old tasks go on; it is asked again) or in a restart under the new plan, and every line
+is still counted once. ``SQUALL_FAULT_SEEDS``: how many seeds (unset: 2; ``all``: 10).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+
+import pytest
+
+from squall import Config, Fields, TopologyBuilder
+from squall.connectors.files import FileSpout
+from tests.connectors.test_seekable_rescale import CountFirst, check_once
+from tests.integration.test_stateful import committed_counts
+from tests.redis_server import RedisServer
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+NAME = "spout-live-spark"
+FILES, LINES = 6, 300
+
+
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory):
+    server = RedisServer(tmp_path_factory.mktemp("sspout-redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _pids(info: dict) -> dict:
+    return {w["worker"]: (w["pid"], w["launch"], w["restarts"]) for w in info["workers"]}
+
+
+def _topology(tmp_path, redis_port: int) -> tuple[Config, object, set[str]]:
+    src = tmp_path / "in"
+    src.mkdir()
+    for f in range(FILES):
+        (src / f"f{f}.txt").write_text("".join(f"{f}:{i}\n" for i in range(LINES)), encoding="utf-8")
+    want = {f"{f}:{i}" for f in range(FILES) for i in range(LINES)}
+    b = TopologyBuilder()
+    b.set_spout("source", FileSpout(str(src), "*.txt", progress=str(tmp_path / "progress"),
+                                    commit_interval_secs=0.2, poll_secs=0.1, read_bytes=64), 2)
+    b.set_bolt("sink", CountFirst(), 2).fields_grouping("source", Fields("line"))
+    conf = Config()
+    conf.set_num_workers(3)
+    conf.set_max_spout_pending(20)  # slow enough that the moves happen while lines wait
+    conf.update({"topology.guarantee": "exactly_once", "topology.state.checkpoint.interval.ms": 300,
+                 "topology.message.timeout.secs": 10,
+                 "topology.state.provider": "squall.state.redis.RedisStateProvider",
+                 "topology.state.provider.config": {"host": "127.0.0.1", "port": redis_port}})
+    return conf, b.create_topology(), want
+
+
+@pytest.mark.timeout(300)
+def test_an_exactly_once_file_spout_moves_2_3_2_live_on_spark_counting_every_line_once(
+        local_cluster, redis, tmp_path):
+    conf, topology, want = _topology(tmp_path, redis.port)
+    local_cluster.submit_topology(NAME, conf, topology)
+
+    def counted() -> int:
+        return len(committed_counts(conf, NAME, "sink"))
+
+    def errors() -> list[str]:
+        return [e["message"][:200] for e in local_cluster.get_topology_info(NAME)["errors"]][-5:]
+
+    records = []
+    try:
+        before = local_cluster.get_topology_info(NAME)
+        for share, n in ((0.2, 3), (0.5, 2)):
+            deadline = time.monotonic() + 90
+            while counted() < share * len(want):
+                assert time.monotonic() < deadline, f"{counted()} lines counted; {errors()}"
+                time.sleep(0.1)
+            local_cluster.rebalance(NAME, parallelism={"source": n})
+            info = local_cluster.get_topology_info(NAME)
+            records.append(info["rescale"])
+            assert (info["rescale"]["status"], info["rescale"]["live"], info["rescale"]["reason"]) \
+                == ("done", True, None), info["rescale"]
+            assert len(info["components"]["source"]["tasks"]) == n
+            assert _pids(info) == _pids(before)  # no worker process restarted
+        deadline = time.monotonic() + 120
+        while counted() < len(want) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2.0)  # a later checkpoint would commit a line twice, if one were read twice
+        got = committed_counts(conf, NAME, "sink")
+        info = local_cluster.get_topology_info(NAME)
+    finally:
+        local_cluster.kill_topology(NAME, wait_secs=0)
+    print(f"moves: {[(r['components'], r['pause_ms']) for r in records]}")
+    assert [r["components"] for r in records] == [{"source": [2, 3]}, {"source": [3, 2]}]
+    assert _pids(info) == _pids(before)
+    check_once(dict(got), want, errors=[e["message"][:200] for e in info["errors"]][-5:])
+
+
+def fault_seeds() -> range:
+    wanted = os.environ.get("SQUALL_FAULT_SEEDS", "").strip().lower() or "2"
+    return range(10 if wanted == "all" else min(10, max(1, int(wanted))))
+
+
+def _move_under_kill(cluster, name: str, n: int, rng: random.Random, outcome: list) -> None:
+    """Rebalance ``source`` to ``n`` with a worker SIGKILLed 0 to 1.2 s after asking; a failed
+    move (the old tasks go on) is asked again, as a user would."""
+    from squall.spark.live_move import StepError
+
+    victims = sorted(w["pid"] for w in cluster.get_topology_info(name)["workers"] if w.get("pid"))
+    victim, delay = rng.choice(victims), rng.uniform(0.0, 1.2)
+
+    def kill() -> None:
+        time.sleep(delay)
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    for _ in range(5):
+        try:
+            cluster.rebalance(name, parallelism={"source": n})
+        except StepError as e:
+            outcome.append(f"failed ({e})")
+            time.sleep(0.5)
+            continue
+        rec = cluster.get_topology_info(name)["rescale"]
+        outcome.append(f"kill at {delay:.2f}s: {'live' if rec['live'] else 'restart'}"
+                       + ("" if rec["live"] else f" ({rec['reason']})"))
+        break
+    killer.join()
+
+
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("seed", fault_seeds())
+def test_a_spout_move_under_a_worker_sigkill_counts_every_line_once(local_cluster, redis, tmp_path, seed):
+    rng = random.Random(seed)
+    name = f"spout-fault-{seed}"
+    conf, topology, want = _topology(tmp_path, redis.port)
+    local_cluster.submit_topology(name, conf, topology)
+
+    def counted() -> int:
+        return len(committed_counts(conf, name, "sink"))
+
+    outcome: list[str] = []
+    try:
+        for share, n in ((rng.uniform(0.1, 0.3), 3), (rng.uniform(0.45, 0.65), 2)):
+            deadline = time.monotonic() + 150
+            while counted() < share * len(want):
+                assert time.monotonic() < deadline, f"{counted()} lines counted; {outcome}"
+                time.sleep(0.1)
+            _move_under_kill(local_cluster, name, n, rng, outcome)
+        deadline = time.monotonic() + 180
+        while counted() < len(want) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        time.sleep(2.0)
+        got = committed_counts(conf, name, "sink")
+        info = local_cluster.get_topology_info(name)
+    finally:
+        local_cluster.kill_topology(name, wait_secs=0)
+    print(f"seed {seed}: moves {outcome}; {len(got)} of {len(want)} lines")
+    assert len(info["components"]["source"]["tasks"]) == 2
+    check_once(dict(got), want, errors=[e["message"][:200] for e in info["errors"]][-5:])
