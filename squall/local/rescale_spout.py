@@ -21,9 +21,9 @@ from typing import Any
 
 from squall.local.rescale import by_worker, on_loop
 from squall.runtime import live
-from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Barrier, Phase
+from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Phase
 from squall.runtime.exactly_once import is_exactly_once
-from squall.runtime.live_keyed import MovingBarrier, SwitchRouter
+from squall.runtime.live_keyed import MovingBarrier, SwitchRouter, plain_barriers
 from squall.runtime.live_spout import (
     DrainedHandover,
     SpoutHandover,
@@ -236,18 +236,6 @@ def _put_barriers(worker: Any, ids: list[int], schedule: SpoutSchedule, old_coun
             task.barrier = MovingBarrier(barrier, schedule.copy(), barrier.expected - old_count)
 
 
-def _plain_barriers(worker: Any, ids: list[int], count: int) -> None:
-    """The moving barriers made plain again, expecting ``count`` copies from the spout."""
-    for task_id in ids:
-        task = worker.tasks[task_id]
-        barrier = task.barrier
-        if isinstance(barrier, MovingBarrier):
-            plain = Barrier(barrier.others + count, barrier.emission)
-            plain.key, plain.arrived, plain.last_txid = barrier.key, barrier.arrived, barrier.last_txid
-            plain._over = barrier._over
-            task.barrier = plain
-
-
 def _put_switch(worker: Any, ids: list[int], comp: str, schedule: SpoutSchedule, topology: Any) -> None:
     subs = [s for s, g in topology.subscribers(CHECKPOINT_SPOUT, CHECKPOINT_STREAM) if g.kind != "direct"]
     for task_id in ids:
@@ -328,4 +316,4 @@ def _reroute(running: Any, move: SpoutRescale, plan: TaskPlan, topology: Any) ->
             on_loop(w, partial(live.switch_routes, w, ids), "switch its routes")
         ids = move.downstream.get(w.index)
         if ids:
-            on_loop(w, partial(_plain_barriers, w, ids, count), "count barriers")
+            on_loop(w, partial(plain_barriers, w, ids, count), "count barriers")

@@ -468,8 +468,12 @@ def reroute(worker: Any, plan: TaskPlan, topology: Any) -> None:
         return
     if part.upstream:
         live.switch_routes(worker, part.upstream)
-    count = len(plan.component_tasks[part.component])
-    for task_id in part.downstream:
+    plain_barriers(worker, part.downstream, len(plan.component_tasks[part.component]))
+
+
+def plain_barriers(worker: Any, ids: Any, count: int) -> None:
+    """The moving barriers of tasks ``ids`` plain again, expecting ``count`` copies of the moved one."""
+    for task_id in ids:
         task = worker.tasks[task_id]
         barrier = task.barrier
         if isinstance(barrier, MovingBarrier):

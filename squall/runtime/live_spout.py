@@ -42,9 +42,9 @@ from typing import Any
 from squall.api.topology import StormTopology
 from squall.api.tuple import Tuple
 from squall.runtime import live
-from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Action, Barrier
+from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Action
 from squall.runtime.host import Task
-from squall.runtime.live_keyed import MoveSchedule, MovingBarrier, SwitchRouter
+from squall.runtime.live_keyed import MoveSchedule, MovingBarrier, SwitchRouter, plain_barriers
 from squall.runtime.plan import Executor, TaskPlan
 
 THREADED = "squall.task.threaded"
@@ -384,12 +384,4 @@ def end_spout(worker: Any, failed: str | None, new_ids: list[int], plan: TaskPla
         return
     if part.upstream:
         live.switch_routes(worker, part.upstream)
-    count = len(plan.component_tasks[part.component])
-    for task_id in part.downstream:
-        task = worker.tasks[task_id]
-        barrier = task.barrier
-        if isinstance(barrier, MovingBarrier):
-            plain = Barrier(barrier.others + count, barrier.emission)
-            plain.key, plain.arrived, plain.last_txid = barrier.key, barrier.arrived, barrier.last_txid
-            plain._over = barrier._over
-            task.barrier = plain
+    plain_barriers(worker, part.downstream, len(plan.component_tasks[part.component]))
