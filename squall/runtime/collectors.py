@@ -22,6 +22,8 @@ from squall.runtime.routing import DirectOnly, Router, RouterBase
 # the targets of an emit nobody subscribes to, shared: ``_send`` and the hooks only read
 # them (a new empty list per emit of a sink bolt was an allocation and a free per tuple)
 NO_TARGETS: list[int] = []
+# looked up by name: compiled, ``Task.send_ack`` is the C method, not the class attribute
+TASK_SEND_ACK = getattr(Task, "send_ack")  # noqa: B009 - a task type with this one overrides nothing
 
 
 def _thread_id() -> int:
@@ -376,7 +378,13 @@ class OutputCollector(_Emitter):
                 value = tup._edge ^ extra
                 if hooks is not None:  # as Storm's: the ack message is an emit to the acker
                     hooks.emit([tup._root, value], ACK_ACK, [task.acker_for(tup._root)])
-                task.send_ack(tup._root, value)
+                if type(task).send_ack is TASK_SEND_ACK:
+                    # compiled, a call through the instance looks for a Python override
+                    # each time (a task has a __dict__, and the bolts of a worker take
+                    # turns, so Cython's one-entry cache misses): about 380 instructions
+                    Task.send_ack(task, tup._root, value)
+                else:
+                    task.send_ack(tup._root, value)
             else:
                 for root, edge in tup._idmap.items():  # type: ignore[union-attr]
                     if hooks is not None:
