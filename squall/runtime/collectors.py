@@ -19,6 +19,12 @@ from squall.runtime.metrics import ACKED_SAMPLES, FAILED_SAMPLES
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import DirectOnly, Router, RouterBase
 
+# the targets of an emit nobody subscribes to, shared: ``_send`` and the hooks only read
+# them (a new empty list per emit of a sink bolt was an allocation and a free per tuple)
+NO_TARGETS: list[int] = []
+# looked up by name: compiled, ``Task.send_ack`` is the C method, not the class attribute
+TASK_SEND_ACK = getattr(Task, "send_ack")  # noqa: B009 - a task type with this one overrides nothing
+
 
 def _thread_id() -> int:
     """The calling thread's id (compiled, the .pxd makes this a C call with no Python int)."""
@@ -280,7 +286,7 @@ class OutputCollector(_Emitter):
             # a hook gets them
             if self._host.tap is not None or self._task.hooks is not None:
                 vals = vals[:]
-            self._send(route, vals, [], anchors)
+            self._send(route, vals, NO_TARGETS, anchors)
             return []
         vals = vals[:]  # the caller may reuse its list after emit
         if single is not None:
@@ -372,7 +378,13 @@ class OutputCollector(_Emitter):
                 value = tup._edge ^ extra
                 if hooks is not None:  # as Storm's: the ack message is an emit to the acker
                     hooks.emit([tup._root, value], ACK_ACK, [task.acker_for(tup._root)])
-                task.send_ack(tup._root, value)
+                if type(task).send_ack is TASK_SEND_ACK:
+                    # compiled, a call through the instance looks for a Python override
+                    # each time (a task has a __dict__, and the bolts of a worker take
+                    # turns, so Cython's one-entry cache misses): about 380 instructions
+                    Task.send_ack(task, tup._root, value)
+                else:
+                    task.send_ack(tup._root, value)
             else:
                 for root, edge in tup._idmap.items():  # type: ignore[union-attr]
                     if hooks is not None:

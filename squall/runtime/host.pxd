@@ -42,6 +42,7 @@ cdef class Task:
     cdef public AckScope scope
     cdef dict __dict__
     cdef object __weakref__
+    @cython.locals(root=u64, base=u64, slot=u64, n=u64, top=u64)
     cpdef object new_root(self)
     cpdef object acker_for(self, u64 root)
     @cython.locals(acker=Task, i=Py_ssize_t, scope=AckScope)

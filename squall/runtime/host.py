@@ -34,6 +34,8 @@ from squall.runtime.ids import id_source
 from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import ACK_ACK, ACK_INIT
 
+U64_MAX = (1 << 64) - 1  # the largest root id
+
 
 class TaskHost:
     """What a task may ask of whatever runs it (see the module's docstring).
@@ -161,9 +163,15 @@ class Task:
         slots = self._local_slots
         if slots:
             n = self._num_ackers
-            root += slots[root % len(slots)] - root % n
-            if root >= 1 << 64:
-                root -= n
+            base = root - root % n
+            slot = slots[root % len(slots)]
+            # in C integers when compiled (the .pxd): Python's ints cost two 64-bit
+            # remainders and their objects per spout tuple; a sum past 2**64 - 1 takes
+            # the residue's id below ``base`` instead, never wrapping
+            top = U64_MAX
+            if base > top - slot:
+                return base - (n - slot)
+            return base + slot
         return root
 
     def acker_for(self, root: int) -> int:
