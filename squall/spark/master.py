@@ -59,7 +59,7 @@ from squall.spark import settings as S
 from squall.spark.jobs import SparkJobs
 from squall.spark.liveness import TaskLiveness, report_of
 from squall.spark.loop_calls import LoopCalls
-from squall.spark.master_info import beat_fold, fold, snapshot
+from squall.spark.master_info import FoldCache, beat_fold, fold, snapshot
 from squall.spark.memory import reason as memory_reason
 from squall.spark.memory import worker_limit_mb
 from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus
@@ -115,6 +115,8 @@ class TopologyMaster:
             start_timeout=float(setting(conf, S.START_TIMEOUT)),
         )
         self._heartbeat = float(setting(conf, S.HEARTBEAT))
+        # the topology page's figures: folded at most once per heartbeat interval (they move no faster)
+        self._page_fold = FoldCache(self._heartbeat)
         # a worker stops itself after MASTER_TIMEOUT without word from the master: it hears at
         # least 6 times per timeout, and at 1,000 workers the master sends 200 ACKs a second, not 1,000
         self._ack_every = min(ACK_EVERY, float(setting(conf, S.MASTER_TIMEOUT)) / 6)
@@ -257,9 +259,12 @@ class TopologyMaster:
 
         The loop thread only takes a snapshot; the fold of every task's metrics runs on the
         caller's thread, so that heartbeats and confirmations are not held up behind it.
+        Without per-task detail (the topology page) the components' figures are those of the
+        last fold while it is younger than one heartbeat interval (``master_info.FoldCache``);
+        the status, workers and errors are always this call's.
         """
         snap, entries, notes = self.calls.call(self._snapshot_for_info if per_task else self._snapshot_brief)
-        info = fold(snap, per_task=per_task)
+        info = fold(snap, per_task=True) if per_task else self._page_fold.fold(snap, per_task=False)
         if per_task:
             info["tasks"] = report_of(entries)
         info["placement_notes"] = notes
