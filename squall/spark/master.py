@@ -53,13 +53,14 @@ from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
 from squall.runtime import clock
 from squall.runtime.errors import cut_entry
+from squall.runtime.info import component_figures
 from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 from squall.spark import settings as S
 from squall.spark.jobs import SparkJobs
 from squall.spark.liveness import TaskLiveness, report_of
 from squall.spark.loop_calls import LoopCalls
-from squall.spark.master_info import FoldCache, beat_fold, fold, snapshot
+from squall.spark.master_info import FoldCache, beat_fold, fold, metrics_of, snapshot
 from squall.spark.memory import reason as memory_reason
 from squall.spark.memory import worker_limit_mb
 from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus
@@ -264,7 +265,12 @@ class TopologyMaster:
         the status, workers and errors are always this call's.
         """
         snap, entries, notes = self.calls.call(self._snapshot_for_info if per_task else self._snapshot_brief)
-        info = fold(snap, per_task=True) if per_task else self._page_fold.fold(snap, per_task=False)
+        if per_task:
+            figures = component_figures(snap["plan"], metrics_of(snap), per_task=True)
+            info = fold(snap, per_task=True, figures=figures)
+            self._page_fold.offer(snap, figures)  # the page never shows older figures than this
+        else:
+            info = self._page_fold.fold(snap)
         if per_task:
             info["tasks"] = report_of(entries)
         info["placement_notes"] = notes

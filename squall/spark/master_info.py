@@ -36,7 +36,7 @@ def snapshot(name: str, status: str, plan: TaskPlan, registry: WorkerRegistry, e
     """
     now = time.monotonic()
     current = registry.current()
-    return {"name": name, "status": status, "plan": plan, "errors": errors,
+    return {"name": name, "status": status, "plan": plan, "errors": errors, "taken": now,
             "uptime_secs": now - started_at, "metrics": [inc.metrics for inc in current],
             "carried": copy.deepcopy(registry.carried),
             "stuck": [s for inc in current for s in inc.stuck],
@@ -64,28 +64,39 @@ class FoldCache:
     once per heartbeat interval, so with ``max_age`` that interval the fold is made at most
     once per interval, whatever the number of requests, and a request costs the snapshot and
     the serialisation. The price: a component's figures are up to ``max_age`` older than a
-    fresh fold's would be (which lag the workers by up to one heartbeat already). The status, workers,
-    errors, stuck tasks and uptime come from each request's own snapshot. A new plan (a live
-    rescale) folds again at once.
+    fresh fold's would be (which lag the workers by up to one heartbeat already), and never
+    older than those of the whole info last folded (``offer``). The status, workers, errors,
+    stuck tasks and uptime come from each request's own snapshot. A new plan (a live rescale)
+    folds again at once.
     """
 
     def __init__(self, max_age: float) -> None:
         self.max_age = max_age
         self._lock = threading.Lock()  # concurrent requests wait for one fold, not one each
-        self._last: tuple[float, TaskPlan, bool, dict[str, dict]] | None = None
+        # when it was ready, when its snapshot was taken, the plan, the figures
+        self._last: tuple[float, float, TaskPlan, dict[str, dict]] | None = None
 
-    def fold(self, snap: dict, *, per_task: bool = False) -> dict:
-        """``fold(snap)``, with the components' figures of the last fold while it is young enough."""
+    def fold(self, snap: dict) -> dict:
+        """``fold(snap, per_task=False)``, with the last fold's figures while young enough."""
         with self._lock:
-            now = clock.monotonic()
             last = self._last
-            if (last is None or now - last[0] >= self.max_age or last[1] is not snap["plan"]
-                    or last[2] != per_task):
-                figures = component_figures(snap["plan"], metrics_of(snap), per_task)
-                # aged from when it is ready: a fold slower than max_age (a starved process)
-                # still serves the requests that waited for it and those of the next interval
-                last = self._last = (clock.monotonic(), snap["plan"], per_task, figures)
-        return fold(snap, per_task=per_task, figures=last[3])
+            if last is None or clock.monotonic() - last[0] >= self.max_age or last[2] is not snap["plan"]:
+                figures = component_figures(snap["plan"], metrics_of(snap), per_task=False)
+                self._keep(snap, figures)
+            assert self._last is not None
+            return fold(snap, per_task=False, figures=self._last[3])
+
+    def offer(self, snap: dict, whole: dict[str, dict]) -> None:
+        """Keep the figures of a whole info's fold of ``snap`` (without ``by_task``) if newer."""
+        with self._lock:
+            self._keep(snap, {c: {k: v for k, v in f.items() if k != "by_task"} for c, f in whole.items()})
+
+    def _keep(self, snap: dict, figures: dict[str, dict]) -> None:
+        last = self._last
+        if last is None or last[2] is not snap["plan"] or snap["taken"] >= last[1]:
+            # aged from when it is ready: a fold slower than max_age (a starved process)
+            # still serves the requests that waited for it and those of the next interval
+            self._last = (clock.monotonic(), snap["taken"], snap["plan"], figures)
 
 
 def metrics_of(snap: dict) -> list[TaskMetrics]:

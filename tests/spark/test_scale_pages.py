@@ -204,6 +204,12 @@ def test_the_topology_pages_figures_are_folded_once_per_heartbeat_interval_and_a
                 1 for d in master.registry.slots[0].current.metrics if d["component"] == "spout")
             snap = master.calls.call(lambda: master._snapshot_brief()[0])
             assert settled({k: after[k] for k in fresh}) == settled(master_info.fold(snap, per_task=False))
+            # the whole info (the component page's) is folded fresh, and the topology page
+            # read right after it never shows older figures than it did
+            master.calls.call(beat)
+            whole = master.info()
+            later = master.info(per_task=False)
+            assert later["components"]["spout"]["emitted"] == whole["components"]["spout"]["emitted"] > spout
         finally:
             master._running = False
             master._thread.join(5)
