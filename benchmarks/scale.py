@@ -224,19 +224,25 @@ def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None
         out["refused_writes_per_s"] = store.refused / elapsed
         out["refused_largest_kib"] = store.refused_largest / 1024
         t = time.monotonic()
+        brief = master.info(per_task=False)  # what the topology page asks for (/info/components)
+        out["info_components_s"] = time.monotonic() - t  # the first: it folds
+        out["info_components_mb"] = len(json.dumps(brief)) / 1e6
+        # a further request within the heartbeat interval: the master serves the last fold
+        t = time.monotonic()
+        master.info(per_task=False)
+        out["info_components_cached_s"] = time.monotonic() - t
+        t = time.monotonic()
         info = master.info()
         out["info_s"] = time.monotonic() - t
         out["info_mb"] = len(json.dumps(info)) / 1e6
-        t = time.monotonic()
-        brief = master.info(per_task=False)  # what the topology page asks for (/info/components)
-        out["info_components_s"] = time.monotonic() - t
-        out["info_components_mb"] = len(json.dumps(brief)) / 1e6
         pages = nimbus_pages(info, brief, topology, conf)
         out.update(pages)
         for page in ("rest_component", "metrics"):  # the master's part, then Nimbus's
             out[f"{page}_s"] = out["info_s"] + pages["info_dumps_s"] + pages[f"{page}_nimbus_s"]
         out["rest_topology_s"] = (out["info_components_s"] + pages["components_dumps_s"]
                                   + pages["rest_topology_nimbus_s"])
+        out["rest_topology_cached_s"] = (out["info_components_cached_s"] + pages["components_dumps_s"]
+                                         + pages["rest_topology_nimbus_s"])
         out["nimbus_cores_est"] = nimbus_cores(store, pages["components_dumps_s"])
         for active, key in ((False, "deactivate_s"), (True, "activate_s")):
             t = time.monotonic()
@@ -300,8 +306,10 @@ ROWS = [
     ("info_s", "s", "(the master's part of each page)"),
     ("info_mb", "MB", ""),
     ("info_components_s", "s", "(the master's part of the topology page)"),
+    ("info_components_cached_s", "s", "(the same, served from the last fold)"),
     ("info_components_mb", "MB", ""),
-    ("rest_topology_s", "s", "<= 1"),
+    ("rest_topology_s", "s", "<= 1 (a request that folds: the first in a heartbeat interval)"),
+    ("rest_topology_cached_s", "s", "<= 1 (any further request in that interval)"),
     ("rest_topology_mb", "MB", "<= 2"),
     ("rest_component_s", "s", ""),
     ("rest_component_mb", "MB", ""),

@@ -53,13 +53,14 @@ from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
 from squall.runtime import clock
 from squall.runtime.errors import cut_entry
+from squall.runtime.info import component_figures
 from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 from squall.spark import settings as S
 from squall.spark.jobs import SparkJobs
 from squall.spark.liveness import TaskLiveness, report_of
 from squall.spark.loop_calls import LoopCalls
-from squall.spark.master_info import beat_fold, fold, snapshot
+from squall.spark.master_info import FoldCache, beat_fold, fold, metrics_of, snapshot
 from squall.spark.memory import reason as memory_reason
 from squall.spark.memory import worker_limit_mb
 from squall.spark.placement import PlacementCheck, executors, pins, worker_cpus
@@ -115,6 +116,8 @@ class TopologyMaster:
             start_timeout=float(setting(conf, S.START_TIMEOUT)),
         )
         self._heartbeat = float(setting(conf, S.HEARTBEAT))
+        # the topology page's figures: folded at most once per heartbeat interval (they move no faster)
+        self._page_fold = FoldCache(self._heartbeat)
         # a worker stops itself after MASTER_TIMEOUT without word from the master: it hears at
         # least 6 times per timeout, and at 1,000 workers the master sends 200 ACKs a second, not 1,000
         self._ack_every = min(ACK_EVERY, float(setting(conf, S.MASTER_TIMEOUT)) / 6)
@@ -257,9 +260,17 @@ class TopologyMaster:
 
         The loop thread only takes a snapshot; the fold of every task's metrics runs on the
         caller's thread, so that heartbeats and confirmations are not held up behind it.
+        Without per-task detail (the topology page) the components' figures are those of the
+        last fold while it is younger than one heartbeat interval (``master_info.FoldCache``);
+        the status, workers and errors are always this call's.
         """
         snap, entries, notes = self.calls.call(self._snapshot_for_info if per_task else self._snapshot_brief)
-        info = fold(snap, per_task=per_task)
+        if per_task:
+            figures = component_figures(snap["plan"], metrics_of(snap), per_task=True)
+            info = fold(snap, per_task=True, figures=figures)
+            self._page_fold.offer(snap, figures)  # the page never shows older figures than this
+        else:
+            info = self._page_fold.fold(snap)
         if per_task:
             info["tasks"] = report_of(entries)
         info["placement_notes"] = notes

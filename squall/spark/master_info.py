@@ -8,9 +8,11 @@ loop thread, which owns the registry; ``fold`` and ``beat_fold`` on the caller's
 from __future__ import annotations
 
 import copy
+import threading
 import time
 
-from squall.runtime.info import topology_info
+from squall.runtime import clock
+from squall.runtime.info import component_figures, topology_info
 from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import SYSTEM, TaskPlan
 from squall.spark import coordination as co
@@ -34,19 +36,71 @@ def snapshot(name: str, status: str, plan: TaskPlan, registry: WorkerRegistry, e
     """
     now = time.monotonic()
     current = registry.current()
-    return {"name": name, "status": status, "plan": plan, "errors": errors,
+    return {"name": name, "status": status, "plan": plan, "errors": errors, "taken": now,
             "uptime_secs": now - started_at, "metrics": [inc.metrics for inc in current],
             "carried": copy.deepcopy(registry.carried),
             "stuck": [s for inc in current for s in inc.stuck],
             "workers": workers_info(plan, registry, versions, now)}
 
 
-def fold(snap: dict, *, per_task: bool = True) -> dict:
+def fold(snap: dict, *, per_task: bool = True, figures: dict[str, dict] | None = None) -> dict:
     """The info of a ``snapshot``, on any thread (the work per task: off the master's loop).
 
     ``per_task=False`` leaves out each component's ``by_task`` (the topology page and the
     summaries show components and workers; per-task figures are the component page's).
+    ``figures``: the components' figures folded earlier (``FoldCache``) instead of the
+    snapshot's metrics; everything else is the snapshot's.
     """
+    metrics = [] if figures is not None else metrics_of(snap)
+    return topology_info(snap["name"], snap["status"], snap["plan"], metrics, snap["errors"],
+                         snap["uptime_secs"], workers=snap["workers"], stuck=snap["stuck"],
+                         per_task=per_task, figures=figures)
+
+
+class FoldCache:
+    """The topology page's last components fold, served while younger than ``max_age`` seconds.
+
+    Folding 1,000 workers' task metrics costs about 0.4 s of CPU; the workers' figures move
+    once per heartbeat interval, so with ``max_age`` that interval the fold is made at most
+    once per interval, whatever the number of requests, and a request costs the snapshot and
+    the serialisation. The price: a component's figures are up to ``max_age`` older than a
+    fresh fold's would be (which lag the workers by up to one heartbeat already), and never
+    older than those of the whole info last folded (``offer``). The status, workers, errors,
+    stuck tasks and uptime come from each request's own snapshot. A new plan (a live rescale)
+    folds again at once.
+    """
+
+    def __init__(self, max_age: float) -> None:
+        self.max_age = max_age
+        self._lock = threading.Lock()  # concurrent requests wait for one fold, not one each
+        # when it was ready, when its snapshot was taken, the plan, the figures
+        self._last: tuple[float, float, TaskPlan, dict[str, dict]] | None = None
+
+    def fold(self, snap: dict) -> dict:
+        """``fold(snap, per_task=False)``, with the last fold's figures while young enough."""
+        with self._lock:
+            last = self._last
+            if last is None or clock.monotonic() - last[0] >= self.max_age or last[2] is not snap["plan"]:
+                figures = component_figures(snap["plan"], metrics_of(snap), per_task=False)
+                self._keep(snap, figures)
+            assert self._last is not None
+            return fold(snap, per_task=False, figures=self._last[3])
+
+    def offer(self, snap: dict, whole: dict[str, dict]) -> None:
+        """Keep the figures of a whole info's fold of ``snap`` (without ``by_task``) if newer."""
+        with self._lock:
+            self._keep(snap, {c: {k: v for k, v in f.items() if k != "by_task"} for c, f in whole.items()})
+
+    def _keep(self, snap: dict, figures: dict[str, dict]) -> None:
+        last = self._last
+        if last is None or last[2] is not snap["plan"] or snap["taken"] >= last[1]:
+            # aged from when it is ready: a fold slower than max_age (a starved process)
+            # still serves the requests that waited for it and those of the next interval
+            self._last = (clock.monotonic(), snap["taken"], snap["plan"], figures)
+
+
+def metrics_of(snap: dict) -> list[TaskMetrics]:
+    """Every task's metrics in a ``snapshot``, with the counters of its dead processes added."""
     plan: TaskPlan = snap["plan"]
     carried: dict = snap["carried"]
     metrics: list[TaskMetrics] = []
@@ -59,9 +113,7 @@ def fold(snap: dict, *, per_task: bool = True) -> dict:
         if task not in seen and task in plan.task_component:  # not a task a live rescale removed
             metrics.append(co.metrics_from_dict({"component": plan.task_component[task], "task": task},
                                                 counters))
-    info = topology_info(snap["name"], snap["status"], plan, metrics, snap["errors"], snap["uptime_secs"],
-                         workers=snap["workers"], stuck=snap["stuck"], per_task=per_task)
-    return info
+    return metrics
 
 
 def beat_info(status: str, plan: TaskPlan, registry: WorkerRegistry, errors: list[dict],

@@ -141,3 +141,76 @@ def test_the_store_beats_sums_and_task_report_are_made_off_the_loop_thread(monke
         master._running = False
         master._thread.join(5)
         master.links.close()
+
+
+def settled(info: dict) -> dict:
+    """``info`` without what moves between two takes of the same state (uptimes, on real time)."""
+    got = json.loads(json.dumps(info))
+    got["uptime_secs"] = 0
+    for worker in got["workers"]:
+        worker["uptime_secs"] = 0
+    return got
+
+
+def test_the_topology_pages_figures_are_folded_once_per_heartbeat_interval_and_a_later_request_sees_new_ones(
+        monkeypatch):
+    from squall.runtime import info as info_module
+    from squall.runtime.plan import SYSTEM
+    from squall.testing import simulated_time
+
+    folds = []
+    real = info_module.aggregate
+
+    def spy(*args, **kwargs):
+        folds.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(info_module, "aggregate", spy)
+    with simulated_time() as clock:
+        master = filled_master(20)
+        components = sum(1 for c in master.plan.component_tasks if c != SYSTEM)
+        interval = master._heartbeat  # squall.spark.worker.heartbeat.secs: 1 s by default
+        master._thread.start()  # the loop, with no worker to launch
+        try:
+            first = master.info(per_task=False)
+            for _ in range(4):  # requests within one heartbeat interval: one fold serves them all
+                clock.advance(interval / 5)
+                again = master.info(per_task=False)
+            assert len(folds) == components, len(folds) // components
+            # the cached answer is today's fold of the same state
+            snap = master.calls.call(lambda: master._snapshot_brief()[0])
+            fresh = master_info.fold(snap, per_task=False)
+            folded = len(folds)  # the requests' fold and this fresh one
+            assert settled({k: again[k] for k in fresh}) == settled(fresh)
+
+            # a heartbeat: worker 0's tasks emitted 1,000 more each; and a deactivate
+            def beat() -> None:
+                inc = master.registry.slots[0].current
+                inc.metrics = [{**d, "emitted": d["emitted"] + 1000} for d in inc.metrics]
+                master.status = "INACTIVE"
+                master.errors.append({"component": "spout", "task": 3, "error": "boom", "time_ms": 0})
+            master.calls.call(beat)
+            within = master.info(per_task=False)
+            # within the interval the figures are the last fold's (at most one interval old) ...
+            assert {c: {**f, "errors": 0} for c, f in within["components"].items()} == {
+                c: {**f, "errors": 0} for c, f in first["components"].items()}
+            # ... but the status, the workers and the errors are read now
+            assert within["status"] == "INACTIVE" and within["errors"][-1]["error"] == "boom"
+            assert within["components"]["spout"]["errors"] == first["components"]["spout"]["errors"] + 1
+            clock.advance(interval / 5)  # one interval after the fold
+            after = master.info(per_task=False)
+            assert len(folds) == folded + components  # folded again, once
+            spout = after["components"]["spout"]["emitted"]
+            assert spout == first["components"]["spout"]["emitted"] + 1000 * sum(
+                1 for d in master.registry.slots[0].current.metrics if d["component"] == "spout")
+            snap = master.calls.call(lambda: master._snapshot_brief()[0])
+            assert settled({k: after[k] for k in fresh}) == settled(master_info.fold(snap, per_task=False))
+            # the whole info (the component page's) is folded fresh, and the topology page
+            # read right after it never shows older figures than it did
+            master.calls.call(beat)
+            whole = master.info()
+            later = master.info(per_task=False)
+            assert later["components"]["spout"]["emitted"] == whole["components"]["spout"]["emitted"] > spout
+        finally:
+            master._running = False
+            master._thread.join(5)
+            master.links.close()
