@@ -106,6 +106,8 @@ def build_topology():
     conf.set_message_timeout_secs(5)
     conf.set_max_spout_pending(64)
     conf["ui.test.password"] = "hunter2-not-for-the-page"
+    # a memory limit far above what the workers use: /metrics and the UI show it
+    conf["topology.worker.max.heap.size.mb"] = 4096
     # the autoscaler in recommend mode: its decisions are shown, nothing is changed
     conf["topology.autoscale"] = True
     conf["topology.autoscale.mode"] = "recommend"
