@@ -46,8 +46,10 @@ def test_a_sigstopped_worker_leaves_at_most_the_send_buffer_queued_for_it(local_
                                     .get("held_rounds") or 0) > 0, 60, "the sender held")
         time.sleep(3)  # stopped for a while: the sender's queue must not grow meanwhile
         held = _transfer(local_cluster, "wc-sb", sender)
+        # not ``unsent == send_bound``: the stopped peer's kernel buffers still take a few
+        # frames now and then (under load, 1 of 4 was seen waiting); the bound is the peak
         assert held["unsent_peak"] <= held["send_bound"] == 4, held
-        assert held["unsent"] == held["send_bound"], held
+        assert held["held_rounds"] > 0, held
         os.kill(frozen, signal.SIGCONT)
         frozen = None
         acked = helpers.wait_all_acked(out, n, timeout=120)
