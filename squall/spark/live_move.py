@@ -37,6 +37,7 @@ spout restarts (``spark_refusal``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -254,35 +255,18 @@ def rescale_keyed(master: Any, topology: StormTopology, conf: dict, parallelism:
     everyone = range(new.num_workers)
     learn = {"parallelism": dict(parallelism), "changes": {c: [o, n] for c, (o, n) in changes.items()},
              "tasks": [[t, c] for t, c in sorted(new.task_component.items())]}
-    held: float | None = None
-    armed = False
-    try:
-        held = float(_step(master, incs, "hold", {spout_worker: {}})[spout_worker])
-        txid = _settle(master, incs, spout_worker, max(SETTLE_SECS, 5 * interval))
+
+    def prepare(txid: int) -> None:
         _step(master, incs, "learn", dict.fromkeys(everyone, learn))
         _step(master, incs, "check", {w: {"component": comp} for w in _by_worker(old, set(old_tasks))})
         _step(master, incs, "add", {w: {"ids": ids, "keyed": True} for w, ids in added.items()})
-        arm = {"component": comp, "txid": txid}
-        armed = True
-        try:
-            _step(master, incs, "arm", dict.fromkeys(everyone, arm))
-            _step(master, incs, "switches", dict.fromkeys(everyone, arm))
-        except StepError as e:  # some tasks may carry a move: a restart settles them
-            raise RuntimeError(str(e)) from None
-        _step(master, incs, "release", {spout_worker: {"held": held}})
-        held = None
-    except StepError:
-        if not armed:  # nothing routes by the new plan yet: undo
-            _step(master, incs, "unadd", {w: {"ids": ids} for w, ids in added.items()})
-            _step(master, incs, "unlearn", dict.fromkeys(everyone, {}))
-            master.calls.call(lambda: _end(master, incs, saved))
-        raise
-    finally:
-        if held is not None:
-            try:
-                _step(master, incs, "release", {spout_worker: {"held": held}})
-            except Exception:  # noqa: BLE001 - what stopped the move is the error to report
-                pass
+
+    def arm(txid: int) -> None:
+        step = {"component": comp, "txid": txid}
+        _step(master, incs, "arm", dict.fromkeys(everyone, step))
+        _step(master, incs, "switches", dict.fromkeys(everyone, step))
+
+    _ride_checkpoint(master, incs, spout_worker, interval, saved, added, prepare, arm)
     states, failed = _await_move(master, incs, max(MOVE_SECS, 20 * interval))
     if failed is not None:
         _step(master, incs, "finish", {w: {"failed": failed, "ids": added.get(w, [])} for w in everyone})
@@ -313,17 +297,49 @@ def rescale_spout(master: Any, topology: StormTopology, conf: dict, parallelism:
     everyone = range(new.num_workers)
     learn = {"parallelism": dict(parallelism), "changes": {c: [o, n] for c, (o, n) in changes.items()},
              "tasks": [[t, c] for t, c in sorted(new.task_component.items())], "spout": comp}
+
+    def prepare(txid: int) -> None:
+        _step(master, incs, "learn", dict.fromkeys(everyone, learn))
+        _step(master, incs, "add", {w: {"ids": ids, "spout": True} for w, ids in added.items()})
+
+    def arm(txid: int) -> None:
+        _step(master, incs, "spout_arm", dict.fromkeys(everyone, {"component": comp, "txid": txid}))
+
+    _ride_checkpoint(master, incs, spout_worker, interval, saved, added, prepare, arm)
+    states, failed = _await_move(master, incs, max(MOVE_SECS, 20 * interval), "spout_status")
+    if failed is not None:
+        _step(master, incs, "spout_finish",
+              {w: {"failed": failed, "ids": added.get(w, [])} for w in everyone})
+        master.calls.call(lambda: _end(master, incs, saved))
+        raise StepError(f"{failed}: the old spout tasks go on")
+    _step(master, incs, "spout_finish", {w: {"failed": None, "ids": []} for w in everyone})
+    master.calls.call(lambda: _end(master, incs, None, added))
+    stops = [float(at) for _, _, kind, at in states if kind == "stop" and at is not None]
+    starts = [float(at) for _, _, kind, at in states if kind == "start" and at is not None]
+    pause = (max(starts) - min(stops)) * 1000.0 if stops and starts else 0.0
+    record.update(status="done", pause_ms=round(max(pause, 0.0), 3))
+
+
+def _ride_checkpoint(master: Any, incs: dict[int, bytes], spout_worker: int, interval: float,
+                     saved: tuple, added: dict[int, list[int]], prepare: Callable[[int], None],
+                     arm: Callable[[int], None]) -> None:
+    """Hold the checkpoint spout, settle on the move's txid, ``prepare`` and ``arm`` the move at it, release.
+
+    A step failing before ``arm`` is undone (the new tasks removed, the old plan back); one
+    failing in ``arm`` leaves tasks that may carry the move, so it becomes a ``RuntimeError``
+    (the caller restarts under the new plan). The checkpoint spout is released in every case.
+    """
+    everyone = range(len(incs))
     held: float | None = None
     armed = False
     try:
         held = float(_step(master, incs, "hold", {spout_worker: {}})[spout_worker])
         txid = _settle(master, incs, spout_worker, max(SETTLE_SECS, 5 * interval))
-        _step(master, incs, "learn", dict.fromkeys(everyone, learn))
-        _step(master, incs, "add", {w: {"ids": ids, "spout": True} for w, ids in added.items()})
+        prepare(txid)
         armed = True
         try:
-            _step(master, incs, "spout_arm", dict.fromkeys(everyone, {"component": comp, "txid": txid}))
-        except StepError as e:  # some tasks may carry a hook: a restart settles them
+            arm(txid)
+        except StepError as e:  # some tasks may carry the move: a restart settles them
             raise RuntimeError(str(e)) from None
         _step(master, incs, "release", {spout_worker: {"held": held}})
         held = None
@@ -339,18 +355,6 @@ def rescale_spout(master: Any, topology: StormTopology, conf: dict, parallelism:
                 _step(master, incs, "release", {spout_worker: {"held": held}})
             except Exception:  # noqa: BLE001 - what stopped the move is the error to report
                 pass
-    states, failed = _await_move(master, incs, max(MOVE_SECS, 20 * interval), "spout_status")
-    if failed is not None:
-        _step(master, incs, "spout_finish",
-              {w: {"failed": failed, "ids": added.get(w, [])} for w in everyone})
-        master.calls.call(lambda: _end(master, incs, saved))
-        raise StepError(f"{failed}: the old spout tasks go on")
-    _step(master, incs, "spout_finish", {w: {"failed": None, "ids": []} for w in everyone})
-    master.calls.call(lambda: _end(master, incs, None, added))
-    stops = [float(at) for _, _, kind, at in states if kind == "stop" and at is not None]
-    starts = [float(at) for _, _, kind, at in states if kind == "start" and at is not None]
-    pause = (max(starts) - min(stops)) * 1000.0 if stops and starts else 0.0
-    record.update(status="done", pause_ms=round(max(pause, 0.0), 3))
 
 
 def _settle(master: Any, incs: dict[int, bytes], spout_worker: int, timeout: float) -> int:
