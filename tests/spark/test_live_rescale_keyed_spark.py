@@ -136,6 +136,9 @@ def test_a_keyed_count_moves_4_12_4_live_on_spark_exactly_once(local_cluster, re
             assert (rec["status"], rec["live"], rec["reason"]) == ("done", True, None), rec
             assert len(info["components"]["count"]["tasks"]) == n
             assert rec["moved_key_groups"] > 0, rec
+            # the workers' own count of the state handed over: the sums of the counts alone
+            # would come out right even if no key group's state had moved to its new owner
+            assert rec["moved_bytes"] > 0, rec
             assert _pids(info) == _pids(before)  # no worker process restarted
     except BaseException:
         run.abandon()
