@@ -172,13 +172,18 @@ def kill_leftover_launches(home: Path) -> None:
                 pass
 
 
-def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
-    """Poll ``predicate`` until it returns something truthy; returns that value."""
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.2, explain=None):
+    """Poll ``predicate`` until it returns something truthy; returns that value.
+
+    ``explain``, if given, is called on a timeout and its text ends the error: what the test
+    saw of the system then, so that a failure in a long run says why without a rerun.
+    """
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            seen = f"; {explain()}" if explain is not None else ""
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}{seen}")
         time.sleep(interval)

@@ -107,8 +107,47 @@ def world(tmp_path_factory):
         w.nimbus.stop()
 
 
+@pytest.fixture(autouse=True)
+def _upgrade_closed(world):
+    """The tests share one topology: one that fails mid-upgrade rolls it back, so that the
+    next test starts from a running topology, not from its predecessor's open upgrade."""
+    yield
+    try:
+        info = world.info()
+    except Exception:  # noqa: BLE001 - the topology may be gone (the last test kills it)
+        return
+    if info.get("upgrade") and info["upgrade"].get("state") not in (None, "EXPIRED"):
+        world.cli("rollback", NAME)
+    if info.get("status") == "INACTIVE":
+        world.cli("activate", NAME)
+
+
 def records_since(world: World, t: float) -> set[str]:
     return {r.version for r in R.records(world.out) if r.time > t}
+
+
+def explain(world: World):
+    """What the topology did lately: the last record per version, the last emit and ack, and
+    each worker's state, version and send buffer, for a wait that timed out."""
+    def text() -> str:
+        now = time.time()
+        last: dict[str, float] = {}
+        for r in R.records(world.out):
+            last[r.version] = max(last.get(r.version, 0.0), r.time)
+        emitted = [t for _, t in R.emitted(world.out)]
+        ages = {v: round(now - t, 1) for v, t in sorted(last.items())}
+        try:
+            info = world.info()
+            keys = ("tuples", "unsent", "held_rounds", "pressured_by")
+            workers = [(w["worker"], w.get("state"), w.get("version"), w.get("pid"),
+                        {k: w.get("transfer", {}).get(k) for k in keys}) for w in info["workers"]]
+            status = (info["status"], (info.get("upgrade") or {}).get("state"), info.get("last_error"))
+        except Exception as e:  # noqa: BLE001 - the explanation must not hide the timeout
+            workers, status = [], repr(e)
+        return (f"seconds since the last record per version {ages}; since the last emit "
+                f"{round(now - max(emitted), 1) if emitted else None}; acked {len(R.acked(world.out))}; "
+                f"status {status}; workers {workers}")
+    return text
 
 
 def test_submit_takes_the_cluster_defaults_and_info_conf_says_where(world):
@@ -162,7 +201,8 @@ def test_gray_upgrade_in_three_batches_then_complete(world):
     since_first = up["since"][str(first[0])]
     assert [w["version_since"] for w in info["workers"] if w["worker"] == first[0]] == [since_first]
     t = time.time()
-    wait_for(lambda: {"v1", "v2"} <= records_since(world, t + 0.5), 90, "both versions counting")
+    wait_for(lambda: {"v1", "v2"} <= records_since(world, t + 0.5), 90, "both versions counting",
+             explain=explain(world))
     # a different version, or a rebalance, is refused while the upgrade is open
     refused(world.cli("upgrade", NAME, str(world.files["v5"]), "--worker-num", "1"), 5, "being upgraded",
             "version 2")

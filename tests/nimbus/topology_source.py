@@ -30,7 +30,7 @@ STATE = {state!r}
 VERSION = {version!r}
 RATE = {rate!r}
 N = {n!r}
-WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape"]
+WORDS = ["apple", "olive", "plum", "date", "elder", "fig", "grape"]
 CONF_EXTRA = {conf_extra!r}
 SPOUT_CONF = {spout_conf!r}
 EXTRA_COMPONENT = {extra_component!r}
@@ -40,7 +40,7 @@ WATCHED = ["topology.message.timeout.secs", "topology.max.spout.pending", "topol
 
 def sentence(i):
     n = 3 + i % 4
-    return " ".join(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(n))
+    return " ".join(WORDS[(i + k * 3) % len(WORDS)] for k in range(n))
 
 
 def _append(name, line):
