@@ -143,6 +143,15 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def thread_cpu(native_id: int | None) -> float:
+    """CPU seconds (user + system) of this process's thread ``native_id`` so far (0 if gone)."""
+    try:
+        fields = Path(f"/proc/self/task/{native_id}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def wait_for(check: Callable[[], bool], timeout: float, step: float = 0.02) -> bool:
     """Poll ``check`` until true or ``timeout`` seconds; whether it became true."""
     deadline = time.monotonic() + timeout
@@ -207,15 +216,24 @@ def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None
         beat_thread.start()
         time.sleep(min(window, 3.0))  # the first beats, and the start-up's backlog, pass
         store.reset()
+        threads = {"loop": master._thread, "store_beat": beat_thread}
+        split0 = {k: thread_cpu(t.native_id) for k, t in threads.items()}
         cpu0, t1, sim0 = time.process_time(), time.monotonic(), jobs.stats()
         time.sleep(window)
         elapsed = time.monotonic() - t1
-        out["master_cores"] = (time.process_time() - cpu0) / elapsed
+        cpu = time.process_time() - cpu0
+        out["master_cores"] = cpu / elapsed
+        # the process's CPU by thread (the rest: ZeroMQ's I/O thread, the pages' fold, ...)
+        split = {k: (thread_cpu(t.native_id) - split0[k]) / elapsed for k, t in threads.items()}
+        out["master_cores_by_thread"] = {**{k: round(v, 3) for k, v in split.items()},
+                                         "other": round(cpu / elapsed - sum(split.values()), 3)}
         out["master_rss_mib"] = rss_mib()
         sim1 = jobs.stats()
         out["sim_cores"] = (sim1["cpu"] - sim0["cpu"]) / elapsed
         out["heartbeats_per_s"] = (sim1["heartbeats"] - sim0["heartbeats"]) / elapsed
         beats = max(1, sim1["heartbeats"] - sim0["heartbeats"])
+        # less sensitive to the machine's other load than cores: CPU per unit of work
+        out["master_cpu_s_per_1000_beats"] = cpu / beats * 1000
         out["heartbeat_kb"] = (sim1["heartbeat_bytes"] - sim0["heartbeat_bytes"]) / beats / 1000
         out["store_writes_per_s"] = store.writes / elapsed
         out["store_mb_per_s"] = store.bytes / elapsed / 1e6
@@ -299,6 +317,7 @@ ROWS = [
     ("register_wait_max_s", "s", "< 30 s (a worker's WELCOME deadline)"),
     ("address_mb", "MB", "linear"),
     ("master_cores", "cores", "<= 0.5"),
+    ("master_cpu_s_per_1000_beats", "s", "(CPU seconds per 1,000 heartbeats)"),
     ("master_rss_mib", "MiB", "<= 1024"),
     ("sim_cores", "cores", "(the simulator, not squall)"),
     ("heartbeats_per_s", "/s", "N"),

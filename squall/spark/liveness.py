@@ -35,16 +35,21 @@ class TaskLiveness:
             task = d.get("task")
             if task is None:
                 continue
-            counters = {k: d.get(k, 0) for k in PROGRESS}
             old = tasks.get(task)
             if old is not None and old["pid"] == pid and old["worker"] == worker:
-                # the same process: 1,000 workers' tasks beat every second, so update in place
+                # the same process: 1,000 workers' tasks beat every second, so update in place,
+                # and the counters are compared before a new dict of them is made
                 old["beat_mono"], old["beat_wall"] = mono, wall
-                if old["counters"] != counters:
-                    old["counters"], old["moved_mono"], old["moved_wall"] = counters, mono, wall
+                was = old["counters"]
+                if (was["emitted"] != d.get("emitted", 0) or was["transferred"] != d.get("transferred", 0)
+                        or was["executed"] != d.get("executed", 0) or was["acked"] != d.get("acked", 0)
+                        or was["failed"] != d.get("failed", 0)):
+                    old["counters"] = {k: d.get(k, 0) for k in PROGRESS}
+                    old["moved_mono"], old["moved_wall"] = mono, wall
                 if old["component"] is None:
                     old["component"] = d.get("component")
                 continue
+            counters = {k: d.get(k, 0) for k in PROGRESS}
             moved = old is None or old["counters"] != counters or old["pid"] != pid
             tasks[task] = {
                 "task": task, "component": d.get("component"), "worker": worker, "pid": pid,

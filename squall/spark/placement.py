@@ -327,8 +327,9 @@ def _pinned(sc: SparkContext, index: int, host: str | None) -> RDD:
 
 def placement_record(plan: TaskPlan, workers: Sequence[dict]) -> list[dict]:
     """Where each worker runs and what it holds, as JSON for the store (``workers``: info's entries)."""
+    by_worker = plan.tasks_by_worker()
     return [{"host": w.get("host") or w.get("assigned_host"),
-             "tasks": {str(t): plan.task_component[t] for t in plan.worker_tasks(i)
+             "tasks": {str(t): plan.task_component[t] for t in by_worker[i]
                        if plan.task_component[t] != SYSTEM}}
             for i, w in enumerate(workers)]
 

@@ -8,11 +8,12 @@ streams and latency samples); no sockets to workers.
 from __future__ import annotations
 
 import json
+import math
 import random
 import threading
 import time
 
-from benchmarks.scale import NAME, NoSpark
+from benchmarks.scale import NAME, NoSpark, wait_for
 from benchmarks.scale_sim import task_metrics, word_count
 from squall.nimbus.history import ALL_TIME, MetricHistory
 from squall.nimbus.stormapi import TopologyView, topology_page
@@ -152,35 +153,41 @@ def settled(info: dict) -> dict:
     return got
 
 
-def test_the_topology_pages_figures_are_folded_once_per_heartbeat_interval_and_a_later_request_sees_new_ones(
-        monkeypatch):
+def published(master: TopologyMaster, folds: int) -> None:
+    """Wait (real time, bounded) until the pages' thread has made ``folds`` folds."""
+    assert wait_for(lambda: master.pages.folds >= folds, 30.0), (master.pages.folds, folds)
+
+
+def test_the_pages_are_served_a_published_fold_and_a_request_never_folds_on_its_own_thread(monkeypatch):
     from squall.runtime import info as info_module
-    from squall.runtime.plan import SYSTEM
+    from squall.spark import master as master_module
     from squall.testing import simulated_time
 
-    folds = []
+    folded_on = []
     real = info_module.aggregate
 
     def spy(*args, **kwargs):
-        folds.append(1)
+        folded_on.append(threading.current_thread())
         return real(*args, **kwargs)
     monkeypatch.setattr(info_module, "aggregate", spy)
+    monkeypatch.setattr(master_module, "PAGES_EVERY", math.inf, raising=False)  # only the folds asked for
     with simulated_time() as clock:
         master = filled_master(20)
-        components = sum(1 for c in master.plan.component_tasks if c != SYSTEM)
         interval = master._heartbeat  # squall.spark.worker.heartbeat.secs: 1 s by default
         master._thread.start()  # the loop, with no worker to launch
         try:
-            first = master.info(per_task=False)
-            for _ in range(4):  # requests within one heartbeat interval: one fold serves them all
+            first = master.info(per_task=False)  # nothing published yet: it waits for a fold
+            # ... made on the pages' thread: neither the request's nor the loop's
+            assert folded_on and threading.current_thread() not in folded_on
+            assert master._thread not in folded_on
+            for _ in range(4):  # requests within one heartbeat interval: that fold serves them all
                 clock.advance(interval / 5)
                 again = master.info(per_task=False)
-            assert len(folds) == components, len(folds) // components
-            # the cached answer is today's fold of the same state
+            assert master.pages.folds == 1
             snap = master.calls.call(lambda: master._snapshot_brief()[0])
-            fresh = master_info.fold(snap, per_task=False)
-            folded = len(folds)  # the requests' fold and this fresh one
-            assert settled({k: again[k] for k in fresh}) == settled(fresh)
+            assert settled(again) == settled({**master_info.fold(snap, per_task=False), **{
+                k: again[k] for k in ("placement_notes", "rescale")}})
+            folded_on.clear()
 
             # a heartbeat: worker 0's tasks emitted 1,000 more each; and a deactivate
             def beat() -> None:
@@ -190,27 +197,115 @@ def test_the_topology_pages_figures_are_folded_once_per_heartbeat_interval_and_a
                 master.errors.append({"component": "spout", "task": 3, "error": "boom", "time_ms": 0})
             master.calls.call(beat)
             within = master.info(per_task=False)
-            # within the interval the figures are the last fold's (at most one interval old) ...
+            # within the interval the figures are the published fold's ...
             assert {c: {**f, "errors": 0} for c, f in within["components"].items()} == {
                 c: {**f, "errors": 0} for c, f in first["components"].items()}
             # ... but the status, the workers and the errors are read now
             assert within["status"] == "INACTIVE" and within["errors"][-1]["error"] == "boom"
             assert within["components"]["spout"]["errors"] == first["components"]["spout"]["errors"] + 1
             clock.advance(interval / 5)  # one interval after the fold
+            stale = master.info(per_task=False)  # served at once: the last fold's figures ...
+            assert stale["components"]["spout"]["emitted"] == first["components"]["spout"]["emitted"]
+            published(master, 2)  # ... and a fold asked for, for the next request
             after = master.info(per_task=False)
-            assert len(folds) == folded + components  # folded again, once
             spout = after["components"]["spout"]["emitted"]
             assert spout == first["components"]["spout"]["emitted"] + 1000 * sum(
                 1 for d in master.registry.slots[0].current.metrics if d["component"] == "spout")
             snap = master.calls.call(lambda: master._snapshot_brief()[0])
-            assert settled({k: after[k] for k in fresh}) == settled(master_info.fold(snap, per_task=False))
-            # the whole info (the component page's) is folded fresh, and the topology page
-            # read right after it never shows older figures than it did
+            assert settled({k: after[k] for k in snap if k in after}) == settled(
+                {k: v for k, v in master_info.fold(snap, per_task=False).items() if k in snap})
+            # the whole info (the component page's, /metrics'): folded with per-task figures on
+            # the pages' thread, then served from that fold within the interval; the topology
+            # page read right after it never shows older figures than it did
+            folded_on.clear()
             master.calls.call(beat)
             whole = master.info()
+            clock.advance(interval / 5)
+            master.info()
+            assert master.pages.folds == 3
             later = master.info(per_task=False)
             assert later["components"]["spout"]["emitted"] == whole["components"]["spout"]["emitted"] > spout
+            assert whole["components"]["spout"]["by_task"] and "by_task" not in later["components"]["spout"]
+            assert folded_on and threading.current_thread() not in folded_on
         finally:
             master._running = False
             master._thread.join(5)
-            master.links.close()
+            master._close()
+
+
+def test_a_brief_fold_newer_than_the_whole_one_makes_the_whole_info_fold_again():
+    from squall.testing import simulated_time
+
+    with simulated_time():  # no request's figures age: only the pages' own folds move them
+        master = filled_master(4)
+        master.pages.every = 0.05  # real seconds between the folds nobody asks for (brief ones)
+        try:
+            whole = master.info()  # folded with per-task figures, and young for the whole test
+            inc = master.registry.slots[0].current
+            inc.metrics = [{**d, "emitted": d["emitted"] + 1000} for d in inc.metrics]
+            published(master, master.pages.folds + 2)  # a brief fold after the change, at least
+            page = master.info(per_task=False)
+            again = master.info()  # the whole fold is young, but older than the page's
+            assert again["components"]["spout"]["emitted"] == page["components"]["spout"]["emitted"] > \
+                whole["components"]["spout"]["emitted"]
+        finally:
+            master._close()
+
+
+def test_a_snapshot_lists_each_workers_tasks_from_the_plan_once_not_at_every_snapshot(monkeypatch):
+    from squall.runtime.plan import TaskPlan
+
+    master = filled_master(20)
+    calls = []
+    real = TaskPlan.worker_tasks
+
+    def spy(self, worker):
+        calls.append(worker)
+        return real(self, worker)
+    monkeypatch.setattr(TaskPlan, "worker_tasks", spy)
+    try:
+        for _ in range(3):  # three store beats (each takes a snapshot on the loop thread)
+            snap = master._snapshot_brief()[0]
+        assert len(calls) <= 20, len(calls)
+        assert [w["tasks"] for w in snap["workers"]] == [real(master.plan, w) for w in range(20)]
+    finally:
+        master._close()
+
+
+def test_the_loop_looks_for_silent_workers_at_most_every_judge_interval_not_at_every_pass():
+    from squall.spark import master as master_module
+
+    master = filled_master(20)
+    looks = []
+    dead = master.registry.dead
+    master.registry.dead = lambda: (looks.append(1), dead())[1]  # type: ignore[method-assign]
+    now = [100.0]
+    master.registry.clock = lambda: now[0]
+    try:
+        for _ in range(50):  # 50 passes within one JUDGE_EVERY (0.1 s)
+            master._supervise(judge=True)
+            now[0] += 0.001
+        assert len(looks) == 1, len(looks)
+        now[0] += getattr(master_module, "JUDGE_EVERY", 0.1)
+        master._supervise(judge=True)
+        assert len(looks) == 2
+    finally:
+        master._close()
+
+
+def test_the_store_beats_sums_count_the_dead_processes_and_equal_the_whole_infos():
+    master = filled_master(20)
+    try:
+        inc = master.registry.slots[3].current
+        master.registry.restart(3)  # its counters are carried to its next process
+        assert master.registry.carried
+        beat = master._beat_info(tasks=False)
+        whole = master._info()
+        for comp, figures in beat["components"].items():
+            for key in master_info.SUMMED:
+                assert figures[key] == whole["components"][comp][key], (comp, key)
+        live = [d for i in master.registry.current() for d in i.metrics]
+        assert beat["components"]["spout"]["emitted"] == sum(
+            d["emitted"] for d in [*live, *inc.metrics] if d["component"] == "spout")
+    finally:
+        master._close()
