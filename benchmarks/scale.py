@@ -168,7 +168,9 @@ def profiled(target: Callable[[], None], path: str | None) -> Callable[[], None]
         return target
 
     def run() -> None:
-        prof = cProfile.Profile()
+        # the thread's own CPU, not wall time: with the GIL shared, wall time charges a
+        # function for the other threads' turns
+        prof = cProfile.Profile(time.thread_time)
         try:
             prof.runcall(target)
         finally:
@@ -217,6 +219,9 @@ def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None
         time.sleep(min(window, 3.0))  # the first beats, and the start-up's backlog, pass
         store.reset()
         threads = {"loop": master._thread, "store_beat": beat_thread}
+        pages = getattr(master, "pages", None)  # the pages' folds (master_info.Pages)
+        if pages is not None and pages._thread is not None:
+            threads["pages"] = pages._thread
         split0 = {k: thread_cpu(t.native_id) for k, t in threads.items()}
         cpu0, t1, sim0 = time.process_time(), time.monotonic(), jobs.stats()
         time.sleep(window)
@@ -243,20 +248,25 @@ def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None
         out["refused_largest_kib"] = store.refused_largest / 1024
         t = time.monotonic()
         brief = master.info(per_task=False)  # what the topology page asks for (/info/components)
-        out["info_components_s"] = time.monotonic() - t  # the first: it folds
+        # the first in a heartbeat interval: served the last published fold, and asks for a new one
+        out["info_components_s"] = time.monotonic() - t
         out["info_components_mb"] = len(json.dumps(brief)) / 1e6
-        # a further request within the heartbeat interval: the master serves the last fold
+        # a further request within the heartbeat interval
         t = time.monotonic()
         master.info(per_task=False)
         out["info_components_cached_s"] = time.monotonic() - t
         t = time.monotonic()
-        info = master.info()
+        info = master.info()  # none published with per-task figures: it waits for that fold
         out["info_s"] = time.monotonic() - t
+        t = time.monotonic()
+        master.info()
+        out["info_cached_s"] = time.monotonic() - t  # a further one within the interval: no fold
         out["info_mb"] = len(json.dumps(info)) / 1e6
         pages = nimbus_pages(info, brief, topology, conf)
         out.update(pages)
         for page in ("rest_component", "metrics"):  # the master's part, then Nimbus's
             out[f"{page}_s"] = out["info_s"] + pages["info_dumps_s"] + pages[f"{page}_nimbus_s"]
+            out[f"{page}_cached_s"] = out["info_cached_s"] + pages["info_dumps_s"] + pages[f"{page}_nimbus_s"]
         out["rest_topology_s"] = (out["info_components_s"] + pages["components_dumps_s"]
                                   + pages["rest_topology_nimbus_s"])
         out["rest_topology_cached_s"] = (out["info_components_cached_s"] + pages["components_dumps_s"]
@@ -322,17 +332,20 @@ ROWS = [
     ("sim_cores", "cores", "(the simulator, not squall)"),
     ("heartbeats_per_s", "/s", "N"),
     ("heartbeat_kb", "KB", "(one worker's)"),
-    ("info_s", "s", "(the master's part of each page)"),
+    ("info_s", "s", "(the master's part of the component page and /metrics: it waits for a fold)"),
+    ("info_cached_s", "s", "(the same, a further request in that interval)"),
     ("info_mb", "MB", ""),
-    ("info_components_s", "s", "(the master's part of the topology page)"),
-    ("info_components_cached_s", "s", "(the same, served from the last fold)"),
+    ("info_components_s", "s", "(the master's part of the topology page: the last published fold)"),
+    ("info_components_cached_s", "s", "(the same, a further request in that interval)"),
     ("info_components_mb", "MB", ""),
-    ("rest_topology_s", "s", "<= 1 (a request that folds: the first in a heartbeat interval)"),
+    ("rest_topology_s", "s", "<= 1 (the first request in a heartbeat interval)"),
     ("rest_topology_cached_s", "s", "<= 1 (any further request in that interval)"),
     ("rest_topology_mb", "MB", "<= 2"),
-    ("rest_component_s", "s", ""),
+    ("rest_component_s", "s", "(with a fold, as info_s)"),
+    ("rest_component_cached_s", "s", "(a further request in that interval)"),
     ("rest_component_mb", "MB", ""),
-    ("metrics_s", "s", ""),
+    ("metrics_s", "s", "(with a fold, as info_s)"),
+    ("metrics_cached_s", "s", "(a further request in that interval)"),
     ("metrics_mb", "MB", ""),
     ("nimbus_cores_est", "cores", "<= 0.25 (estimated: see docs/scale.md)"),
     ("deactivate_s", "s", "<= 2"),

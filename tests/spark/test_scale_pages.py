@@ -254,6 +254,7 @@ def test_a_brief_fold_newer_than_the_whole_one_makes_the_whole_info_fold_again()
 
 def test_a_snapshot_lists_each_workers_tasks_from_the_plan_once_not_at_every_snapshot(monkeypatch):
     from squall.runtime.plan import TaskPlan
+    from squall.spark.placement import placement_record
 
     master = filled_master(20)
     calls = []
@@ -264,10 +265,14 @@ def test_a_snapshot_lists_each_workers_tasks_from_the_plan_once_not_at_every_sna
         return real(self, worker)
     monkeypatch.setattr(TaskPlan, "worker_tasks", spy)
     try:
-        for _ in range(3):  # three store beats (each takes a snapshot on the loop thread)
+        for _ in range(3):  # three store beats (each a snapshot on the loop thread, and the placement)
             snap = master._snapshot_brief()[0]
+            record = placement_record(master.plan, snap["workers"])
         assert len(calls) <= 20, len(calls)
         assert [w["tasks"] for w in snap["workers"]] == [real(master.plan, w) for w in range(20)]
+        user = [[t for t in real(master.plan, w) if master.plan.task_component[t] != "__system"]
+                for w in range(20)]
+        assert [sorted(int(t) for t in r["tasks"]) for r in record] == user
     finally:
         master._close()
 
