@@ -314,3 +314,32 @@ def test_the_store_beats_sums_count_the_dead_processes_and_equal_the_whole_infos
             d["emitted"] for d in [*live, *inc.metrics] if d["component"] == "spout")
     finally:
         master._close()
+
+
+def test_the_task_records_are_split_as_entry_by_entry_with_a_json_dump_per_group_not_per_task(monkeypatch):
+    from squall.store import taskrecords
+
+    rng = random.Random(3)
+    tasks = [{"task": t, "component": "c" * rng.randrange(1, 300), "worker": t // 10} for t in range(10_000)]
+
+    def entry_by_entry() -> list[list[str]]:  # the split every part size is checked against
+        parts: list[list[str]] = [[]]
+        size = 0
+        for t in tasks:
+            entry = {k: v for k, v in t.items() if k not in taskrecords.AGES}
+            entry_bytes = len(json.dumps(entry)) + len(str(t["task"])) + 6
+            if size + entry_bytes > taskrecords.BEATS_PART_BYTES - 200 and parts[-1]:
+                parts.append([])
+                size = 0
+            parts[-1].append(str(t["task"]))
+            size += entry_bytes
+        return parts
+    expected = entry_by_entry()
+    dumps = []
+    real = json.dumps
+    monkeypatch.setattr(taskrecords.json, "dumps", lambda *a, **k: (dumps.append(1), real(*a, **k))[1])
+    parts = taskrecords.beats_records(1, tasks, 0.0)
+    monkeypatch.undo()
+    assert [list(p["tasks"]) for p in parts] == expected
+    assert all(len(json.dumps(p)) <= taskrecords.BEATS_PART_BYTES for p in parts)
+    assert len(dumps) <= len(tasks) // 10, len(dumps)  # one per group, and per entry only where a part ends
