@@ -343,3 +343,22 @@ def test_the_task_records_are_split_as_entry_by_entry_with_a_json_dump_per_group
     assert [list(p["tasks"]) for p in parts] == expected
     assert all(len(json.dumps(p)) <= taskrecords.BEATS_PART_BYTES for p in parts)
     assert len(dumps) <= len(tasks) // 10, len(dumps)  # one per group, and per entry only where a part ends
+
+
+def test_a_link_sets_its_keyed_hash_up_once_not_for_every_message_it_tags_or_checks(monkeypatch):
+    from squall.spark import coordination as co
+
+    made = []
+    real = co.hashlib.blake2b
+    monkeypatch.setattr(co.hashlib, "blake2b", lambda *a, **k: (made.append(1), real(*a, **k))[1])
+    ident = b"wc/0/1/0/9"
+    worker, master = co.Link(b"k" * 32, ident, co.TO_MASTER), co.Link(b"k" * 32, ident, co.TO_WORKER)
+    made.clear()
+    for i in range(100):
+        beat = worker.seal(co.HEARTBEAT, metrics=[], errors=[], samples=[i])
+        assert master.scan_heartbeat(beat) == ([], [i])
+        assert worker.open(master.seal(co.ACK))["t"] == co.ACK
+    forged = worker.seal(co.HEARTBEAT, metrics=[], errors=[], samples=[])
+    assert master.scan_heartbeat([b"x" * len(forged[0]), forged[1]]) is None  # the tag still checked
+    assert co.Link(b"j" * 32, ident, co.TO_WORKER).open(worker.seal(co.ACK)) is None  # and its key
+    assert len(made) <= 2 + 2, len(made)  # the last Link's own two
