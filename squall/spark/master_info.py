@@ -2,7 +2,8 @@
 
 Pure functions of the registry's view (metrics from the workers' last heartbeats, plus
 the counters carried over from their dead processes). ``snapshot`` runs on the master's
-loop thread, which owns the registry; ``fold`` and ``beat_fold`` on the caller's.
+loop thread, which owns the registry; ``fold`` and ``beat_fold`` on the caller's; ``Pages``
+folds the components' figures the pages are served from on a thread of its own.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def fold(snap: dict, *, per_task: bool = True, figures: dict[str, dict] | None =
 
     ``per_task=False`` leaves out each component's ``by_task`` (the topology page and the
     summaries show components and workers; per-task figures are the component page's).
-    ``figures``: the components' figures folded earlier (``FoldCache``) instead of the
+    ``figures``: the components' figures folded earlier (``Pages``) instead of the
     snapshot's metrics; everything else is the snapshot's.
     """
     metrics = [] if figures is not None else metrics_of(snap)
