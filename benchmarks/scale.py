@@ -42,7 +42,7 @@ from benchmarks.scale_sim import SimJobs, word_count
 from squall.api.errors import TopologyStartError
 from squall.nimbus.monitor import CHECK_SECS
 from squall.spark import settings as S
-from squall.spark.app import TopologyApp
+from squall.spark.app import TopologyApp, tune_gc
 from squall.spark.loop_calls import LoopCalls
 from squall.spark.master import TopologyMaster
 from squall.store import Store, StoreError, open_store
@@ -187,6 +187,7 @@ def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None
     ``profile``: a path prefix; the master's loop thread and its store beat are profiled
     (``PREFIX-loop.txt``, ``PREFIX-beat.txt``).
     """
+    tune_gc()  # as the driver's ``main`` does (``squall.spark.app.tune_gc``)
     topology, conf, plan = word_count(n, conf)
     secret = secrets.token_bytes(32)
     master = TopologyMaster(NAME, topology, conf, plan, sc=NoSpark(), secret=secret)  # type: ignore[arg-type]

@@ -362,3 +362,57 @@ def test_a_link_sets_its_keyed_hash_up_once_not_for_every_message_it_tags_or_che
     assert master.scan_heartbeat([b"x" * len(forged[0]), forged[1]]) is None  # the tag still checked
     assert co.Link(b"j" * 32, ident, co.TO_WORKER).open(worker.seal(co.ACK)) is None  # and its key
     assert len(made) <= 2 + 2, len(made)  # the last Link's own two
+
+
+def beats_through(master: TopologyMaster, rounds: int, rng: random.Random) -> None:
+    """``rounds`` heartbeats of every worker of a ``filled_master``, read and handled as the loop does."""
+    from benchmarks.scale_sim import task_metrics
+    from squall.spark import coordination as co
+
+    senders = []
+    for slot in master.registry.slots:
+        ident = slot.current.identity
+        master.links._links[ident] = co.Link(master.secret, ident, co.TO_WORKER)
+        metrics = task_metrics(master.plan, slot.index, rng)
+        senders.append((ident, co.Link(master.secret, ident, co.TO_MASTER), metrics))
+    for _ in range(rounds):
+        for ident, link, metrics in senders:
+            for d in metrics:
+                d["emitted"] += 1000
+            beat = link.seal(co.HEARTBEAT, metrics=metrics, errors=[], samples=[], stuck=[])
+            master._heartbeat_arrived(ident, beat)
+        while master._beats:
+            master._handle_beats()
+
+
+def test_the_drivers_collector_runs_a_few_times_not_hundreds_while_the_master_handles_heartbeats_and_folds():
+    import gc
+
+    from squall.spark.app import tune_gc
+
+    saved = gc.get_threshold()
+    collections = []
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+    master = filled_master(200)
+    try:
+        tune_gc()  # what the driver's main does
+        gc.collect()
+        gc.callbacks.append(count)
+        # heartbeats, whole folds and store beats: their objects, kept for a second or more, are
+        # what a collection moves to the old generation, where each full collection walks them
+        # all (at 1,000 workers, several full collections a second with Python's thresholds)
+        beats_through(master, 5, random.Random(9))
+        for _ in range(3):
+            master._info()
+        for _ in range(5):
+            master._beat_info()
+        gc.callbacks.remove(count)
+        assert len(collections) <= 3, (len(collections), collections.count(2))
+    finally:
+        if count in gc.callbacks:
+            gc.callbacks.remove(count)
+        gc.set_threshold(*saved)
+        master._close()
