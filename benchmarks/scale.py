@@ -42,7 +42,7 @@ from benchmarks.scale_sim import SimJobs, word_count
 from squall.api.errors import TopologyStartError
 from squall.nimbus.monitor import CHECK_SECS
 from squall.spark import settings as S
-from squall.spark.app import TopologyApp
+from squall.spark.app import TopologyApp, tune_gc
 from squall.spark.loop_calls import LoopCalls
 from squall.spark.master import TopologyMaster
 from squall.store import Store, StoreError, open_store
@@ -143,6 +143,15 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def thread_cpu(native_id: int | None) -> float:
+    """CPU seconds (user + system) of this process's thread ``native_id`` so far (0 if gone)."""
+    try:
+        fields = Path(f"/proc/self/task/{native_id}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def wait_for(check: Callable[[], bool], timeout: float, step: float = 0.02) -> bool:
     """Poll ``check`` until true or ``timeout`` seconds; whether it became true."""
     deadline = time.monotonic() + timeout
@@ -159,7 +168,9 @@ def profiled(target: Callable[[], None], path: str | None) -> Callable[[], None]
         return target
 
     def run() -> None:
-        prof = cProfile.Profile()
+        # the thread's own CPU, not wall time: with the GIL shared, wall time charges a
+        # function for the other threads' turns
+        prof = cProfile.Profile(time.thread_time)
         try:
             prof.runcall(target)
         finally:
@@ -176,6 +187,7 @@ def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None
     ``profile``: a path prefix; the master's loop thread and its store beat are profiled
     (``PREFIX-loop.txt``, ``PREFIX-beat.txt``).
     """
+    tune_gc()  # as the driver's ``main`` does (``squall.spark.app.tune_gc``)
     topology, conf, plan = word_count(n, conf)
     secret = secrets.token_bytes(32)
     master = TopologyMaster(NAME, topology, conf, plan, sc=NoSpark(), secret=secret)  # type: ignore[arg-type]
@@ -207,15 +219,27 @@ def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None
         beat_thread.start()
         time.sleep(min(window, 3.0))  # the first beats, and the start-up's backlog, pass
         store.reset()
+        threads = {"loop": master._thread, "store_beat": beat_thread}
+        pages = getattr(master, "pages", None)  # the pages' folds (master_info.Pages)
+        if pages is not None and pages._thread is not None:
+            threads["pages"] = pages._thread
+        split0 = {k: thread_cpu(t.native_id) for k, t in threads.items()}
         cpu0, t1, sim0 = time.process_time(), time.monotonic(), jobs.stats()
         time.sleep(window)
         elapsed = time.monotonic() - t1
-        out["master_cores"] = (time.process_time() - cpu0) / elapsed
+        cpu = time.process_time() - cpu0
+        out["master_cores"] = cpu / elapsed
+        # the process's CPU by thread (the rest: ZeroMQ's I/O thread, the pages' fold, ...)
+        split = {k: (thread_cpu(t.native_id) - split0[k]) / elapsed for k, t in threads.items()}
+        out["master_cores_by_thread"] = {**{k: round(v, 3) for k, v in split.items()},
+                                         "other": round(cpu / elapsed - sum(split.values()), 3)}
         out["master_rss_mib"] = rss_mib()
         sim1 = jobs.stats()
         out["sim_cores"] = (sim1["cpu"] - sim0["cpu"]) / elapsed
         out["heartbeats_per_s"] = (sim1["heartbeats"] - sim0["heartbeats"]) / elapsed
         beats = max(1, sim1["heartbeats"] - sim0["heartbeats"])
+        # less sensitive to the machine's other load than cores: CPU per unit of work
+        out["master_cpu_s_per_1000_beats"] = cpu / beats * 1000
         out["heartbeat_kb"] = (sim1["heartbeat_bytes"] - sim0["heartbeat_bytes"]) / beats / 1000
         out["store_writes_per_s"] = store.writes / elapsed
         out["store_mb_per_s"] = store.bytes / elapsed / 1e6
@@ -225,20 +249,25 @@ def measure(n: int, store_uri: str, window: float, pools: int, conf: dict | None
         out["refused_largest_kib"] = store.refused_largest / 1024
         t = time.monotonic()
         brief = master.info(per_task=False)  # what the topology page asks for (/info/components)
-        out["info_components_s"] = time.monotonic() - t  # the first: it folds
+        # the first in a heartbeat interval: served the last published fold, and asks for a new one
+        out["info_components_s"] = time.monotonic() - t
         out["info_components_mb"] = len(json.dumps(brief)) / 1e6
-        # a further request within the heartbeat interval: the master serves the last fold
+        # a further request within the heartbeat interval
         t = time.monotonic()
         master.info(per_task=False)
         out["info_components_cached_s"] = time.monotonic() - t
         t = time.monotonic()
-        info = master.info()
+        info = master.info()  # none published with per-task figures: it waits for that fold
         out["info_s"] = time.monotonic() - t
+        t = time.monotonic()
+        master.info()
+        out["info_cached_s"] = time.monotonic() - t  # a further one within the interval: no fold
         out["info_mb"] = len(json.dumps(info)) / 1e6
         pages = nimbus_pages(info, brief, topology, conf)
         out.update(pages)
         for page in ("rest_component", "metrics"):  # the master's part, then Nimbus's
             out[f"{page}_s"] = out["info_s"] + pages["info_dumps_s"] + pages[f"{page}_nimbus_s"]
+            out[f"{page}_cached_s"] = out["info_cached_s"] + pages["info_dumps_s"] + pages[f"{page}_nimbus_s"]
         out["rest_topology_s"] = (out["info_components_s"] + pages["components_dumps_s"]
                                   + pages["rest_topology_nimbus_s"])
         out["rest_topology_cached_s"] = (out["info_components_cached_s"] + pages["components_dumps_s"]
@@ -299,21 +328,25 @@ ROWS = [
     ("register_wait_max_s", "s", "< 30 s (a worker's WELCOME deadline)"),
     ("address_mb", "MB", "linear"),
     ("master_cores", "cores", "<= 0.5"),
+    ("master_cpu_s_per_1000_beats", "s", "(CPU seconds per 1,000 heartbeats)"),
     ("master_rss_mib", "MiB", "<= 1024"),
     ("sim_cores", "cores", "(the simulator, not squall)"),
     ("heartbeats_per_s", "/s", "N"),
     ("heartbeat_kb", "KB", "(one worker's)"),
-    ("info_s", "s", "(the master's part of each page)"),
+    ("info_s", "s", "(the master's part of the component page and /metrics: it waits for a fold)"),
+    ("info_cached_s", "s", "(the same, a further request in that interval)"),
     ("info_mb", "MB", ""),
-    ("info_components_s", "s", "(the master's part of the topology page)"),
-    ("info_components_cached_s", "s", "(the same, served from the last fold)"),
+    ("info_components_s", "s", "(the master's part of the topology page: the last published fold)"),
+    ("info_components_cached_s", "s", "(the same, a further request in that interval)"),
     ("info_components_mb", "MB", ""),
-    ("rest_topology_s", "s", "<= 1 (a request that folds: the first in a heartbeat interval)"),
+    ("rest_topology_s", "s", "<= 1 (the first request in a heartbeat interval)"),
     ("rest_topology_cached_s", "s", "<= 1 (any further request in that interval)"),
     ("rest_topology_mb", "MB", "<= 2"),
-    ("rest_component_s", "s", ""),
+    ("rest_component_s", "s", "(with a fold, as info_s)"),
+    ("rest_component_cached_s", "s", "(a further request in that interval)"),
     ("rest_component_mb", "MB", ""),
-    ("metrics_s", "s", ""),
+    ("metrics_s", "s", "(with a fold, as info_s)"),
+    ("metrics_cached_s", "s", "(a further request in that interval)"),
     ("metrics_mb", "MB", ""),
     ("nimbus_cores_est", "cores", "<= 0.25 (estimated: see docs/scale.md)"),
     ("deactivate_s", "s", "<= 2"),

@@ -18,6 +18,7 @@ from squall.runtime.chain import chains_of, plan_links
 
 ACKER = "__acker"
 SYSTEM = "__system"
+_BY_WORKER: dict[int, tuple[TaskPlan, list[list[int]]]] = {}  # id(plan) -> (plan, tasks_by_worker)
 
 # Streams between tasks and ackers (reserved names, never declared by users).
 ACK_INIT = "__ack_init"
@@ -65,6 +66,20 @@ class TaskPlan:
     def worker_tasks(self, worker: int) -> list[int]:
         """Task ids hosted by ``worker``."""
         return sorted(t for ex in self.worker_executors[worker] for t in ex.tasks)
+
+    def tasks_by_worker(self) -> list[list[int]]:
+        """``worker_tasks`` of every worker, made once per plan: shared lists, never to be changed.
+
+        The master lists every worker's tasks at each store heartbeat and page request: at
+        1,000 workers, 1,000 ``worker_tasks`` calls took 0.1 s of its loop each time.
+        """
+        cached = _BY_WORKER.get(id(self))
+        if cached is None or cached[0] is not self:
+            cached = (self, [self.worker_tasks(w) for w in range(len(self.worker_executors))])
+            if len(_BY_WORKER) >= 8:  # a few plans live at once (a live rescale's old and new)
+                _BY_WORKER.clear()
+            _BY_WORKER[id(self)] = cached
+        return cached[1]
 
     def task_worker(self) -> dict[int, int]:
         """Task id -> worker index."""

@@ -110,10 +110,17 @@ def decode(data: bytes) -> dict:
 
 
 def _tag(secret: bytes, direction: bytes, ident: bytes, payload: bytes) -> bytes:
-    h = hashlib.blake2b(key=secret[:64], digest_size=TAG_BYTES)
-    for part in (direction, len(ident).to_bytes(4, "little"), ident, payload):
-        h.update(part)
+    h = _tagger(secret, direction, ident)
+    h.update(payload)
     return h.digest()
+
+
+def _tagger(secret: bytes, direction: bytes, ident: bytes) -> Any:
+    """The keyed hash of ``_tag`` with everything but the payload fed in (copy it per message)."""
+    h = hashlib.blake2b(key=secret[:64], digest_size=TAG_BYTES)
+    for part in (direction, len(ident).to_bytes(4, "little"), ident):
+        h.update(part)
+    return h
 
 
 class Link:
@@ -145,13 +152,19 @@ class Link:
         self.taken = 0
         self.beats_taken = 0
         self.refused = 0
+        # the keyed hash fed with all but the payload, copied per message: the master tags and
+        # checks 1,000 messages a second at 1,000 workers, and the key's set-up was half the work
+        self._send_tagger = _tagger(secret, self.sends, identity)
+        self._receive_tagger = _tagger(secret, self.receives, identity)
 
     def seal(self, t: str, **fields: Any) -> list[bytes]:
         """The two parts of message ``t``: its tag and the message."""
         self.sent += 1
         fields["n"] = self.sent
         payload = encode(t, **fields)
-        return [_tag(self.secret, self.sends, self.identity, payload), payload]
+        h = self._send_tagger.copy()
+        h.update(payload)
+        return [h.digest(), payload]
 
     def open(self, parts: list[bytes]) -> dict | None:
         """The message if authentic and new on this link, else None (counted in ``refused``)."""
@@ -201,8 +214,11 @@ class Link:
         return None
 
     def _authentic(self, parts: list[bytes]) -> bool:
-        return len(parts) == 2 and hmac.compare_digest(
-            parts[0], _tag(self.secret, self.receives, self.identity, parts[1]))
+        if len(parts) != 2:
+            return False
+        h = self._receive_tagger.copy()
+        h.update(parts[1])
+        return hmac.compare_digest(parts[0], h.digest())
 
 
 def identity(topology: str, worker: int, launch: int, attempt: int, pid: int) -> bytes:

@@ -18,7 +18,8 @@ from typing import Any
 
 from squall.runtime import clock
 
-PROGRESS = ("emitted", "transferred", "executed", "acked", "failed")
+PROGRESS = ("emitted", "transferred", "executed", "acked", "failed")  # an entry's counters, in this order
+ZERO = (0,) * len(PROGRESS)
 
 
 class TaskLiveness:
@@ -35,10 +36,13 @@ class TaskLiveness:
             task = d.get("task")
             if task is None:
                 continue
-            counters = {k: d.get(k, 0) for k in PROGRESS}
+            # the five counters (PROGRESS) as a tuple: at 1,000 workers 10,000 tasks beat every
+            # second, and a tuple is made and compared at a fraction of a dict's cost
+            counters = (d.get("emitted", 0), d.get("transferred", 0), d.get("executed", 0),
+                        d.get("acked", 0), d.get("failed", 0))
             old = tasks.get(task)
             if old is not None and old["pid"] == pid and old["worker"] == worker:
-                # the same process: 1,000 workers' tasks beat every second, so update in place
+                # the same process: update in place
                 old["beat_mono"], old["beat_wall"] = mono, wall
                 if old["counters"] != counters:
                     old["counters"], old["moved_mono"], old["moved_wall"] = counters, mono, wall
@@ -62,7 +66,7 @@ class TaskLiveness:
             same = old is not None and old["pid"] == pid
             self._tasks[task] = {
                 "task": task, "component": component, "worker": worker, "pid": pid,
-                "counters": old["counters"] if same else dict.fromkeys(PROGRESS, 0),  # type: ignore[index]
+                "counters": old["counters"] if same else ZERO,  # type: ignore[index]
                 "beat_mono": mono, "beat_wall": wall, "start_wall": wall,
                 "moved_mono": mono, "moved_wall": wall,
             }
@@ -76,7 +80,7 @@ class TaskLiveness:
             beat, moved = float(t.get("last_heartbeat") or 0.0), float(t.get("last_progress") or 0.0)
             self._tasks[t["task"]] = {
                 "task": t["task"], "component": t.get("component"), "worker": t.get("worker"),
-                "pid": t.get("pid"), "counters": {k: t.get(k, 0) for k in PROGRESS},
+                "pid": t.get("pid"), "counters": tuple(t.get(k, 0) for k in PROGRESS),
                 "beat_mono": mono - (wall - beat), "beat_wall": beat, "start_wall": t.get("start_time"),
                 "moved_mono": mono - (wall - moved), "moved_wall": moved,
             }
@@ -101,5 +105,5 @@ def report_of(entries: list[dict]) -> list[dict]:
              "start_time": t["start_wall"], "last_heartbeat": t["beat_wall"],
              "heartbeat_age_secs": round(now - t["beat_mono"], 3),
              "last_progress": t["moved_wall"], "idle_secs": round(now - t["moved_mono"], 3),
-             **t["counters"]}
+             **dict(zip(PROGRESS, t["counters"], strict=True))}
             for t in sorted(entries, key=lambda t: t["task"])]

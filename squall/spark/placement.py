@@ -327,10 +327,27 @@ def _pinned(sc: SparkContext, index: int, host: str | None) -> RDD:
 
 def placement_record(plan: TaskPlan, workers: Sequence[dict]) -> list[dict]:
     """Where each worker runs and what it holds, as JSON for the store (``workers``: info's entries)."""
-    return [{"host": w.get("host") or w.get("assigned_host"),
-             "tasks": {str(t): plan.task_component[t] for t in plan.worker_tasks(i)
-                       if plan.task_component[t] != SYSTEM}}
+    held = _held(plan)  # copied: a dict copy is a fraction of building it from the plan
+    return [{"host": w.get("host") or w.get("assigned_host"), "tasks": dict(held[i])}
             for i, w in enumerate(workers)]
+
+
+_HELD: dict[int, tuple[TaskPlan, list[dict[str, str]]]] = {}  # id(plan) -> (plan, _held)
+
+
+def _held(plan: TaskPlan) -> list[dict[str, str]]:
+    """Each worker's tasks (id as text -> component), made once per plan (shared: copy to change).
+
+    The store heartbeat writes them every second: at 1,000 workers, 10,000 entries each time.
+    """
+    cached = _HELD.get(id(plan))
+    if cached is None or cached[0] is not plan:
+        cached = (plan, [{str(t): plan.task_component[t] for t in tasks if plan.task_component[t] != SYSTEM}
+                         for tasks in plan.tasks_by_worker()])
+        if len(_HELD) >= 8:  # a few plans live at once (a live rescale's old and new)
+            _HELD.clear()
+        _HELD[id(plan)] = cached
+    return cached[1]
 
 
 def old_from_record(record: Any) -> tuple[OldWorker, ...]:

@@ -8,11 +8,12 @@ streams and latency samples); no sockets to workers.
 from __future__ import annotations
 
 import json
+import math
 import random
 import threading
 import time
 
-from benchmarks.scale import NAME, NoSpark
+from benchmarks.scale import NAME, NoSpark, wait_for
 from benchmarks.scale_sim import task_metrics, word_count
 from squall.nimbus.history import ALL_TIME, MetricHistory
 from squall.nimbus.stormapi import TopologyView, topology_page
@@ -152,35 +153,41 @@ def settled(info: dict) -> dict:
     return got
 
 
-def test_the_topology_pages_figures_are_folded_once_per_heartbeat_interval_and_a_later_request_sees_new_ones(
-        monkeypatch):
+def published(master: TopologyMaster, folds: int) -> None:
+    """Wait (real time, bounded) until the pages' thread has made ``folds`` folds."""
+    assert wait_for(lambda: master.pages.folds >= folds, 30.0), (master.pages.folds, folds)
+
+
+def test_the_pages_are_served_a_published_fold_and_a_request_never_folds_on_its_own_thread(monkeypatch):
     from squall.runtime import info as info_module
-    from squall.runtime.plan import SYSTEM
+    from squall.spark import master as master_module
     from squall.testing import simulated_time
 
-    folds = []
+    folded_on = []
     real = info_module.aggregate
 
     def spy(*args, **kwargs):
-        folds.append(1)
+        folded_on.append(threading.current_thread())
         return real(*args, **kwargs)
     monkeypatch.setattr(info_module, "aggregate", spy)
+    monkeypatch.setattr(master_module, "PAGES_EVERY", math.inf, raising=False)  # only the folds asked for
     with simulated_time() as clock:
         master = filled_master(20)
-        components = sum(1 for c in master.plan.component_tasks if c != SYSTEM)
         interval = master._heartbeat  # squall.spark.worker.heartbeat.secs: 1 s by default
         master._thread.start()  # the loop, with no worker to launch
         try:
-            first = master.info(per_task=False)
-            for _ in range(4):  # requests within one heartbeat interval: one fold serves them all
+            first = master.info(per_task=False)  # nothing published yet: it waits for a fold
+            # ... made on the pages' thread: neither the request's nor the loop's
+            assert folded_on and threading.current_thread() not in folded_on
+            assert master._thread not in folded_on
+            for _ in range(4):  # requests within one heartbeat interval: that fold serves them all
                 clock.advance(interval / 5)
                 again = master.info(per_task=False)
-            assert len(folds) == components, len(folds) // components
-            # the cached answer is today's fold of the same state
+            assert master.pages.folds == 1
             snap = master.calls.call(lambda: master._snapshot_brief()[0])
-            fresh = master_info.fold(snap, per_task=False)
-            folded = len(folds)  # the requests' fold and this fresh one
-            assert settled({k: again[k] for k in fresh}) == settled(fresh)
+            assert settled(again) == settled({**master_info.fold(snap, per_task=False), **{
+                k: again[k] for k in ("placement_notes", "rescale")}})
+            folded_on.clear()
 
             # a heartbeat: worker 0's tasks emitted 1,000 more each; and a deactivate
             def beat() -> None:
@@ -190,27 +197,222 @@ def test_the_topology_pages_figures_are_folded_once_per_heartbeat_interval_and_a
                 master.errors.append({"component": "spout", "task": 3, "error": "boom", "time_ms": 0})
             master.calls.call(beat)
             within = master.info(per_task=False)
-            # within the interval the figures are the last fold's (at most one interval old) ...
+            # within the interval the figures are the published fold's ...
             assert {c: {**f, "errors": 0} for c, f in within["components"].items()} == {
                 c: {**f, "errors": 0} for c, f in first["components"].items()}
             # ... but the status, the workers and the errors are read now
             assert within["status"] == "INACTIVE" and within["errors"][-1]["error"] == "boom"
             assert within["components"]["spout"]["errors"] == first["components"]["spout"]["errors"] + 1
             clock.advance(interval / 5)  # one interval after the fold
+            stale = master.info(per_task=False)  # served at once: the last fold's figures ...
+            assert stale["components"]["spout"]["emitted"] == first["components"]["spout"]["emitted"]
+            published(master, 2)  # ... and a fold asked for, for the next request
             after = master.info(per_task=False)
-            assert len(folds) == folded + components  # folded again, once
             spout = after["components"]["spout"]["emitted"]
             assert spout == first["components"]["spout"]["emitted"] + 1000 * sum(
                 1 for d in master.registry.slots[0].current.metrics if d["component"] == "spout")
             snap = master.calls.call(lambda: master._snapshot_brief()[0])
-            assert settled({k: after[k] for k in fresh}) == settled(master_info.fold(snap, per_task=False))
-            # the whole info (the component page's) is folded fresh, and the topology page
-            # read right after it never shows older figures than it did
+            assert settled({k: after[k] for k in snap if k in after}) == settled(
+                {k: v for k, v in master_info.fold(snap, per_task=False).items() if k in snap})
+            # the whole info (the component page's, /metrics'): folded with per-task figures on
+            # the pages' thread, then served from that fold within the interval; the topology
+            # page read right after it never shows older figures than it did
+            folded_on.clear()
             master.calls.call(beat)
             whole = master.info()
+            clock.advance(interval / 5)
+            master.info()
+            assert master.pages.folds == 3
             later = master.info(per_task=False)
             assert later["components"]["spout"]["emitted"] == whole["components"]["spout"]["emitted"] > spout
+            assert whole["components"]["spout"]["by_task"] and "by_task" not in later["components"]["spout"]
+            assert folded_on and threading.current_thread() not in folded_on
         finally:
             master._running = False
             master._thread.join(5)
-            master.links.close()
+            master._close()
+
+
+def test_a_brief_fold_newer_than_the_whole_one_makes_the_whole_info_fold_again():
+    from squall.testing import simulated_time
+
+    with simulated_time():  # no request's figures age: only the pages' own folds move them
+        master = filled_master(4)
+        master.pages.every = 0.05  # real seconds between the folds nobody asks for (brief ones)
+        try:
+            whole = master.info()  # folded with per-task figures, and young for the whole test
+            inc = master.registry.slots[0].current
+            inc.metrics = [{**d, "emitted": d["emitted"] + 1000} for d in inc.metrics]
+            published(master, master.pages.folds + 2)  # a brief fold after the change, at least
+            page = master.info(per_task=False)
+            again = master.info()  # the whole fold is young, but older than the page's
+            assert again["components"]["spout"]["emitted"] == page["components"]["spout"]["emitted"] > \
+                whole["components"]["spout"]["emitted"]
+        finally:
+            master._close()
+
+
+def test_a_snapshot_lists_each_workers_tasks_from_the_plan_once_not_at_every_snapshot(monkeypatch):
+    from squall.runtime.plan import TaskPlan
+    from squall.spark.placement import placement_record
+
+    master = filled_master(20)
+    calls = []
+    real = TaskPlan.worker_tasks
+
+    def spy(self, worker):
+        calls.append(worker)
+        return real(self, worker)
+    monkeypatch.setattr(TaskPlan, "worker_tasks", spy)
+    try:
+        for _ in range(3):  # three store beats (each a snapshot on the loop thread, and the placement)
+            snap = master._snapshot_brief()[0]
+            record = placement_record(master.plan, snap["workers"])
+        assert len(calls) <= 20, len(calls)
+        assert [w["tasks"] for w in snap["workers"]] == [real(master.plan, w) for w in range(20)]
+        user = [[t for t in real(master.plan, w) if master.plan.task_component[t] != "__system"]
+                for w in range(20)]
+        assert [sorted(int(t) for t in r["tasks"]) for r in record] == user
+    finally:
+        master._close()
+
+
+def test_the_loop_looks_for_silent_workers_at_most_every_judge_interval_not_at_every_pass():
+    from squall.spark import master as master_module
+
+    master = filled_master(20)
+    looks = []
+    dead = master.registry.dead
+    master.registry.dead = lambda: (looks.append(1), dead())[1]  # type: ignore[method-assign]
+    now = [100.0]
+    master.registry.clock = lambda: now[0]
+    try:
+        for _ in range(50):  # 50 passes within one JUDGE_EVERY (0.1 s)
+            master._supervise(judge=True)
+            now[0] += 0.001
+        assert len(looks) == 1, len(looks)
+        now[0] += getattr(master_module, "JUDGE_EVERY", 0.1)
+        master._supervise(judge=True)
+        assert len(looks) == 2
+    finally:
+        master._close()
+
+
+def test_the_store_beats_sums_count_the_dead_processes_and_equal_the_whole_infos():
+    master = filled_master(20)
+    try:
+        inc = master.registry.slots[3].current
+        master.registry.restart(3)  # its counters are carried to its next process
+        assert master.registry.carried
+        beat = master._beat_info(tasks=False)
+        whole = master._info()
+        for comp, figures in beat["components"].items():
+            for key in master_info.SUMMED:
+                assert figures[key] == whole["components"][comp][key], (comp, key)
+        live = [d for i in master.registry.current() for d in i.metrics]
+        assert beat["components"]["spout"]["emitted"] == sum(
+            d["emitted"] for d in [*live, *inc.metrics] if d["component"] == "spout")
+    finally:
+        master._close()
+
+
+def test_the_task_records_are_split_as_entry_by_entry_with_a_json_dump_per_group_not_per_task(monkeypatch):
+    from squall.store import taskrecords
+
+    rng = random.Random(3)
+    tasks = [{"task": t, "component": "c" * rng.randrange(1, 300), "worker": t // 10} for t in range(10_000)]
+
+    def entry_by_entry() -> list[list[str]]:  # the split every part size is checked against
+        parts: list[list[str]] = [[]]
+        size = 0
+        for t in tasks:
+            entry = {k: v for k, v in t.items() if k not in taskrecords.AGES}
+            entry_bytes = len(json.dumps(entry)) + len(str(t["task"])) + 6
+            if size + entry_bytes > taskrecords.BEATS_PART_BYTES - 200 and parts[-1]:
+                parts.append([])
+                size = 0
+            parts[-1].append(str(t["task"]))
+            size += entry_bytes
+        return parts
+    expected = entry_by_entry()
+    dumps = []
+    real = json.dumps
+    monkeypatch.setattr(taskrecords.json, "dumps", lambda *a, **k: (dumps.append(1), real(*a, **k))[1])
+    parts = taskrecords.beats_records(1, tasks, 0.0)
+    monkeypatch.undo()
+    assert [list(p["tasks"]) for p in parts] == expected
+    assert all(len(json.dumps(p)) <= taskrecords.BEATS_PART_BYTES for p in parts)
+    assert len(dumps) <= len(tasks) // 10, len(dumps)  # one per group, and per entry only where a part ends
+
+
+def test_a_link_sets_its_keyed_hash_up_once_not_for_every_message_it_tags_or_checks(monkeypatch):
+    from squall.spark import coordination as co
+
+    made = []
+    real = co.hashlib.blake2b
+    monkeypatch.setattr(co.hashlib, "blake2b", lambda *a, **k: (made.append(1), real(*a, **k))[1])
+    ident = b"wc/0/1/0/9"
+    worker, master = co.Link(b"k" * 32, ident, co.TO_MASTER), co.Link(b"k" * 32, ident, co.TO_WORKER)
+    made.clear()
+    for i in range(100):
+        beat = worker.seal(co.HEARTBEAT, metrics=[], errors=[], samples=[i])
+        assert master.scan_heartbeat(beat) == ([], [i])
+        assert worker.open(master.seal(co.ACK))["t"] == co.ACK
+    forged = worker.seal(co.HEARTBEAT, metrics=[], errors=[], samples=[])
+    assert master.scan_heartbeat([b"x" * len(forged[0]), forged[1]]) is None  # the tag still checked
+    assert co.Link(b"j" * 32, ident, co.TO_WORKER).open(worker.seal(co.ACK)) is None  # and its key
+    assert len(made) <= 2 + 2, len(made)  # the last Link's own two
+
+
+def beats_through(master: TopologyMaster, rounds: int, rng: random.Random) -> None:
+    """``rounds`` heartbeats of every worker of a ``filled_master``, read and handled as the loop does."""
+    from benchmarks.scale_sim import task_metrics
+    from squall.spark import coordination as co
+
+    senders = []
+    for slot in master.registry.slots:
+        ident = slot.current.identity
+        master.links._links[ident] = co.Link(master.secret, ident, co.TO_WORKER)
+        metrics = task_metrics(master.plan, slot.index, rng)
+        senders.append((ident, co.Link(master.secret, ident, co.TO_MASTER), metrics))
+    for _ in range(rounds):
+        for ident, link, metrics in senders:
+            for d in metrics:
+                d["emitted"] += 1000
+            beat = link.seal(co.HEARTBEAT, metrics=metrics, errors=[], samples=[], stuck=[])
+            master._heartbeat_arrived(ident, beat)
+        while master._beats:
+            master._handle_beats()
+
+
+def test_the_drivers_collector_runs_a_few_times_not_hundreds_while_the_master_handles_heartbeats_and_folds():
+    import gc
+
+    from squall.spark.app import tune_gc
+
+    saved = gc.get_threshold()
+    collections = []
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+    master = filled_master(200)
+    try:
+        tune_gc()  # what the driver's main does
+        gc.collect()
+        gc.callbacks.append(count)
+        # heartbeats, whole folds and store beats: their objects, kept for a second or more, are
+        # what a collection moves to the old generation, where each full collection walks them
+        # all (at 1,000 workers, several full collections a second with Python's thresholds)
+        beats_through(master, 5, random.Random(9))
+        for _ in range(3):
+            master._info()
+        for _ in range(5):
+            master._beat_info()
+        gc.callbacks.remove(count)
+        assert len(collections) <= 3, (len(collections), collections.count(2))
+    finally:
+        if count in gc.callbacks:
+            gc.callbacks.remove(count)
+        gc.set_threshold(*saved)
+        master._close()
