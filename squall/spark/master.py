@@ -135,6 +135,9 @@ class TopologyMaster:
         self._running = True
         self._stopping = False
         self._starting = True
+        # "started" messages seen while starting: every slot is checked only once there are as
+        # many as workers (checking at each one is N x N at a start, 0.6 s of CPU at 1,000)
+        self._start_reports = 0
         self._start_done = threading.Event()
         self._start_error: str | None = None
         self._thread = threading.Thread(target=self._loop, name=f"squall-master-{name}", daemon=True)
@@ -474,7 +477,11 @@ class TopologyMaster:
             inc.started = True
             self.liveness.started(inc.worker, inc.pid, {t: self.plan.task_component[t]
                                                         for t in self.plan.worker_tasks(inc.worker)})
-            if self._starting and all(s.current and s.current.started for s in self.registry.slots):
+            if not self._starting:
+                return
+            self._start_reports += 1
+            if self._start_reports >= len(self.registry.slots) and all(
+                    s.current and s.current.started for s in self.registry.slots):
                 self._starting = False
                 self._start_done.set()
 
