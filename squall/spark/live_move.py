@@ -267,7 +267,9 @@ def rescale_keyed(master: Any, topology: StormTopology, conf: dict, parallelism:
         _step(master, incs, "switches", dict.fromkeys(everyone, step))
 
     _ride_checkpoint(master, incs, spout_worker, interval, saved, added, prepare, arm)
-    states, failed = _await_move(master, incs, max(MOVE_SECS, 20 * interval))
+    # every task of the component, old or new, carries a move where it runs
+    carrying = _counts(_by_worker(old, set(old_tasks) - set(new_tasks)), _by_worker(new, set(new_tasks)))
+    states, failed = _await_move(master, incs, max(MOVE_SECS, 20 * interval), "status", carrying)
     if failed is not None:
         _step(master, incs, "finish", {w: {"failed": failed, "ids": added.get(w, [])} for w in everyone})
         master.calls.call(lambda: _end(master, incs, saved))
@@ -306,7 +308,9 @@ def rescale_spout(master: Any, topology: StormTopology, conf: dict, parallelism:
         _step(master, incs, "spout_arm", dict.fromkeys(everyone, {"component": comp, "txid": txid}))
 
     _ride_checkpoint(master, incs, spout_worker, interval, saved, added, prepare, arm)
-    states, failed = _await_move(master, incs, max(MOVE_SECS, 20 * interval), "spout_status")
+    # every old task hands over, every new one takes over, each where it runs
+    carrying = _counts(_by_worker(old, set(old.component_tasks[comp])), added)
+    states, failed = _await_move(master, incs, max(MOVE_SECS, 20 * interval), "spout_status", carrying)
     if failed is not None:
         _step(master, incs, "spout_finish",
               {w: {"failed": failed, "ids": added.get(w, [])} for w in everyone})
@@ -370,13 +374,34 @@ def _settle(master: Any, incs: dict[int, bytes], spout_worker: int, timeout: flo
         time.sleep(0.005)
 
 
-def _await_move(master: Any, incs: dict[int, bytes], timeout: float,
-                step: str = "status") -> tuple[list, str | None]:
-    """Poll the workers' moves until each task's part is over or one saw ``T`` roll back."""
+def _counts(*by_worker: dict[int, list[int]]) -> dict[int, int]:
+    """Worker -> how many tasks the ``_by_worker`` maps put there, together."""
+    out: dict[int, int] = {}
+    for tasks in by_worker:
+        for w, ids in tasks.items():
+            out[w] = out.get(w, 0) + len(ids)
+    return out
+
+
+def _await_move(master: Any, incs: dict[int, bytes], timeout: float, step: str,
+                carrying: dict[int, int]) -> tuple[list, str | None]:
+    """Poll the workers' moves until each task's part is over or one saw ``T`` roll back.
+
+    ``carrying``: how many task moves each worker must report. A worker reporting fewer
+    never armed them (or lost them): the move cannot be over, and a ``RuntimeError`` has the
+    caller restart under the new plan rather than take the old tasks' state for moved.
+    """
     deadline = time.monotonic() + timeout
     everyone: dict[int, dict] = {i: {} for i in incs}
     while True:
-        states = [s for v in _step(master, incs, step, everyone).values() for s in v or []]
+        replies = _step(master, incs, step, everyone)
+        short = {w: (len(replies.get(w) or []), n) for w, n in carrying.items()
+                 if len(replies.get(w) or []) < n}
+        if short:
+            w, (got, n) = min(short.items())
+            raise RuntimeError(f"worker {w} carries {got} of its {n} task moves: the move was not "
+                               f"armed there")
+        states = [s for v in replies.values() for s in v or []]
         failed = next((s[1] for s in states if s[1]), None)
         if failed is not None or all(done for done, *_ in states):
             return states, failed
