@@ -570,7 +570,8 @@ def tune_gc() -> None:
     off a full collection, which walks all of them, several times a second. Heartbeats hold
     no reference cycles and are freed by reference counting, so the young generation is
     collected less often: a full collection comes every few million allocations, not every
-    hundred thousand (docs/scale.md, change 25). Only the driver's process is tuned (``main``).
+    hundred thousand (docs/scale.md, "How the control plane holds at scale": "The driver's
+    process"). Only the driver's process is tuned (``main``).
     """
     young, middle, old = gc.get_threshold()
     gc.set_threshold(max(young, MASTER_GC_YOUNG), middle, old)
