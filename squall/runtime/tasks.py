@@ -156,11 +156,12 @@ class SpoutTask(Task):
         """
         done = self._completed_soon
         if len(done) == 2:
-            # one tree (a spout emits one tuple a call, mostly): taken out by two pops, a
-            # C call each compiled, where the copy and the slice delete below cost about
-            # 450 instructions
-            latency = done.pop()
-            msg_id = done.pop()
+            # one tree (a spout emits one tuple a call, mostly): no copy of the list (about
+            # 180 instructions compiled). Not two pops: a pop that shrinks a list reallocs,
+            # which cost more than the copy. Emptied before the spout's ack, which may emit.
+            msg_id = done[0]
+            latency = done[1]
+            del done[:]
             self._tree_done(msg_id, latency)
             return
         done = self._completed_soon[:]
