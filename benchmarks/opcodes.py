@@ -12,8 +12,10 @@ change to the hot path even on a busy machine, where wall and CPU times move by 
 It counts Python-level work only: time spent in C (msgpack, dict and deque operations, and
 the whole hot path when it runs compiled) is not in it. ``--instructions`` counts machine
 instructions instead, with valgrind's callgrind (about a minute): the difference between
-runs of 1,000 and 3,000 sentences, so start-up cancels out. It is as repeatable as the
-opcode count and sees compiled code too; compare builds with ``SQUALL_PURE_PYTHON=1``.
+runs of 1,000 and 3,000 sentences, so start-up cancels out, with ``PYTHONHASHSEED=0``
+unless the environment sets another seed (str hashes are salted per process, and the probes
+of str-keyed dict lookups moved the count by about 3% between runs). It is as repeatable as
+the opcode count and sees compiled code too; compare builds with ``SQUALL_PURE_PYTHON=1``.
 """
 
 from __future__ import annotations
@@ -304,6 +306,10 @@ def _instructions(n: int, sentences: int, acking: bool, profile: str = "/dev/nul
          "-m", "benchmarks.opcodes", "--drive", str(n), str(sentences), "on" if acking else "off",
          "--workload", workload, *([] if CHAINING else ["--no-chaining"])],
         capture_output=True, text=True, check=True,
+        # str hashes are salted per process: the probes of every str-keyed dict lookup (module
+        # globals, instance dicts) moved a pipeline sentence by about 700 instructions
+        # between runs of the same build; a fixed seed makes the count repeatable
+        env={**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")},
     )
     match = re.search(r"Collected : (\d+)", out.stderr)
     if match is None:

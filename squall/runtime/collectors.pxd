@@ -38,7 +38,7 @@ cdef class SpoutOutputCollector(_Emitter):
     cpdef _send(self, StreamRoute route, list values, list targets, object msg_id)
 
 cdef class OutputCollector(_Emitter):
-    cdef public bint _acking
+    cdef public bint _acking, _direct_ack
     cdef public list _held
     @cython.locals(route=StreamRoute, single=RouterBase, vals=list, targets=list)
     cpdef list emit(self, object values, object anchors=*, object stream=*)

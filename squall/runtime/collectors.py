@@ -256,6 +256,11 @@ class OutputCollector(_Emitter):
     def __init__(self, task: Task, routes: dict[str, StreamRoute]) -> None:
         super().__init__(task, routes)
         self._acking = task.acking
+        # the task's type overrides no ``send_ack``: ``ack`` calls ``Task.send_ack`` directly.
+        # Compiled, a call through the instance looks for a Python override each time (a
+        # task has a __dict__, and the bolts of a worker take turns, so Cython's one-entry
+        # cache misses: about 380 instructions), and asking the type per ack cost 130
+        self._direct_ack = getattr(type(task), "send_ack", None) is TASK_SEND_ACK
         # a stateful bolt's acks of tracked data tuples wait here for the commit
         # (squall.runtime.stateful); None: acks go at once
         self._held: list[Tuple] | None = None
@@ -378,10 +383,7 @@ class OutputCollector(_Emitter):
                 value = tup._edge ^ extra
                 if hooks is not None:  # as Storm's: the ack message is an emit to the acker
                     hooks.emit([tup._root, value], ACK_ACK, [task.acker_for(tup._root)])
-                if type(task).send_ack is TASK_SEND_ACK:
-                    # compiled, a call through the instance looks for a Python override
-                    # each time (a task has a __dict__, and the bolts of a worker take
-                    # turns, so Cython's one-entry cache misses): about 380 instructions
+                if self._direct_ack:  # see __init__
                     Task.send_ack(task, tup._root, value)
                 else:
                     task.send_ack(tup._root, value)

@@ -73,7 +73,7 @@ class ChainHost(TaskHost):
         """``deliver`` for a tuple of one tree."""
         task = self.task  # None at a chain's tail: a pointer test before the compares
         if task is not None and target == self.target and stream == self.stream:
-            tup = new_tuple1(values, src.out_fields[stream], src.component, stream, src.task_id,
+            tup = new_tuple1(values, src.fields_of(stream), src.component, stream, src.task_id,
                              root, edge)
             # the same lines as in deliver: a cdef helper for them cost about 200
             # instructions per pipeline sentence (callgrind), on the hottest call there is

@@ -28,6 +28,8 @@ cdef class Task:
     cdef public object conf
     cdef public object inbox
     cdef public dict out_fields
+    cdef public dict _fields_map
+    cdef public object _fields_stream, _fields
     cdef public TaskMetrics metrics
     cdef public object hooks
     cdef public list _ackers
@@ -42,6 +44,8 @@ cdef class Task:
     cdef public AckScope scope
     cdef dict __dict__
     cdef object __weakref__
+    @cython.locals(out=dict)
+    cdef object fields_of(self, object stream)
     @cython.locals(root=u64, base=u64, slot=u64, n=u64, top=u64)
     cpdef object new_root(self)
     cpdef object acker_for(self, u64 root)

@@ -1,6 +1,8 @@
 # C layout for the compiled hot path (scripts/compile.py); metrics.py is the source.
 cimport cython
 
+cdef object _DEQUE_APPEND
+
 cpdef int bucket_index(double ms)
 
 cdef class TaskMetrics:
@@ -18,6 +20,7 @@ cdef class TaskMetrics:
     cdef public long long _window_executed
     cdef public object user
     cdef public object outputs, inputs
+    @cython.locals(recent=object)
     cpdef record_complete(self, double ms)
     cpdef record_execute(self, double ms, long long n)
     cpdef record_process(self, double ms)

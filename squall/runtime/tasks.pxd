@@ -10,6 +10,11 @@ from squall.runtime.metrics cimport TaskMetrics
 from squall.runtime.rotating cimport PendingTable
 
 
+cdef str _CHECKPOINT
+
+@cython.locals(s=str)
+cpdef bint _is_checkpoint(object stream)
+
 cdef class SpoutTask(Task):
     cdef public object spout
     cdef public SpoutOutputCollector collector
@@ -27,7 +32,7 @@ cdef class SpoutTask(Task):
     cpdef Py_ssize_t next_tuple(self)
     @cython.locals(m=TaskMetrics, pending=list)
     cpdef _run_acks_soon(self)
-    @cython.locals(m=TaskMetrics, done=list, i=Py_ssize_t, latency=double)
+    @cython.locals(m=TaskMetrics, done=list, i=Py_ssize_t, latency=double, msg_id=object)
     cpdef _run_completed_soon(self)
     @cython.locals(n=Py_ssize_t)
     cpdef Py_ssize_t process(self, Py_ssize_t budget)

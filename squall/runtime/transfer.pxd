@@ -31,6 +31,7 @@ cdef class _Batch:
     cpdef object wire_ids(self)
 
 cdef Py_ssize_t _PLAIN_CHARS, _LARGE
+cdef object _DEQUE_APPEND
 
 @cython.locals(size=Py_ssize_t)
 cpdef bint _plain(list values)
@@ -58,7 +59,7 @@ cdef class Transfer(TaskHost):
     cpdef deliver(self, object target, Task src, object stream, object values, object ids)
     @cython.locals(task=Task, acker=AckerTask, batch=_Batch, size=Py_ssize_t, slot=Py_ssize_t)
     cpdef deliver1(self, object target, Task src, object stream, object values, u64 root, u64 edge)
-    @cython.locals(task=Task)
+    @cython.locals(task=Task, inbox=object)
     cpdef verdict(self, object target, Task src, object root)
     @cython.locals(opens=list, batch=_Batch, peer=_Peer, slot=Py_ssize_t)
     cpdef _Batch _batch_to(self, object target, Task src, object stream)
