@@ -221,17 +221,21 @@ def test_what_keeps_a_spout_from_moving_live_is_said_in_one_line():
     # a cluster that does not move spouts says so
     assert refusal({"source": 3}, spouts=False) == \
         "component 'source': a spout (this cluster rescales a spout by a restart)"
-    # on Spark an at-least-once spout restarts (its drain runs on LocalCluster only)
+    # on Spark an at-least-once spout drains live too; inactive, only the exactly-once one
+    # (no checkpoint runs to carry its move) restarts
     from types import SimpleNamespace
 
     from squall.spark.live_move import spark_refusal
     master = SimpleNamespace(plan=plan, conf=conf, active=True, worker_code={})
-    assert spark_refusal(master, topology, task_changes(plan, {"source": 3}), None) == (
-        "spout 'source': an at-least-once spout moves live on LocalCluster only "
-        "(on Spark it rescales by a restart)")
+    assert spark_refusal(master, topology, task_changes(plan, {"source": 3}), None) is None
+    master.active = False
+    assert spark_refusal(master, topology, task_changes(plan, {"source": 3}), None) is None
     eo = SimpleNamespace(plan=plan, conf={**conf, "topology.guarantee": "exactly_once"}, active=True,
                          worker_code={})
     assert spark_refusal(eo, topology, task_changes(plan, {"source": 3}), None) is None
+    eo.active = False
+    assert spark_refusal(eo, topology, task_changes(plan, {"source": 3}), None) == \
+        "the topology is inactive: no checkpoint runs to carry the move"
     topology, conf, plan = _plan(dict(alo_conf()), threaded=True)
     assert live_refusal(topology, conf, plan, task_changes(plan, {"source": 3}), None, spouts=True) \
         == "spout 'source': it runs on a thread of its own (squall.task.threaded)"
