@@ -16,6 +16,7 @@ import os
 import random
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -75,10 +76,33 @@ def hosted_components(info: dict, worker: dict) -> list[str]:
                   if not c.startswith("__") and tasks & set(comp.get("tasks") or ()))
 
 
-def lost_message(got: dict, want: set[str], what: list[str], errors: list[str]) -> str:
-    """One line naming the lost lines (the first 20), the faults done and the last errors."""
+def progress_against(progress: Path, lost: list[str]) -> dict[str, str]:
+    """Per file with a lost line: the first lost line's byte offset and the committed progress.
+
+    A progress past a lost line means the spout committed over a line never counted.
+    """
+    out: dict[str, str] = {}
+    for line in lost:
+        f, i = (int(p) for p in line.split(":"))
+        name = f"f{f}.txt"
+        if name in out:
+            continue
+        offset = sum(len(f"{f}:{j}\n") for j in range(i))
+        try:
+            committed = (progress / f"{name}.offset").read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            committed = "none"
+        out[name] = f"line {line} at byte {offset}, progress {committed}"
+    return out
+
+
+def lost_message(got: dict, want: set[str], what: list[str], errors: list[str],
+                 progress: Path | None = None) -> str:
+    """One line naming the lost lines (the first 20), the faults done, the files' progress
+    against them and the last errors."""
     lost = sorted(want - set(got), key=lambda s: tuple(int(p) for p in s.split(":")))
-    return f"{len(lost)} lines lost: {lost[:20]}; {what}; {errors}"
+    where = progress_against(progress, lost) if progress is not None else {}
+    return f"{len(lost)} lines lost: {lost[:20]}; {what}; {where}; {errors}"
 
 
 @pytest.mark.timeout(400)
@@ -125,4 +149,4 @@ def test_an_at_least_once_file_spout_under_worker_sigkills_loses_no_line(local_c
           f"restarts {sum(w['restarts'] for w in info['workers'])}")
     assert sum(w["restarts"] for w in info["workers"]) >= 1, info["workers"]  # it really was killed
     assert set(got) <= want, sorted(set(got) - want)[:5]
-    assert not want - set(got), lost_message(got, want, done, errors)
+    assert not want - set(got), lost_message(got, want, done, errors, tmp_path / "progress")
