@@ -96,6 +96,16 @@ def progress_against(progress: Path, lost: list[str]) -> dict[str, str]:
     return out
 
 
+def figures(info: dict) -> str:
+    """Per component its tasks and counters, per worker its state, restarts and tasks: what a
+    stall looks like (which side stopped)."""
+    keys = ("emitted", "acked", "failed", "executed")
+    comps = {c: {t: {k: f[k] for k in keys if f.get(k)} for t, f in (d.get("by_task") or {}).items()}
+             for c, d in info["components"].items() if c in ("source", "sink")}
+    workers = {w["worker"]: (w["state"], w["restarts"], w["tasks"]) for w in info["workers"]}
+    return f"components {comps}; workers {workers}"
+
+
 def lost_message(got: dict, want: set[str], what: list[str], errors: list[str],
                  progress: Path | None = None) -> str:
     """One line naming the lost lines (the first 20), the faults done, the files' progress
@@ -149,4 +159,4 @@ def test_an_at_least_once_file_spout_under_worker_sigkills_loses_no_line(local_c
           f"restarts {sum(w['restarts'] for w in info['workers'])}")
     assert sum(w["restarts"] for w in info["workers"]) >= 1, info["workers"]  # it really was killed
     assert set(got) <= want, sorted(set(got) - want)[:5]
-    assert not want - set(got), lost_message(got, want, done, errors, tmp_path / "progress")
+    assert not want - set(got), lost_message(got, want, [*done, figures(info)], errors, tmp_path / "progress")

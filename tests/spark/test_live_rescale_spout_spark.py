@@ -34,7 +34,7 @@ from tests.connectors.test_seekable_rescale import CountFirst, check_once
 from tests.integration.test_stateful import committed_counts
 from tests.kafka_broker import KafkaBroker
 from tests.redis_server import RedisServer
-from tests.spark.test_at_least_once_file_faults import lost_message
+from tests.spark.test_at_least_once_file_faults import figures, lost_message
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 NAME = "spout-live-spark"
@@ -341,6 +341,60 @@ def test_an_at_least_once_spout_drain_under_a_worker_sigkill_loses_no_line(local
     assert len(info["components"]["source"]["tasks"]) == 2
     assert set(got) <= want
     restarts = {w["worker"]: w["restarts"] for w in info["workers"]}
-    assert not want - set(got), lost_message(got, want, [*outcome, f"restarts {restarts}"],
+    assert not want - set(got), lost_message(got, want, [*outcome, f"restarts {restarts}", figures(info)],
+                                             [e["message"][:200] for e in info["errors"]][-5:],
+                                             tmp_path / "progress")
+
+
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("seed", drain_seeds())
+def test_a_worker_sigkilled_after_live_at_least_once_drains_loses_no_line(local_cluster, redis, tmp_path,
+                                                                          seed):
+    # what seed 4 of the loop above once went through (both moves live, both kills after
+    # them, 4 lines lost): each move live, then a worker process (mostly one hosting a spout
+    # task) SIGKILLed 0 to 1.5 s after it and relaunched under the moved plan
+    rng = random.Random(200 + seed)
+    name = f"spout-alo-after-{seed}"
+    conf, topology, want = _topology(tmp_path, redis.port, "at_least_once")
+    local_cluster.submit_topology(name, conf, topology)
+
+    def counted() -> int:
+        return len(committed_counts(conf, name, "sink"))
+
+    outcome: list[str] = []
+    try:
+        for share, n in ((rng.uniform(0.1, 0.3), 3), (rng.uniform(0.45, 0.65), 2)):
+            deadline = time.monotonic() + 150
+            while counted() < share * len(want):
+                assert time.monotonic() < deadline, f"{counted()} lines counted; {outcome}"
+                time.sleep(0.1)
+            local_cluster.rebalance(name, parallelism={"source": n})
+            info = local_cluster.get_topology_info(name)
+            rec = info["rescale"]
+            time.sleep(rng.uniform(0.0, 1.5))
+            spouts = set(info["components"]["source"]["tasks"])
+            pids = {w["worker"]: w["pid"] for w in info["workers"] if w.get("pid")}
+            readers = sorted(w for w in pids if spouts & set(next(x["tasks"] for x in info["workers"]
+                                                                   if x["worker"] == w)))
+            worker = rng.choice(readers if readers and rng.random() < 0.7 else sorted(pids))
+            try:
+                os.kill(pids[worker], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            outcome.append(f"{'live' if rec['live'] else 'restart'} {rec['components']}, then SIGKILL "
+                           f"worker {worker}{' (spout)' if worker in readers else ''} at {counted()} lines")
+        deadline = time.monotonic() + 180
+        while counted() < len(want) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        got = committed_counts(conf, name, "sink")
+        info = local_cluster.get_topology_info(name)
+    finally:
+        local_cluster.kill_topology(name, wait_secs=0)
+    print(f"seed {seed}: {outcome}; {len(got)} of {len(want)} lines, "
+          f"{sum(got.values()) - len(got)} counted more than once")
+    assert len(info["components"]["source"]["tasks"]) == 2
+    assert set(got) <= want
+    restarts = {w["worker"]: w["restarts"] for w in info["workers"]}
+    assert not want - set(got), lost_message(got, want, [*outcome, f"restarts {restarts}", figures(info)],
                                              [e["message"][:200] for e in info["errors"]][-5:],
                                              tmp_path / "progress")
