@@ -14,8 +14,9 @@ is still counted once. ``SQUALL_FAULT_SEEDS``: how many seeds (unset: 2; ``all``
 A ``KafkaSpout`` on a real broker (Tansu) moves 2 -> 3 -> 2 the same way, every record once.
 At-least-once, the spout's old tasks drain instead (``spark.live_move.drain_spout``): they
 stop emitting, every pending tree is acked or failed, then the new tasks start; no line is
-lost, with or without a worker process SIGKILLed during the drain (``SQUALL_FAULT_SEEDS``:
-unset 2 seeds, ``all`` 8).
+lost, with a worker process SIGKILLed during the drain or just after it (a spout task added
+by the move times out its trees as the first ones do). ``SQUALL_FAULT_SEEDS`` for these two
+loops: unset 2 seeds, ``all`` 8.
 """
 
 from __future__ import annotations
@@ -374,8 +375,8 @@ def test_a_worker_sigkilled_after_live_at_least_once_drains_loses_no_line(local_
             time.sleep(rng.uniform(0.0, 1.5))
             spouts = set(info["components"]["source"]["tasks"])
             pids = {w["worker"]: w["pid"] for w in info["workers"] if w.get("pid")}
-            readers = sorted(w for w in pids if spouts & set(next(x["tasks"] for x in info["workers"]
-                                                                   if x["worker"] == w)))
+            readers = sorted(w["worker"] for w in info["workers"]
+                             if w.get("pid") and spouts & set(w["tasks"]))
             worker = rng.choice(readers if readers and rng.random() < 0.7 else sorted(pids))
             try:
                 os.kill(pids[worker], signal.SIGKILL)
