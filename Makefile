@@ -59,13 +59,14 @@ test-fast: $(STAMP) $(COMPILED)
 
 # every seed of the fault loops: exactly-once on Spark (worker SIGKILLs and lost frames, 20
 # seeds; SIGKILLs and Kafka partition moves, 10), live rescales on LocalCluster (keyed bolts and
-# spouts, 20 each, simulated time) and on Spark (a keyed bolt under SIGKILLs, 20; a spout, 10):
-# about 30 min on 2 cores
+# spouts, 20 each, simulated time) and on Spark (a keyed bolt under SIGKILLs, 20; a spout, 10;
+# at-least-once: a spout's drain and a kill after each live drain, 8 each; a FileSpout under
+# kills without a rescale, 8): about 30 min on 2 cores, and 5 to 13 min for each 8-seed loop
 faults: $(STAMP) $(COMPILED)
 	SQUALL_FAULT_SEEDS=all $(PY) -m pytest -q -s tests/spark/test_exactly_once_faults.py \
 		tests/spark/test_exactly_once_kafka_faults.py tests/faults/test_live_rescale_faults.py \
 		tests/faults/test_live_spout_faults.py tests/spark/test_live_rescale_keyed_spark.py \
-		tests/spark/test_live_rescale_spout_spark.py
+		tests/spark/test_live_rescale_spout_spark.py tests/spark/test_at_least_once_file_faults.py
 
 # lint-imports: the layers and no circles (pyproject.toml's [tool.importlinter], docs/architecture.md)
 lint: $(STAMP)

@@ -28,7 +28,8 @@ from squall.api.tuple import Tuple
 from squall.runtime.assembly import make_routes, make_task
 from squall.runtime.host import Task
 from squall.runtime.plan import SYSTEM, SYSTEM_STREAM_FIELDS, TaskPlan
-from squall.runtime.timers import _ticker
+from squall.runtime.tasks import SpoutTask
+from squall.runtime.timers import _ticker, added_spout_timeouts
 from squall.runtime.transfer import _Peer
 
 
@@ -124,6 +125,9 @@ def add_tasks(worker: Any, task_ids: list[int]) -> list[Task]:
         if freq:
             system = plan.component_tasks[SYSTEM][worker.index]
             worker.timers.every(worker.clock(), float(freq), _ticker(task, system))
+    spouts = [t for t in made if isinstance(t, SpoutTask)]
+    added_spout_timeouts(worker.timers, worker.clock(), worker.conf, bool(plan.acker_tasks), spouts,
+                         lambda t: worker.tasks.get(t.task_id) is t)
     window = float(worker.conf.get("squall.metrics.window.secs") or 10)
 
     def roll() -> None:

@@ -24,10 +24,13 @@ does not pass an unacked record), bounded by twice ``topology.message.timeout.se
 they close, and the new tasks start emitting (``DrainedHandover``, run by a timer of each
 worker concerned).
 
-On Spark the master drives the exactly-once move by commands (``spark.live_move.rescale_spout``);
-each worker runs the steps at the end of this module on its loop thread: ``pin_views``,
-``arm_spout`` (the hooks above, the moving barriers and the checkpoint spout's switching
-route, derived from the worker's two plans), ``spout_statuses`` and ``end_spout``.
+On Spark the master drives the move by commands (``spark.live_move.rescale_spout`` and
+``drain_spout``); each worker runs the steps at the end of this module on its loop thread.
+Exactly-once: ``pin_views``, ``arm_spout`` (the hooks above, the moving barriers and the
+checkpoint spout's switching route, derived from the worker's two plans), ``spout_statuses``
+and ``end_spout``. At-least-once: ``pin_views``, ``stop_spout`` (the old tasks here stop
+emitting), ``drain_step`` (polled: the drained ones close and retire) and, once no old task
+is left on any worker, ``start_spout`` (the new ones here start).
 """
 
 from __future__ import annotations
@@ -361,6 +364,65 @@ def spout_statuses(worker: Any) -> list[tuple[bool, str | None, str, float | Non
     return out
 
 
+class WorkerSpoutDrain:
+    """One worker's part of an at-least-once spout move: its old tasks draining, its new ones."""
+
+    def __init__(self, old: list[int], new: list[int], deadline: float) -> None:
+        self.old = old  # the spout's old task ids here
+        self.left = list(old)  # not yet closed and retired
+        self.new = new  # the spout's new task ids here (started once no old task is left anywhere)
+        self.deadline = deadline  # host clock: past it, a task closes with trees still pending
+
+
+def _wall(worker: Any, at: float) -> float:
+    """``at`` (the worker's host clock) as wall clock: the master compares workers' times."""
+    return at + time.time() - float(worker.clock())
+
+
+def stop_spout(worker: Any, comp: str, old: TaskPlan, new: TaskPlan) -> float:
+    """At-least-once: ``comp``'s old tasks here stop calling ``next_tuple``; when (wall clock).
+
+    Kept as ``worker.spout_drain``; the drain is bounded by twice the message timeout.
+    """
+    timeout = float(worker.conf.get("topology.message.timeout.secs") or 30)
+    now = float(worker.clock())
+    part = WorkerSpoutDrain([t for t in old.component_tasks[comp] if t in worker.tasks],
+                            [t for t in new.component_tasks[comp] if t in worker.tasks], now + 2 * timeout)
+    for task_id in part.old:
+        worker.tasks[task_id].deactivate()  # no next_tuple; the spout commits what is acked so far
+    worker.spout_drain = part
+    return _wall(worker, now)
+
+
+def drain_step(worker: Any) -> int:
+    """Close and retire the old tasks here that drained (or ran out of time); how many are left."""
+    part: WorkerSpoutDrain | None = getattr(worker, "spout_drain", None)
+    if part is None:
+        return 0
+    now = float(worker.clock())
+    for task_id in list(part.left):
+        task = worker.tasks[task_id]
+        if task.active:  # the topology was activated meanwhile: it still emits nothing
+            task.deactivate()
+        if drained(task) or now >= part.deadline:
+            retire_here(worker, [task_id], close=True)
+            part.left.remove(task_id)
+    return len(part.left)
+
+
+def start_spout(worker: Any) -> float | None:
+    """The new tasks here start emitting (the topology active); when (wall clock), or None."""
+    part: WorkerSpoutDrain | None = getattr(worker, "spout_drain", None)
+    if part is None or not part.new:
+        return None
+    if part.left:
+        raise RuntimeError(f"the spout's old tasks {part.left} here have not drained")
+    if worker.active:
+        for task_id in part.new:
+            worker.tasks[task_id].activate()
+    return _wall(worker, float(worker.clock()))
+
+
 def end_spout(worker: Any, failed: str | None, new_ids: list[int], plan: TaskPlan,
               topology: StormTopology) -> None:
     """Take the hooks off and make routes and barriers plain again under ``plan``.
@@ -369,6 +431,7 @@ def end_spout(worker: Any, failed: str | None, new_ids: list[int], plan: TaskPla
     """
     part: WorkerSpoutMove | None = getattr(worker, "spout_move", None)
     worker.spout_move = None
+    worker.spout_drain = None
     hooks: list[SpoutHandover | SpoutTakeover] = []
     if part is not None:
         hooks += [*part.handovers, *part.takeovers]

@@ -295,7 +295,8 @@ def component_items(provider: Any, conf: dict, topology: str, component: str) ->
     else:
         prefix = f"{topology}/{component}"
         names = [group_namespace(prefix, g) for g in range(k)]
-        names += [task_namespace(prefix, i) for i in range(max(history))]
+        # read while the first tasks start, K can be there before their task count
+        names += [task_namespace(prefix, i) for i in range(max(history, default=0))]
     sibling = getattr(meta, "sibling", None)
     for name in names:
         state = sibling(name) if sibling is not None else provider.new_state(name, conf, None)

@@ -65,6 +65,26 @@ class Timers:
         return wait
 
 
+def added_spout_timeouts(timers: Timers, now: float, conf: dict, acking: bool, spouts: list[SpoutTask],
+                         current: Callable[[SpoutTask], bool]) -> None:
+    """Rotate the pending maps of spout tasks added to a running worker (a live move).
+
+    ``worker_timers`` rotates the tasks a worker was built with only: without this a tree
+    of a task added live that is lost downstream (a worker SIGKILLed holding it) never
+    times out, so its message is never failed nor replayed. ``current(task)``: still the
+    worker's (a retired task's pending went with it).
+    """
+    if not spouts or not acking or not conf.get("topology.enable.message.timeouts", True):
+        return
+    timeout = float(conf.get("topology.message.timeout.secs") or 30)
+
+    def expire() -> None:
+        for t in spouts:
+            if current(t):
+                t.expire()
+    timers.every(now, timeout / (PENDING_BUCKETS - 1), expire)
+
+
 def worker_timers(timers: Timers, now: float, conf: dict, acking: bool, tasks: Iterable[Task],
                   threads: list[Any], system_task: int) -> None:
     """Add a worker's timers: pending rotation (timeouts), tick tuples, metric windows.

@@ -30,8 +30,14 @@ An exactly-once spout (``rescale_spout``) hands over to new tasks riding one che
 every task of the spout replaced), ``add`` the new tasks, ``spout_arm`` every worker, release;
 ``rebalance`` waits until every old task committed ``T`` and closed and every new one took
 its merged position (``spout_status``), then ``spout_finish`` retires the old tasks. ``T``
-rolled back: the new tasks are removed, the old ones go on (``StepError``). An at-least-once
-spout restarts (``spark_refusal``).
+rolled back: the new tasks are removed, the old ones go on (``StepError``).
+
+An at-least-once spout (``drain_spout``) drains instead, as on LocalCluster: ``learn`` and
+``add`` (the new tasks stay inactive), ``spout_stop`` (the old tasks stop calling
+``next_tuple``), then the master polls ``spout_drained`` until every old task on every worker
+has no tree pending (or twice ``topology.message.timeout.secs`` passed) and closed, and only
+then ``spout_start`` starts the new tasks. A step failing once the old tasks stopped, a worker
+lost, or the drain not over in time: a restart under the new plan.
 """
 
 from __future__ import annotations
@@ -78,10 +84,8 @@ def spark_refusal(master: Any, topology: StormTopology, changes: dict[str, tuple
                 f"the workers on Spark")
     keyed = [c for c in changes if topology.components[c].stateful]
     spouts = [c for c in changes if topology.components[c].kind == "spout"]
-    if spouts and not is_exactly_once(master.conf):
-        return (f"spout {spouts[0]!r}: an at-least-once spout moves live on LocalCluster only "
-                f"(on Spark it rescales by a restart)")
-    if (keyed or spouts) and not getattr(master, "active", True):
+    checkpointed = keyed or (spouts and is_exactly_once(master.conf))
+    if checkpointed and not getattr(master, "active", True):
         return "the topology is inactive: no checkpoint runs to carry the move"
     if master.worker_code:
         return "workers run two code versions (a gray upgrade): a rescale restarts them on the base"
@@ -101,7 +105,9 @@ def attempt_live(master: Any, topology: StormTopology, conf: dict, parallelism: 
     keyed = [c for c in changes if topology.components[c].stateful]
     spouts = [c for c in changes if topology.components[c].kind == "spout"]
     try:
-        if spouts:
+        if spouts and not is_exactly_once(conf):
+            drain_spout(master, topology, conf, parallelism, changes, record, spouts[0])
+        elif spouts:
             rescale_spout(master, topology, conf, parallelism, changes, record, spouts[0])
         elif keyed:
             rescale_keyed(master, topology, conf, parallelism, changes, record, keyed[0])
@@ -359,6 +365,51 @@ def _ride_checkpoint(master: Any, incs: dict[int, bytes], spout_worker: int, int
                 _step(master, incs, "release", {spout_worker: {"held": held}})
             except Exception:  # noqa: BLE001 - what stopped the move is the error to report
                 pass
+
+
+def drain_spout(master: Any, topology: StormTopology, conf: dict, parallelism: dict[str, int],
+                changes: dict[str, tuple[int, int]], record: dict, comp: str) -> None:
+    """Replace the at-least-once spout ``comp``'s tasks: the old ones drain, then the new start.
+
+    Returns once the move is over (see the module). Raises ``StepError`` (undone before any
+    old task stopped: the old routing stays) or anything else (the caller restarts under the
+    new plan).
+    """
+    old: TaskPlan = master.plan
+    saved = (master.plan, master.topology, master.conf, master.base)
+    new = spout_plan(old, comp, changes[comp][1])
+    added = _by_worker(new, set(new.component_tasks[comp]))
+    timeout = 2 * float(conf.get("topology.message.timeout.secs") or 30)
+    incs = master.calls.call(lambda: _begin(master, new, topology, conf))
+    everyone = range(new.num_workers)
+    learn = {"parallelism": dict(parallelism), "changes": {c: [o, n] for c, (o, n) in changes.items()},
+             "tasks": [[t, c] for t, c in sorted(new.task_component.items())], "spout": comp}
+    try:
+        _step(master, incs, "learn", dict.fromkeys(everyone, learn))
+        add = {w: {"ids": ids, "spout": True, "drain": True} for w, ids in added.items()}
+        _step(master, incs, "add", add)
+    except StepError:
+        _step(master, incs, "unadd", {w: {"ids": ids} for w, ids in added.items()})
+        _step(master, incs, "unlearn", dict.fromkeys(everyone, {}))
+        master.calls.call(lambda: _end(master, incs, saved))
+        raise
+    try:  # from here some tasks stopped: a failure is settled by a restart
+        stops = _step(master, incs, "spout_stop", dict.fromkeys(everyone, {"component": comp}))
+        # the workers close a task at their own deadline; this one only bounds a drain stuck
+        deadline = time.monotonic() + max(MOVE_SECS, timeout + STEP_TIMEOUT)
+        while any(_step(master, incs, "spout_drained", dict.fromkeys(everyone, {})).values()):
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"the old spout tasks did not drain within {timeout:.0f}s")
+            time.sleep(0.02)
+        starts = _step(master, incs, "spout_start", {w: {} for w in added})
+        _step(master, incs, "spout_finish", {w: {"failed": None, "ids": []} for w in everyone})
+    except StepError as e:
+        raise RuntimeError(str(e)) from None
+    master.calls.call(lambda: _end(master, incs, None, added))
+    began = min((float(at) for at in stops.values() if at is not None), default=None)
+    ended = max((float(at) for at in starts.values() if at is not None), default=None)
+    pause = (ended - began) * 1000.0 if began is not None and ended is not None else 0.0
+    record.update(status="done", pause_ms=round(max(pause, 0.0), 3))
 
 
 def _settle(master: Any, incs: dict[int, bytes], spout_worker: int, timeout: float) -> int:

@@ -23,6 +23,12 @@ barriers downstream and the checkpoint spout's route, ``spout_status`` gives eac
 task's (done, failed, stop or start, wall time) and ``spout_finish`` {failed, ids} takes the
 hooks off: the old tasks retire, or (``failed``) the new ``ids`` are removed and the old plan
 comes back.
+
+An at-least-once spout's move (no checkpoint carries it) uses ``learn`` and ``add`` with
+``drain`` (the new tasks stay inactive), then ``spout_stop`` {component} (the old tasks here
+stop emitting), ``spout_drained`` (polled by the master: the drained old tasks here close and
+retire; how many are left), ``spout_start`` once none is left on any worker (the new tasks
+here start) and ``spout_finish``.
 """
 
 from __future__ import annotations
@@ -67,7 +73,7 @@ def _unlearn(worker: Any, msg: dict) -> None:
 def _add(worker: Any, msg: dict) -> int:
     ids = list(msg["ids"])
     made: list[Any] = live.add_tasks(worker, ids)
-    if msg.get("spout") and worker.active:  # active, it emits once it took its position
+    if msg.get("spout") and not msg.get("drain") and worker.active:  # emits once it took its position
         for task in made:
             task.activate()
     if msg.get("keyed"):
@@ -107,7 +113,7 @@ def _release(worker: Any, msg: dict) -> None:
 def _plans(worker: Any) -> tuple[Any, Any]:
     undo = getattr(worker, "live_undo", None)
     if undo is None:
-        raise RuntimeError("a keyed move step came before this worker learned the plan")
+        raise RuntimeError("a move step came before this worker learned the plan")
     return undo[1], worker.plan
 
 
@@ -162,12 +168,26 @@ def _spout_finish(worker: Any, msg: dict) -> None:
     worker.live_undo = None
 
 
+def _spout_stop(worker: Any, msg: dict) -> float:
+    old, new = _plans(worker)
+    return live_spout.stop_spout(worker, str(msg["component"]), old, new)
+
+
+def _spout_drained(worker: Any, msg: dict) -> int:
+    return live_spout.drain_step(worker)
+
+
+def _spout_start(worker: Any, msg: dict) -> float | None:
+    return live_spout.start_spout(worker)
+
+
 STEPS: dict[str, Step] = {"learn": _learn, "unlearn": _unlearn, "add": _add, "unadd": _unadd,
                           "switch": _switch, "retire": _retire, "hold": _hold, "idle": _idle,
                           "release": _release, "check": _check, "arm": _arm,
                           "switches": _switches, "status": _status, "finish": _finish,
                           "spout_arm": _spout_arm, "spout_status": _spout_status,
-                          "spout_finish": _spout_finish}
+                          "spout_finish": _spout_finish, "spout_stop": _spout_stop,
+                          "spout_drained": _spout_drained, "spout_start": _spout_start}
 
 
 def start_step(worker: Any, msg: dict) -> tuple[threading.Event, dict]:
