@@ -10,6 +10,8 @@ try:
     import cython
 except ImportError:  # plain Python without Cython installed: the decorators change nothing
     class _NoCython:
+        compiled = False
+
         @staticmethod
         def freelist(size: int) -> Any:
             return lambda cls: cls
@@ -145,12 +147,13 @@ def new_tuple(values: list, fields: Fields, component: str, stream: str, task: i
     t.stream = stream
     t.task = task
     t._nroots = 2 if ids else 0
-    t._root = 0
-    t._edge = 0
     t._idmap = ids
-    t._ack_val = 0
-    t._done = False
-    t._t0 = 0.0
+    if not cython.compiled:  # compiled, a new Tuple's C fields are zero already (tp_new)
+        t._root = 0
+        t._edge = 0
+        t._ack_val = 0
+        t._done = False
+        t._t0 = 0.0
     return t
 
 
@@ -166,8 +169,9 @@ def new_tuple1(values: list, fields: Fields, component: str, stream: str, task: 
     t._nroots = 1
     t._root = root
     t._edge = edge
-    t._idmap = None
-    t._ack_val = 0
-    t._done = False
-    t._t0 = 0.0
+    if not cython.compiled:  # compiled, tp_new made these None and zero (free list included)
+        t._idmap = None
+        t._ack_val = 0
+        t._done = False
+        t._t0 = 0.0
     return t

@@ -30,6 +30,7 @@ cdef class Task:
     cdef public dict out_fields
     cdef public dict _fields_map
     cdef public object _fields_stream, _fields
+    cdef public object _popleft_of, _popleft
     cdef public TaskMetrics metrics
     cdef public object hooks
     cdef public list _ackers
@@ -46,6 +47,7 @@ cdef class Task:
     cdef object __weakref__
     @cython.locals(out=dict)
     cdef object fields_of(self, object stream)
+    cdef object inbox_popleft(self)
     @cython.locals(root=u64, base=u64, slot=u64, n=u64, top=u64)
     cpdef object new_root(self)
     cpdef object acker_for(self, u64 root)

@@ -187,7 +187,7 @@ class SpoutTask(Task):
     def process(self, budget: int) -> int:
         """Take up to ``budget`` queued verdicts: a bare root is an ack from a local acker."""
         inbox = self.inbox
-        popleft = inbox.popleft
+        popleft = self.inbox_popleft()
         n = min(budget, len(inbox))
         for _ in range(n):
             item = popleft()
@@ -341,11 +341,14 @@ class BoltTask(Task):
         """Handle up to ``budget`` queued tuples, in runs when the bolt has ``execute_batch``."""
         if self._batched is None:
             if type(self) is BoltTask:
+                # no subclass, so no override: called through the class, compiled, these are
+                # direct C calls; through ``self`` Cython looks for a Python override first,
+                # and its one-entry cache misses when the tasks of a worker take turns
                 if self._basic is not None:
-                    return self._process_basic(budget)
-                return self._process_rich(budget)
+                    return BoltTask._process_basic(self, budget)
+                return BoltTask._process_rich(self, budget)
             inbox = self.inbox
-            popleft = inbox.popleft
+            popleft = self.inbox_popleft()
             n = min(budget, len(inbox))
             for _ in range(n):
                 self.handle(popleft())
@@ -360,7 +363,7 @@ class BoltTask(Task):
         ``handle``, so those paths stay in one place.
         """
         inbox = self.inbox
-        popleft = inbox.popleft
+        popleft = self.inbox_popleft()
         n = min(budget, len(inbox))
         if not n:
             return 0
@@ -397,7 +400,7 @@ class BoltTask(Task):
         tuples and tuples while hooks are set take ``handle``.
         """
         inbox = self.inbox
-        popleft = inbox.popleft
+        popleft = self.inbox_popleft()
         n = min(budget, len(inbox))
         if not n:
             return 0
@@ -429,7 +432,7 @@ class BoltTask(Task):
         executed, so the barrier still follows the data it marks.
         """
         inbox = self.inbox
-        popleft = inbox.popleft
+        popleft = self.inbox_popleft()
         n = min(budget, len(inbox))
         batch: list[Tuple] = []
         checkpoints = self.barrier is not None  # see _process_rich
