@@ -10,8 +10,8 @@ libraries flush every message (pystorm writes each emit and ack on its own), and
 hand-over makes the task's worker run a round. After a read that did not fill its buffer
 the reader waits ``READ_COALESCE_SECS`` and takes what arrived meanwhile with it. On a
 Spark worker, whose rounds each cost ZeroMQ polls and a frame to every peer, one round per
-write doubled the worker's CPU per sentence and starved the subprocesses of the cores
-(docs/performance-history.md, "Multilang over Spark").
+write doubles the worker's CPU per sentence and starves the subprocesses of the cores
+(docs/multilang.md, "Performance over Spark").
 """
 
 from __future__ import annotations

@@ -42,8 +42,6 @@ def documented() -> list[tuple[str, str]]:
     """
     out = []
     for md in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        if md.name == "performance-history.md":  # a log of past runs, not instructions
-            continue
         fenced, exports = False, []
         for i, line in enumerate(md.read_text().splitlines(), 1):
             if line.startswith("```"):
