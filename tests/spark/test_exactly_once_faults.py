@@ -16,7 +16,7 @@ relaunches it, and the counts and the sink are exact again. The same topology in
 modes apart. The runs share one Spark application (and the Nimbus runs one Nimbus): about
 10 minutes in all on a loaded 2-core machine.
 
-``SQUALL_FAULT_SEEDS``: how many of the 20 seeds to run (unset, and ``make test``: 2), or
+``SQUALL_FAULT_SEEDS``: how many of the 20 seeds to run (unset: 2; ``make test``: 1), or
 ``all`` (``make faults``).
 """
 
