@@ -23,6 +23,7 @@ import pytest
 from squall import Config, Fields, TopologyBuilder
 from squall.connectors.files import FileSpout
 from tests.connectors.test_seekable_rescale import CountFirst
+from tests.fault_seeds import fault_seeds as shared_fault_seeds
 from tests.integration.test_stateful import committed_counts
 from tests.redis_server import RedisServer
 
@@ -33,9 +34,8 @@ DEFAULT_SEEDS = 2  # make test; make faults runs them all
 
 
 def fault_seeds() -> range:
-    """The seeds to run: ``SQUALL_FAULT_SEEDS`` (a count, or ``all``; unset: 2)."""
-    wanted = os.environ.get("SQUALL_FAULT_SEEDS", "").strip().lower() or str(DEFAULT_SEEDS)
-    return range(ALL_SEEDS if wanted == "all" else min(ALL_SEEDS, max(1, int(wanted))))
+    """The seeds to run (``tests.fault_seeds``; unset: ``DEFAULT_SEEDS``)."""
+    return shared_fault_seeds(ALL_SEEDS, DEFAULT_SEEDS)
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ import pytest
 from squall import Config, Fields, TopologyBuilder
 from squall.connectors.kafka import KafkaSpout, KafkaSpoutConfig
 from squall.connectors.redis import RedisStreamBolt
+from tests.fault_seeds import fault_seeds
 from tests.integration.test_stateful import committed_counts
 from tests.kafka_broker import KafkaBroker
 from tests.redis_server import RedisServer
@@ -34,9 +35,7 @@ from tests.spark import eo_topology as eo
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 N = 600  # sentences: 2400 words
 ALL_SEEDS = range(10)
-# ``SQUALL_FAULT_SEEDS``: ``all``, or how many (unset: 3; ``make test`` passes its own count)
-_WANTED = os.environ.get("SQUALL_FAULT_SEEDS", "").strip().lower() or "3"
-SEEDS = ALL_SEEDS if _WANTED == "all" else range(min(int(_WANTED), len(ALL_SEEDS)))
+SEEDS = fault_seeds(len(ALL_SEEDS), default=3)
 
 
 class SentenceOf:

@@ -25,6 +25,7 @@ from collections import Counter
 import pytest
 
 from squall.testing.invariants import check
+from tests.fault_seeds import fault_seeds as shared_fault_seeds
 from tests.integration.test_stateful import committed_counts
 from tests.redis_server import RedisServer
 from tests.spark import eo_topology as eo
@@ -38,9 +39,8 @@ DEFAULT_SEEDS = 2  # make test; make faults runs all 20
 
 
 def fault_seeds() -> range:
-    """The seeds to run: ``SQUALL_FAULT_SEEDS`` (a count, or ``all``; unset: 2)."""
-    wanted = os.environ.get("SQUALL_FAULT_SEEDS", "").strip().lower() or str(DEFAULT_SEEDS)
-    return range(ALL_SEEDS if wanted == "all" else min(ALL_SEEDS, max(1, int(wanted))))
+    """The seeds to run (``tests.fault_seeds``; unset: ``DEFAULT_SEEDS``)."""
+    return shared_fault_seeds(ALL_SEEDS, DEFAULT_SEEDS)
 
 
 @pytest.fixture(scope="module")

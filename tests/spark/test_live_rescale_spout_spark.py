@@ -32,6 +32,7 @@ import pytest
 from squall import Config, Fields, TopologyBuilder
 from squall.connectors.files import FileSpout
 from tests.connectors.test_seekable_rescale import CountFirst, check_once
+from tests.fault_seeds import fault_seeds as shared_fault_seeds
 from tests.integration.test_stateful import committed_counts
 from tests.kafka_broker import KafkaBroker
 from tests.redis_server import RedisServer
@@ -236,8 +237,7 @@ def test_an_exactly_once_kafka_spout_moves_2_3_2_live_on_spark_counting_every_re
 
 
 def fault_seeds() -> range:
-    wanted = os.environ.get("SQUALL_FAULT_SEEDS", "").strip().lower() or "2"
-    return range(10 if wanted == "all" else min(10, max(1, int(wanted))))
+    return shared_fault_seeds(10)
 
 
 def _move_under_kill(cluster, name: str, n: int, rng: random.Random, outcome: list) -> None:
@@ -304,8 +304,7 @@ def test_a_spout_move_under_a_worker_sigkill_counts_every_line_once(local_cluste
 
 def drain_seeds() -> range:
     """The at-least-once drain's seeds: ``SQUALL_FAULT_SEEDS`` (a count, or ``all``: 8; unset: 2)."""
-    wanted = os.environ.get("SQUALL_FAULT_SEEDS", "").strip().lower() or "2"
-    return range(8 if wanted == "all" else min(8, max(1, int(wanted))))
+    return shared_fault_seeds(8)
 
 
 @pytest.mark.timeout(400)
