@@ -42,9 +42,10 @@ SQUALL_FAULT_SEEDS ?= 1
 
 # The core tests run a second time on the plain-Python hot path (SQUALL_PURE_PYTHON=1): on
 # the second Python (3.13) when setup found one, so that one pass covers both, else on 3.11.
+# two streams at once (scripts/run-tests.sh): the Spark and Nimbus suites, which mostly wait, and
+# beside them the other tests then the plain-Python pass; logs and JUnit XML in .test-logs/
 test: $(STAMP) $(COMPILED) $(SECOND_STAMP)
-	SQUALL_FAULT_SEEDS=$(SQUALL_FAULT_SEEDS) $(PY) -m pytest
-	$(MAKE) --no-print-directory test-second-python
+	SQUALL_FAULT_SEEDS=$(SQUALL_FAULT_SEEDS) bash scripts/run-tests.sh "$(PY)" "$(MAKE)" .test-logs
 
 test-second-python: $(SECOND_STAMP)
 	@if [ -f "$(VENV2)/.installed" ]; then \

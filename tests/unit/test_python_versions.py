@@ -2,7 +2,7 @@
 
 ``make test`` runs every test on the main venv's Python (3.11) and the unit and integration
 tests on a second one (3.13) when ``scripts/setup-python-second.sh`` finds it (the Makefile's
-``test-second-python``). pyproject.toml's classifiers must name exactly those, and this run's
+``test-second-python``, which ``scripts/run-tests.sh`` runs). pyproject.toml's classifiers must name exactly those, and this run's
 Python must be one of them.
 """
 
@@ -29,7 +29,10 @@ def test_pyproject_declares_the_two_versions_the_tests_run_on():
     assert second, "the Makefile names no second Python's venv"
     script = (ROOT / "scripts" / "setup-python-second.sh").read_text()
     assert f"SQUALL_SECOND_PYTHON_VERSION:-{second.group(1)}" in script
-    assert "test-second-python" in makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    recipe = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    runner = (ROOT / "scripts" / "run-tests.sh").read_text()
+    assert "scripts/run-tests.sh" in recipe and "test-second-python" in runner, \
+        "make test no longer runs the plain-Python pass (test-second-python)"
     assert declared() == {"3.11", second.group(1)}
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["requires-python"] == ">=3.11"
