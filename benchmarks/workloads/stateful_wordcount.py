@@ -42,12 +42,14 @@ PROVIDERS = {
     EXACTLY_ONCE: "squall.state.redis.RedisStateProvider",
 }
 # per spout task, sized as docs/state.md says: above what a spout task emits in one interval
-# plus a PREPARE's and a COMMIT's crossing, since its acks wait for the commit. The plain count
-# emits about 85k sentences/s per spout task on squall-spark (an idle 2-core machine, issue 40):
-# 0.25 s + some 0.1 s of crossing is about 30k. At 10,000 the held acks capped every stateful
-# variant at 2 x 10,000 / 0.25 s = 80,000/s, which is what the four stores measured (one
-# figure); 40,000 puts the cap (``cap``) at 320,000/s, above anything this machine reaches
-MAX_SPOUT_PENDING = 40000
+# and in a PREPARE's and a COMMIT's crossing, since its acks wait for the commit. The plain
+# count's spout tasks emit about 85k sentences/s each on squall-spark (an idle 2-core machine,
+# issue 40), an upper bound of the stateful ones': x (0.25 s + some 0.1 s of crossing) is
+# about 30k. At 10,000 the held acks capped every stateful variant at 2 x 10,000 / 0.25 s =
+# 80,000/s, which is what the four stores measured (one figure); 30,000 puts the cap
+# (``cap``) at 240,000/s. More would only queue: a spout task held at its pending has
+# pending / its rate of latency, so the cap over the rate is the latency in intervals
+MAX_SPOUT_PENDING = 30000
 CHECKPOINT_INTERVAL_MS = 250
 # acks arrive in bursts, one per commit: the window must span several commits
 MIN_WARMUP_S, MIN_DURATION_S = 3.0, 8.0
