@@ -6,13 +6,15 @@ checkpoints), ``memory`` (``StatefulBolt`` on ``InMemoryStateProvider``), ``loca
 (``RedisStateProvider`` on a ``redis-server`` this workload starts on 127.0.0.1, without
 persistence, and stops when the runner exits). A stateful
 bolt holds its input acks until the checkpoint that covers them commits (every
-``topology.state.checkpoint.interval.ms``: 250 ms here, 1000 by default), so
-``max.spout.pending`` is raised for all the variants to let an interval's worth of sentences
-and a commit's crossing be in flight (with less, throughput is bounded by pending / commit
-latency rather than by the CPU); the
-difference in throughput between the variants is the cost of the state and its
-checkpoints. Latencies are long by construction: an ack waits for a commit, and the plain
-variant's queues hold what the large pending lets in.
+``topology.state.checkpoint.interval.ms``: 250 ms here, 1000 by default), so a spout task can
+run at most ``max.spout.pending`` sentences ahead of the last commit, and no stateful variant
+passes spout tasks x pending / interval (``cap``, printed beside each row by
+``benchmarks.report``). ``max.spout.pending`` is sized as docs/state.md says, above what a
+spout task emits in an interval and a commit's crossing: 30,000, a cap of 240,000/s with two
+spout tasks (at 10,000 the cap, 80,000/s, was what every store measured). The same pending
+is set for all the variants; the difference in throughput between them is the cost of the
+state and its checkpoints. Latencies are long by construction: an ack waits for a commit,
+and every variant's queues hold what the pending lets in.
 
 A fifth, ``redis-exactly-once``, is the ``redis`` variant with ``topology.guarantee:
 exactly_once`` and a seekable spout (``exactly_once.py``); ``--quick`` runs it on squall-local
