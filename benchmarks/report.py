@@ -136,7 +136,40 @@ def table(rows: list[Row]) -> str:
         lines.append("the ceiling of any engine calling these components; spark÷ on it: squall-spark's share")
     lines.extend(shipped_lines(rows))
     lines.extend(same_run_lines(rows))
+    lines.extend(stateful_lines(rows))
     return "\n".join(lines)
+
+
+def stateful_lines(rows: list[Row]) -> list[str]:
+    """Each stateful row beside its cap (held acks), and the same-run ratios issue 40 names.
+
+    The cap is spout tasks x ``max.spout.pending`` / checkpoint interval
+    (``stateful_wordcount.cap``): a figure near it measures the setting, not the state.
+    """
+    from benchmarks.workloads import stateful_wordcount as sw
+
+    ok = [r for r in rows if r["workload"] == sw.NAME and not r.get("error") and r.get("throughput_tps")]
+    out = []
+    for system in dict.fromkeys(r["system"] for r in ok):
+        mine = {r["variant"]: r for r in ok if r["system"] == system}
+        for variant, row in mine.items():
+            made = sw.cap(row)
+            if made is None:
+                continue
+            tps, how = made
+            line = (f"{system} {sw.NAME} {variant}: {row['throughput_tps']:,.0f}/s, cap {tps:,.0f}/s "
+                    f"({how}) = {row['throughput_tps'] / tps:.2f} of it")
+            interval_ms = (row.get("params") or {}).get("checkpoint_interval_ms")
+            if row.get("latency_p50_ms") is not None and interval_ms:
+                line += (f"; p50 {row['latency_p50_ms']:,.0f} ms = {row['latency_p50_ms'] / interval_ms:.2f}"
+                         " intervals")
+            out.append(line)
+        pairs = [("memory", "plain"), (sw.EXACTLY_ONCE, "redis")]
+        ratios = [f"{a} ÷ {b} {mine[a]['throughput_tps'] / mine[b]['throughput_tps']:.2f}"
+                  for a, b in pairs if a in mine and b in mine]
+        if ratios:
+            out.append(f"{system} {sw.NAME}: " + "; ".join(ratios))
+    return ["", *out] if out else []
 
 
 def same_run_lines(rows: list[Row]) -> list[str]:
@@ -245,8 +278,8 @@ def compare(old: list[Row], new: list[Row], threshold: float = THRESHOLD) -> lis
         entry["p99_ratio"] = _div(after.get("latency_p99_ms"), before.get("latency_p99_ms"))
         if key[0] == "latency":
             p99_old, p99_new = before.get("latency_p99_ms"), after.get("latency_p99_ms")
-            if (entry["p99_ratio"] is not None and entry["p99_ratio"] > 1 + threshold
-                    and p99_new - p99_old > P99_FLOOR_MS):
+            if (entry["p99_ratio"] is not None and p99_old is not None and p99_new is not None
+                    and entry["p99_ratio"] > 1 + threshold and p99_new - p99_old > P99_FLOOR_MS):
                 entry["regressed"] = True
                 entry["why"] = f"p99 {p99_old:,.1f} -> {p99_new:,.1f} ms"
         elif entry["tps_ratio"] is not None and entry["tps_ratio"] < 1 - threshold:
