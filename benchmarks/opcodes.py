@@ -1,7 +1,7 @@
 """Python opcodes, CPU instructions and CPU time per word-count sentence, workers driven in this thread.
 
     python -m benchmarks.opcodes [--workers 2] [--sentences 2000]
-    python -m benchmarks.opcodes --instructions [--workers 2] [--workload pipeline]
+    python -m benchmarks.opcodes --instructions [--workers 2] [--workload pipeline] [--floor]
 
 ``--workload pipeline`` measures the pipeline workload instead (a spout and three map
 bolts, each hop a shuffle, every component with one task per worker, as in the
@@ -16,6 +16,9 @@ runs of 1,000 and 3,000 sentences, so start-up cancels out, with ``PYTHONHASHSEE
 unless the environment sets another seed (str hashes are salted per process, and the probes
 of str-keyed dict lookups moved the count by about 3% between runs). It is as repeatable as
 the opcode count and sees compiled code too; compare builds with ``SQUALL_PURE_PYTHON=1``.
+``--floor`` also counts the same components driven by hand with a collector that costs
+nothing (``drive_free``, as ``benchmarks.floor``): the API's own instructions, so the
+engine's are the difference.
 """
 
 from __future__ import annotations
@@ -75,7 +78,8 @@ class Count(Bolt):
     """Counts words and acks."""
 
     def prepare(self, conf: dict, context: Any, collector: Any) -> None:
-        self.collector, self.counts = collector, {}
+        self.collector = collector
+        self.counts: dict[str, int] = {}
 
     def execute(self, tup: Any) -> None:
         word = tup[0]
@@ -141,7 +145,7 @@ def workers(n: int, sentences: int, acking: bool, workload: str = "wordcount") -
 
 def drive(ws: list[Worker], sentences: int) -> None:
     """Run rounds until every sentence is emitted and completed."""
-    spouts = [s for w in ws for s in w.spouts if s.component == "s"]
+    spouts: list[Any] = [s for w in ws for s in w.spouts if s.component == "s"]
     while True:
         for w in ws:
             w.run_once()
@@ -189,6 +193,66 @@ def _drive_once(n: int, sentences: int, acking: bool, workload: str = "wordcount
     drive(warm, 200)
     ws = workers(n, sentences, acking, workload)
     drive(ws, sentences)
+
+
+class _FreeCollector:
+    """A collector that costs nothing: keeps what is emitted, acks nothing (``--floor``)."""
+
+    __slots__ = ("out", "emits")
+
+    def __init__(self) -> None:
+        self.out: list[list] = []
+        self.emits = 0
+
+    def emit(self, values: list, *args: Any, **kwargs: Any) -> list[int]:
+        self.out.append(values)
+        self.emits += 1
+        return []
+
+    def ack(self, tup: Any) -> None:
+        pass
+
+    def take(self) -> list[list]:
+        out, self.out = self.out, []
+        return out
+
+
+def drive_free(sentences: int, workload: str = "wordcount") -> int:
+    """The same components driven by hand, with no engine: Storm's API calls alone.
+
+    As ``benchmarks.floor`` (which drives the benchmark's own components), a bolt gets its
+    values list as the tuple. Returns the emits made.
+    """
+    collector = _FreeCollector()
+    spout = CountedSpout(sentences)
+    spout.open({}, None, collector)
+    take = collector.take
+    if workload == "pipeline":
+        from benchmarks.peers._common import PIPELINE_STEPS
+
+        maps = [MapStep(step) for step in PIPELINE_STEPS]
+        for msg_id in range(sentences):
+            spout.next_tuple()
+            values = take()[0]
+            for m in maps:
+                m.execute(values, collector)
+                values = take()[0]
+            spout.ack(msg_id)
+    else:
+        splitter, counter = Split(), Count()
+        counter.prepare({}, None, collector)
+        for msg_id in range(sentences):
+            spout.next_tuple()
+            splitter.execute(take()[0], collector)
+            for word in take():
+                counter.execute(word)
+            spout.ack(msg_id)
+    return collector.emits
+
+
+def _drive_free_once(sentences: int, workload: str) -> None:
+    drive_free(200, workload)  # first-call caches, outside the difference
+    drive_free(sentences, workload)
 
 
 # Stages of the data path, by the compiled functions (and C libraries) that start them.
@@ -300,11 +364,12 @@ def stage_costs(path: str) -> dict[str, float]:
 
 
 def _instructions(n: int, sentences: int, acking: bool, profile: str = "/dev/null",
-                  workload: str = "wordcount") -> int:
+                  workload: str = "wordcount", free: bool = False) -> int:
     out = subprocess.run(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile}", sys.executable,
          "-m", "benchmarks.opcodes", "--drive", str(n), str(sentences), "on" if acking else "off",
-         "--workload", workload, *([] if CHAINING else ["--no-chaining"])],
+         "--workload", workload, *([] if CHAINING else ["--no-chaining"]),
+         *(["--floor"] if free else [])],
         capture_output=True, text=True, check=True,
         # str hashes are salted per process: the probes of every str-keyed dict lookup (module
         # globals, instance dicts) moved a pipeline sentence by about 700 instructions
@@ -334,6 +399,16 @@ def instructions_per_sentence(n: int, acking: bool, keep: str | None = None,
         return stages_from(small, large)
 
 
+def free_instructions_per_sentence(workload: str = "wordcount") -> float:
+    """Machine instructions per sentence of Storm's API calls alone (``drive_free``).
+
+    The same difference of runs of 3,000 and 1,000 sentences as
+    ``instructions_per_sentence``: what any engine calling these components pays.
+    """
+    return (_instructions(1, 3000, True, workload=workload, free=True)
+            - _instructions(1, 1000, True, workload=workload, free=True)) / 2000
+
+
 def _tag(n: int, acking: bool, workload: str) -> str:
     tag = f"{n}w-{'on' if acking else 'off'}"
     return tag if workload == "wordcount" else f"{workload}-{tag}"
@@ -361,13 +436,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workload", choices=WORKLOADS, default="wordcount")
     parser.add_argument("--no-chaining", action="store_true",
                         help="squall.chaining False: every bolt in a task of its own")
+    parser.add_argument("--floor", action="store_true",
+                        help="with --instructions: also count the API's calls alone (a free "
+                             "engine), and the engine's share of the acked count")
     parser.add_argument("--drive", nargs=3, metavar=("WORKERS", "SENTENCES", "ACKING"),
                         help=argparse.SUPPRESS)  # one run, for --instructions
     args = parser.parse_args(argv)
     global CHAINING
     CHAINING = not args.no_chaining
     if args.drive:
-        _drive_once(int(args.drive[0]), int(args.drive[1]), args.drive[2] == "on", args.workload)
+        if args.floor:
+            _drive_free_once(int(args.drive[1]), args.workload)
+        else:
+            _drive_once(int(args.drive[0]), int(args.drive[1]), args.drive[2] == "on",
+                        args.workload)
         return 0
     from squall import _speedups
 
@@ -384,11 +466,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.instructions:
         if shutil.which("valgrind") is None:
             raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+        acked = 0.0
         for acking in (True, False):
             ir, stages = instructions_per_sentence(args.workers, acking, args.keep, args.workload)
+            acked = acked or ir
             print(f"ackers {'on ' if acking else 'off'}: {ir:,.0f} instructions/sentence "
                   f"({args.workers} worker(s))")
             print("    " + "  ".join(f"{s} {v / 1000:,.1f}k" for s, v in stages.items()))
+        if args.floor:
+            free = free_instructions_per_sentence(args.workload)
+            print(f"API alone (free engine): {free:,.0f} instructions/sentence; the engine's "
+                  f"own {acked - free:,.0f} ({(acked - free) / acked:.0%} of the acked count); "
+                  f"API ÷ acked {free / acked:.2f}")
         return 0
     for acking in (True, False):
         ops, per = opcodes(args.workers, args.sentences, acking, args.workload)

@@ -312,6 +312,8 @@ class OutputCollector(_Emitter):
               anchors: Tuple | list[Tuple] | None) -> None:
         task = self._task
         host = self._host
+        if task._ack_held:  # a chained target may ack or fail in place: the held ack first
+            Task.flush_ack(task)
         stream = route.stream
         n = len(targets)
         self._metrics.emitted += 1
@@ -434,6 +436,8 @@ class OutputCollector(_Emitter):
         tup._done = True
         task = self._task
         hooks = task.hooks
+        if task._ack_held:  # the ledger sees this task's acks and fails in their order
+            Task.flush_ack(task)
         if tup._ids and task.acking:
             for root in tup._ids:
                 acker = task.acker_for(root)
@@ -451,6 +455,8 @@ class OutputCollector(_Emitter):
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout of ``tup``'s trees (for tuples held a long time)."""
         task = self._task
+        if task._ack_held:
+            Task.flush_ack(task)
         if tup._ids and task.acking and not tup._done:
             for root in tup._ids:
                 acker = task.acker_for(root)

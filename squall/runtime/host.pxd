@@ -43,6 +43,8 @@ cdef class Task:
     cdef public list _open
     cdef public unsigned long owner
     cdef public AckScope scope
+    cdef public bint _ack_hold, _ack_held
+    cdef public u64 _held_root, _held_acc
     cdef dict __dict__
     cdef object __weakref__
     @cython.locals(out=dict)
@@ -51,8 +53,11 @@ cdef class Task:
     @cython.locals(root=u64, base=u64, slot=u64, n=u64, top=u64)
     cpdef object new_root(self)
     cpdef object acker_for(self, u64 root)
-    @cython.locals(acker=Task, i=Py_ssize_t, scope=AckScope)
+    @cython.locals(scope=AckScope)
     cpdef send_ack(self, u64 root, u64 value)
+    cpdef flush_ack(self)
+    @cython.locals(acker=Task, i=Py_ssize_t)
+    cdef _ack_now(self, u64 root, u64 value)
     @cython.locals(acker=Task, i=Py_ssize_t)
     cpdef send_init(self, u64 root, u64 value)
     cpdef on_ack(self, u64 root, u64 value)

@@ -148,6 +148,13 @@ class Task:
         self._open: list[Any] | None = None
         # the scope of the spout-headed chain this task is a member of (assembly), or None
         self.scope: AckScope | None = None
+        # ``send_ack`` holds one ack while ``_ack_hold`` (a plain bolt's ``process`` loop):
+        # the next ack of the same root XORs into it, so a run of one tree's tuples acked in
+        # a row is one ledger update (``flush_ack``)
+        self._ack_hold = False
+        self._ack_held = False
+        self._held_root = 0
+        self._held_acc = 0
 
     def fields_of(self, stream: str) -> Fields:
         """``out_fields[stream]``: the fields of this task's tuples on ``stream``.
@@ -219,6 +226,28 @@ class Task:
         if scope is not None and scope.open and scope.root == root:
             scope.acc ^= value  # the tree is still inside its chain's call: no ledger yet
             return
+        if self._ack_hold:
+            # XOR is associative, and nothing else of this task reaches the ledger before
+            # ``flush_ack`` (emits, fails and timeout resets flush first): the acker sees
+            # the same value, one update per run of one root instead of one per tuple
+            if self._ack_held:
+                if root == self._held_root:
+                    self._held_acc ^= value
+                    return
+                self._ack_now(self._held_root, self._held_acc)
+            self._held_root = root
+            self._held_acc = value
+            self._ack_held = True
+            return
+        self._ack_now(root, value)
+
+    def flush_ack(self) -> None:
+        """Send the ack ``send_ack`` holds, if any."""
+        if self._ack_held:
+            self._ack_held = False
+            self._ack_now(self._held_root, self._held_acc)
+
+    def _ack_now(self, root: int, value: int) -> None:
         i = root % self._num_ackers
         acker = self._local_ackers[i]  # an acker task of this worker, or None
         if acker is not None:

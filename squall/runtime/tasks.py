@@ -343,10 +343,17 @@ class BoltTask(Task):
             if type(self) is BoltTask:
                 # no subclass, so no override: called through the class, compiled, these are
                 # direct C calls; through ``self`` Cython looks for a Python override first,
-                # and its one-entry cache misses when the tasks of a worker take turns
-                if self._basic is not None:
-                    return BoltTask._process_basic(self, budget)
-                return BoltTask._process_rich(self, budget)
+                # and its one-entry cache misses when the tasks of a worker take turns.
+                # Acks of one root in a row go to the ledger as one (``Task.send_ack``):
+                # a split's words queued to one counter are acked one after another
+                self._ack_hold = True
+                try:
+                    if self._basic is not None:
+                        return BoltTask._process_basic(self, budget)
+                    return BoltTask._process_rich(self, budget)
+                finally:
+                    self._ack_hold = False
+                    Task.flush_ack(self)
             inbox = self.inbox
             popleft = self.inbox_popleft()
             n = min(budget, len(inbox))

@@ -80,6 +80,7 @@ class _FakeTask:
         self.acking = acking
         self.owner = 0  # driven by hand from the test's thread
         self.scope = None  # in no spout-headed chain
+        self._ack_held = False  # no ack held (BoltTask.process's loop holds them)
 
     def acker_for(self, root):
         return ACKERS[root % len(ACKERS)]
