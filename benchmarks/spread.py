@@ -2,7 +2,7 @@
 
     python -m benchmarks.spread [--runs 10] [--warmup 1] [--duration 3] [--workers 2]
                                 [--hash-seed inherit|fixed|random|N] [--no-daemon]
-                                [--pin none|workers] [--gc default|off]
+                                [--pin none|workers|loops|squall|unpinned] [--gc default|off]
                                 [--malloc-arena-max N] [--pythonmalloc malloc|pymalloc]
 
 Starts one ``SparkCluster`` (``local[N]``, as the ``squall-spark`` system of the benchmarks)
@@ -30,7 +30,10 @@ The options test what could make one submission differ from the next:
 ``random``: a new seed per Python process, so per submission only with ``--no-daemon``, as
 workers forked from PySpark's daemon share its seed); ``--no-daemon`` sets
 ``spark.python.use.daemon=false`` (each worker a fresh interpreter, not a fork);
-``--pin workers`` pins every thread of worker i to core i (mod the cores) once it runs;
+``--pin workers`` pins every thread of worker i to core i (mod the cores) once it runs,
+``--pin loops`` only its busiest thread (the worker's loop; ZeroMQ's I/O thread stays free);
+``--pin squall`` and ``--pin unpinned`` set ``squall.spark.worker.cpu.pin`` (the worker pins
+itself, before its sockets open) on or off;
 ``--gc off`` turns the workers' cycle collector off in the spout's ``open``;
 ``--malloc-arena-max`` and ``--pythonmalloc`` set glibc's and Python's allocator variables
 for the workers.
@@ -130,6 +133,15 @@ def threads(pid: int) -> list[int]:
         return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
     except OSError:
         return []
+
+
+def busiest_thread(pid: int, seconds: float = 0.3) -> int:
+    """The thread of ``pid`` that used the most CPU over the next ``seconds`` (a worker's loop)."""
+    before = {tid: (read_stat(f"/proc/{pid}/task/{tid}/stat") or ("", 0.0, 0))[1] for tid in threads(pid)}
+    time.sleep(seconds)
+    used = {tid: (read_stat(f"/proc/{pid}/task/{tid}/stat") or ("", 0.0, 0))[1] - cpu
+            for tid, cpu in before.items()}
+    return max(used, key=lambda tid: used[tid])
 
 
 def parse_stat(text: str) -> tuple[str, float, int]:
@@ -303,15 +315,20 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
 
             topology = _with_spout(TopologyBuilder, probe_dir, args.workers, GcSpout(probe_dir, args.gc))
         conf = wc.squall_conf(case)
+        if args.pin in ("squall", "unpinned"):
+            conf["squall.spark.worker.cpu.pin"] = args.pin == "squall"
         cluster.submit_topology(name, conf, topology)
         try:
             window = Window(args.warmup, args.duration)  # from submit's return, as the bench
             info = wait_running(cluster, name, args.workers)
             pids = {w["worker"]: w["pid"] for w in info["workers"]}
-            if args.pin == "workers":
+            if args.pin in ("workers", "loops"):
                 cores = sorted(os.sched_getaffinity(0))
                 for pid, cpus in pin_plan(pids, cores).items():
-                    pin(pid, cpus)
+                    if args.pin == "workers":
+                        pin(pid, cpus)
+                    else:  # the loop thread only: the busiest of the process
+                        os.sched_setaffinity(busiest_thread(pid), cpus)
             jvm = jvm_pid()
             sampler = CoreSampler(list(pids.values()))
             window.sleep_until(window.t0)
@@ -394,8 +411,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="the Python workers' PYTHONHASHSEED: inherit, fixed (0), random, or a number")
     parser.add_argument("--no-daemon", action="store_true",
                         help="spark.python.use.daemon=false: each worker a fresh interpreter, not a fork")
-    parser.add_argument("--pin", choices=("none", "workers"), default="none",
-                        help="workers: every thread of worker i on core i (mod the cores)")
+    parser.add_argument("--pin", choices=("none", "workers", "loops", "squall", "unpinned"), default="none",
+                        help="workers: every thread of worker i on core i (mod the cores), set from here; "
+                             "loops: only its busiest thread (the worker's loop), the others left to the "
+                             "kernel; squall / unpinned: squall.spark.worker.cpu.pin true / false in the "
+                             "topology's conf; none: squall's default")
     parser.add_argument("--gc", choices=("default", "off"), default="default")
     parser.add_argument("--malloc-arena-max", type=int)
     parser.add_argument("--pythonmalloc", choices=("malloc", "pymalloc"))

@@ -97,3 +97,20 @@ def test_bad_arguments_are_refused(capsys):
     assert "--hash-seed must be" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         spread.main(["--runs", "0"])
+
+
+def test_busiest_thread_is_the_one_that_spins():
+    # the main thread sleeps, a second one spins: --pin loops must find the second
+    code = ("import threading, time\n"
+            "def spin():\n    while True: pass\n"
+            "threading.Thread(target=spin, daemon=True).start(); time.sleep(30)")
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 10
+        while len(spread.threads(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        busiest = spread.busiest_thread(proc.pid, 0.3)
+        assert busiest != proc.pid and busiest in spread.threads(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
