@@ -2,7 +2,7 @@
 
     python -m benchmarks.spread [--runs 10] [--warmup 1] [--duration 3] [--workers 2]
                                 [--hash-seed inherit|fixed|random|N] [--no-daemon]
-                                [--pin none|workers|loops|squall|unpinned] [--gc default|off]
+                                [--pin none|workers|loops|squall|unpinned] [--rate R] [--gc default|off]
                                 [--malloc-arena-max N] [--pythonmalloc malloc|pymalloc]
 
 Starts one ``SparkCluster`` (``local[N]``, as the ``squall-spark`` system of the benchmarks)
@@ -22,7 +22,8 @@ with the quick profile's warm-up and measured window. Per submission it prints:
   (``A``: an acker, ``se``: the sentence spout, ...);
 - the workers' ``PYTHONHASHSEED`` (from ``/proc/<pid>/environ``).
 
-Then max ÷ min of the rates and of the CPU per sentence.
+``--rate`` paces the spouts as the ``latency`` workload does and adds each submission's p50
+and p99 (emit -> ack). Then max ÷ min of the rates and of the CPU per sentence.
 
 The options test what could make one submission differ from the next:
 ``--hash-seed`` sets ``PYTHONHASHSEED`` for Spark's Python workers before the cluster starts
@@ -64,8 +65,8 @@ SPREAD_TARGET = 1.25  # issue 40: max / min over ten submissions
 class GcSpout(SentenceSpout):
     """The bench's sentence spout, which can turn its worker's cycle collector off."""
 
-    def __init__(self, probe_dir: str, gc_mode: str = "default") -> None:
-        super().__init__(probe_dir)
+    def __init__(self, probe_dir: str, gc_mode: str = "default", rate_tps: float | None = None) -> None:
+        super().__init__(probe_dir, rate_tps)
         self.gc_mode = gc_mode
 
     def open(self, conf: dict, context: Any, collector: Any) -> None:
@@ -309,11 +310,7 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
     case["warmup_s"], case["duration_s"] = args.warmup, args.duration
     name = f"spread-{index}"
     with tempfile.TemporaryDirectory(prefix="squall-spread-", ignore_cleanup_errors=True) as probe_dir:
-        topology = wc.topology(probe_dir, args.workers, count_bolt=None)
-        if args.gc != "default":
-            from squall import TopologyBuilder
-
-            topology = _with_spout(TopologyBuilder, probe_dir, args.workers, GcSpout(probe_dir, args.gc))
+        topology = _topology(probe_dir, args.workers, GcSpout(probe_dir, args.gc, args.rate))
         conf = wc.squall_conf(case)
         if args.pin in ("squall", "unpinned"):
             conf["squall.spark.worker.cpu.pin"] = args.pin == "squall"
@@ -346,9 +343,10 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
             end = cluster.get_topology_info(name)
         finally:
             cluster.kill_topology(name, wait_secs=0)
-        acked, _ = read_probes(probe_dir, "-spout")
+        acked, latencies = read_probes(probe_dir, "-spout")
         sink, _ = read_probes(probe_dir, "-sink")
-    tps = figures(case, window.t0, window.t1, sink=sink, acked=acked)["throughput_tps"] or 0.0
+    measured = figures(case, window.t0, window.t1, sink=sink, acked=acked, latencies=latencies)
+    tps = measured["throughput_tps"] or 0.0
     sentences = tps * (window.t1 - window.t0)
     per = 1e6 / sentences if sentences else float("nan")
     frames = sum(int(w.get("transfer", {}).get("frames", 0)) for w in end["workers"])
@@ -364,14 +362,16 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
             "driver_us": (drv1 - drv0) * per, "jvm_us": (jvm1 - jvm0) * per,
             "frames_per_sentence": frames / total_acked if total_acked else float("nan"),
             "steal": steal, "placement": placement, "hash_seeds": seeds,
-            "load": os.getloadavg()[0]}
+            "load": os.getloadavg()[0], "p50_ms": measured.get("latency_p50_ms"),
+            "p99_ms": measured.get("latency_p99_ms")}
 
 
-def _with_spout(builder_cls: Any, probe_dir: str, workers: int, spout: Any) -> Any:
+def _topology(probe_dir: str, workers: int, spout: Any) -> Any:
+    """The bench's word count (``benchmarks.workloads.wordcount``) with ``spout``."""
     from benchmarks.workloads.components import SplitSentence, WordCount
-    from squall import Fields
+    from squall import Fields, TopologyBuilder
 
-    builder = builder_cls()
+    builder = TopologyBuilder()
     builder.set_spout("sentence", spout, parallelism=workers)
     builder.set_bolt("split", SplitSentence(), parallelism=workers).shuffle_grouping("sentence")
     builder.set_bolt("count", WordCount(probe_dir),
@@ -382,11 +382,16 @@ def _with_spout(builder_cls: Any, probe_dir: str, workers: int, spout: Any) -> A
 def line(row: dict[str, Any]) -> str:
     return (f"{row['index']:>3} {row['tps']:>10,.0f} {row['us_per_sentence']:>7.1f} "
             f"{row['driver_us']:>5.1f} {row['jvm_us']:>5.1f} {row['frames_per_sentence']:>7.4f} "
-            f"{row['steal']:>6.1%} {row['load']:>5.1f}  {','.join(row['hash_seeds'])}  "
+            f"{row['steal']:>6.1%} {row['load']:>5.1f} {_ms(row['p50_ms']):>5} {_ms(row['p99_ms']):>6}  "
+            f"{','.join(row['hash_seeds'])}  "
             + " | ".join(row["placement"]))
 
 
-HEADER = ("  #     sent/s us/sent   drv   jvm  frames  steal  load  seed  workers: "
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+HEADER = ("  #     sent/s us/sent   drv   jvm  frames  steal  load   p50    p99  seed  workers: "
           "[tasks] busiest thread's core, ZeroMQ I/O thread's, migrations")
 
 
@@ -396,9 +401,11 @@ def summary(rows: list[dict[str, Any]]) -> str:
     cpu = [r["us_per_sentence"] for r in rows]
     ratio = spread(rates)
     verdict = "within" if ratio <= SPREAD_TARGET else "over"
+    p99 = sorted(r["p99_ms"] for r in rows if r.get("p99_ms") is not None)
+    tail = f"; p99 {', '.join(f'{v:.1f}' for v in p99)} ms" if p99 else ""
     return (f"sent/s {min(rates):,.0f}-{max(rates):,.0f}, median {statistics.median(rates):,.0f}: "
             f"max/min {ratio:.2f} ({verdict} {SPREAD_TARGET}); us/sent "
-            f"{min(cpu):.1f}-{max(cpu):.1f}: max/min {spread(cpu):.2f}")
+            f"{min(cpu):.1f}-{max(cpu):.1f}: max/min {spread(cpu):.2f}{tail}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -407,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=QUICK.warmup_s)
     parser.add_argument("--duration", type=float, default=QUICK.duration_s)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rate", type=float, help="pace the spouts at this many sentences/s in all "
+                                                   "(the latency workload's cases), for p99 by submission")
     parser.add_argument("--hash-seed", default="inherit",
                         help="the Python workers' PYTHONHASHSEED: inherit, fixed (0), random, or a number")
     parser.add_argument("--no-daemon", action="store_true",
@@ -420,8 +429,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--malloc-arena-max", type=int)
     parser.add_argument("--pythonmalloc", choices=("malloc", "pymalloc"))
     args = parser.parse_args(argv)
-    if args.runs < 1 or args.workers < 1 or args.duration <= 0 or args.warmup < 0:
-        parser.error("--runs and --workers must be at least 1, --duration above 0, --warmup not below 0")
+    if args.runs < 1 or args.workers < 1 or args.duration <= 0 or args.warmup < 0 or \
+            (args.rate is not None and args.rate <= 0):
+        parser.error("--runs and --workers must be at least 1, --duration and --rate above 0, "
+                     "--warmup not below 0")
     try:
         env = worker_env(args.hash_seed, malloc_arena_max=args.malloc_arena_max,
                          pythonmalloc=args.pythonmalloc)
@@ -434,7 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     spark_conf = {"spark.python.use.daemon": "false"} if args.no_daemon else None
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     print(f"spread: {args.runs} submissions of the acked word count, {args.workers} workers, "
-          f"{args.warmup:g}s warm-up + {args.duration:g}s measured; hash seed {args.hash_seed}, "
+          f"{args.warmup:g}s warm-up + {args.duration:g}s measured, "
+          f"{f'paced at {args.rate:,.0f}/s' if args.rate else 'unpaced'}; hash seed {args.hash_seed}, "
           f"daemon {'off' if args.no_daemon else 'on'}, pin {args.pin}, gc {args.gc}, env {env or '{}'}; "
           f"load {os.getloadavg()[0]:.2f}", flush=True)
     rows: list[dict[str, Any]] = []
