@@ -2,7 +2,8 @@
 
     python -m benchmarks.spread [--runs 10] [--warmup 1] [--duration 3] [--workers 2]
                                 [--hash-seed inherit|fixed|random|N] [--no-daemon]
-                                [--pin none|workers|loops|squall|unpinned] [--rate R] [--gc default|off]
+                                [--pin none|workers|loops|squall|unpinned] [--rate R]
+                                [--calibrate] [--gc default|off]
                                 [--malloc-arena-max N] [--pythonmalloc malloc|pymalloc]
 
 Starts one ``SparkCluster`` (``local[N]``, as the ``squall-spark`` system of the benchmarks)
@@ -22,8 +23,12 @@ with the quick profile's warm-up and measured window. Per submission it prints:
   (``A``: an acker, ``se``: the sentence spout, ...);
 - the workers' ``PYTHONHASHSEED`` (from ``/proc/<pid>/environ``).
 
-``--rate`` paces the spouts as the ``latency`` workload does and adds each submission's p50
-and p99 (emit -> ack). Then max ÷ min of the rates and of the CPU per sentence.
+``--calibrate`` times a fixed pure-Python word count (no squall), one process pinned to each
+core at once, before and after each submission (once its workers have exited), and
+correlates it with the workers' CPU per sentence: whether the machine or squall's processes
+moved. ``--rate`` paces the spouts as the ``latency`` workload does and adds each
+submission's p50 and p99 (emit -> ack). Then max ÷ min of the rates and of the CPU per
+sentence.
 
 The options test what could make one submission differ from the next:
 ``--hash-seed`` sets ``PYTHONHASHSEED`` for Spark's Python workers before the cluster starts
@@ -134,6 +139,12 @@ def threads(pid: int) -> list[int]:
         return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
     except OSError:
         return []
+
+
+def _wait_gone(pids: list[int], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while any(os.path.exists(f"/proc/{pid}") for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def busiest_thread(pid: int, seconds: float = 0.3) -> int:
@@ -272,6 +283,52 @@ def _changes(seen: list[int]) -> int:
     return sum(1 for a, b in zip(seen, seen[1:], strict=False) if a != b)
 
 
+CALIBRATION_SENTENCES = 200_000  # about 0.15 s
+
+
+def calibrate(sentences: int = CALIBRATION_SENTENCES) -> float:
+    """CPU µs per sentence of a fixed pure-Python word count (split, dict count) in this process.
+
+    No squall, no sockets: what it moves by is the machine's speed for this kind of code
+    (a neighbour on the host's shared core or cache shows here, not as steal).
+    """
+    from benchmarks.peers._common import SENTENCES
+
+    counts: dict[str, int] = {}
+    start = time.process_time()
+    for i in range(sentences):
+        for word in SENTENCES[i % len(SENTENCES)].split(" "):
+            counts[word] = counts.get(word, 0) + 1
+    return (time.process_time() - start) * 1e6 / sentences
+
+
+CALIBRATE_CODE = ("import os, sys; os.sched_setaffinity(0, {int(sys.argv[1])}); "
+                  "from benchmarks.spread import calibrate; print(calibrate())")
+
+
+def calibrate_cores(cores: list[int] | None = None) -> float:
+    """``calibrate`` on every core at once (a process pinned to each): their mean µs per sentence."""
+    import subprocess
+    import sys
+
+    cores = sorted(os.sched_getaffinity(0)) if cores is None else cores
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=root)
+    procs = [subprocess.Popen([sys.executable, "-c", CALIBRATE_CODE, str(core)], env=env,
+                              stdout=subprocess.PIPE, text=True) for core in cores]
+    return statistics.mean(float(p.communicate()[0]) for p in procs)
+
+
+def correlation(xs: list[float], ys: list[float]) -> float:
+    """Pearson's r of two series (nan when either is constant or shorter than 3)."""
+    if len(xs) < 3 or len(xs) != len(ys):
+        return float("nan")
+    try:
+        return statistics.correlation(xs, ys)
+    except statistics.StatisticsError:
+        return float("nan")
+
+
 def spread(values: list[float]) -> float:
     """Max ÷ min of ``values`` (nan when fewer than two or a zero)."""
     vals = [v for v in values if v is not None]
@@ -309,6 +366,7 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
                      QUICK, acking=True, workers=args.workers)
     case["warmup_s"], case["duration_s"] = args.warmup, args.duration
     name = f"spread-{index}"
+    cal = [calibrate_cores()] if args.calibrate else []
     with tempfile.TemporaryDirectory(prefix="squall-spread-", ignore_cleanup_errors=True) as probe_dir:
         topology = _topology(probe_dir, args.workers, GcSpout(probe_dir, args.gc, args.rate))
         conf = wc.squall_conf(case)
@@ -343,6 +401,9 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
             end = cluster.get_topology_info(name)
         finally:
             cluster.kill_topology(name, wait_secs=0)
+        if args.calibrate:
+            _wait_gone(list(pids.values()))
+            cal.append(calibrate_cores())  # the window is bracketed: the machine's speed before and after
         acked, latencies = read_probes(probe_dir, "-spout")
         sink, _ = read_probes(probe_dir, "-sink")
     measured = figures(case, window.t0, window.t1, sink=sink, acked=acked, latencies=latencies)
@@ -363,7 +424,8 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
             "frames_per_sentence": frames / total_acked if total_acked else float("nan"),
             "steal": steal, "placement": placement, "hash_seeds": seeds,
             "load": os.getloadavg()[0], "p50_ms": measured.get("latency_p50_ms"),
-            "p99_ms": measured.get("latency_p99_ms")}
+            "p99_ms": measured.get("latency_p99_ms"),
+            "calibration_us": statistics.mean(cal) if cal else None}
 
 
 def _topology(probe_dir: str, workers: int, spout: Any) -> Any:
@@ -382,7 +444,8 @@ def _topology(probe_dir: str, workers: int, spout: Any) -> Any:
 def line(row: dict[str, Any]) -> str:
     return (f"{row['index']:>3} {row['tps']:>10,.0f} {row['us_per_sentence']:>7.1f} "
             f"{row['driver_us']:>5.1f} {row['jvm_us']:>5.1f} {row['frames_per_sentence']:>7.4f} "
-            f"{row['steal']:>6.1%} {row['load']:>5.1f} {_ms(row['p50_ms']):>5} {_ms(row['p99_ms']):>6}  "
+            f"{row['steal']:>6.1%} {row['load']:>5.1f} {_ms(row['p50_ms']):>5} {_ms(row['p99_ms']):>6} "
+            f"{'-' if row['calibration_us'] is None else format(row['calibration_us'], '.3f'):>5}  "
             f"{','.join(row['hash_seeds'])}  "
             + " | ".join(row["placement"]))
 
@@ -391,7 +454,7 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-HEADER = ("  #     sent/s us/sent   drv   jvm  frames  steal  load   p50    p99  seed  workers: "
+HEADER = ("  #     sent/s us/sent   drv   jvm  frames  steal  load   p50    p99   cal  seed  workers: "
           "[tasks] busiest thread's core, ZeroMQ I/O thread's, migrations")
 
 
@@ -403,6 +466,10 @@ def summary(rows: list[dict[str, Any]]) -> str:
     verdict = "within" if ratio <= SPREAD_TARGET else "over"
     p99 = sorted(r["p99_ms"] for r in rows if r.get("p99_ms") is not None)
     tail = f"; p99 {', '.join(f'{v:.1f}' for v in p99)} ms" if p99 else ""
+    cal = [r["calibration_us"] for r in rows if r.get("calibration_us") is not None]
+    if len(cal) == len(rows):
+        tail += (f"; calibration {min(cal):.2f}-{max(cal):.2f} us/sent (max/min {spread(cal):.2f}), "
+                 f"r(calibration, us/sent) {correlation(cal, cpu):.2f}")
     return (f"sent/s {min(rates):,.0f}-{max(rates):,.0f}, median {statistics.median(rates):,.0f}: "
             f"max/min {ratio:.2f} ({verdict} {SPREAD_TARGET}); us/sent "
             f"{min(cpu):.1f}-{max(cpu):.1f}: max/min {spread(cpu):.2f}{tail}")
@@ -426,6 +493,9 @@ def main(argv: list[str] | None = None) -> int:
                              "kernel; squall / unpinned: squall.spark.worker.cpu.pin true / false in the "
                              "topology's conf; none: squall's default")
     parser.add_argument("--gc", choices=("default", "off"), default="default")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="time a fixed pure-Python word count in this process before and after each "
+                             "submission (the machine's own speed), and correlate it with us/sent")
     parser.add_argument("--malloc-arena-max", type=int)
     parser.add_argument("--pythonmalloc", choices=("malloc", "pymalloc"))
     args = parser.parse_args(argv)

@@ -114,3 +114,14 @@ def test_busiest_thread_is_the_one_that_spins():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_calibration_is_a_positive_cost_per_sentence_on_each_core():
+    assert spread.calibrate(2_000) > 0
+    assert spread.calibrate_cores([min(os.sched_getaffinity(0))]) > 0
+
+
+def test_correlation_needs_three_points_and_some_variation():
+    assert spread.correlation([1.0, 2.0, 3.0], [2.0, 4.0, 6.5]) == pytest.approx(1.0, abs=0.01)
+    assert spread.correlation([1.0, 2.0], [1.0, 2.0]) != spread.correlation([1.0, 2.0], [1.0, 2.0])
+    assert spread.correlation([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]) != 0.0  # nan, not an error
