@@ -15,8 +15,8 @@ with the quick profile's warm-up and measured window. Per submission it prints:
   sentence, from ``/proc/<pid>/stat``; ``drv``: the same for this process (the driver and
   topology master) and ``jvm`` for Spark's JVM: CPU per sentence moves less with other
   load on the machine than a rate does;
-- ``frames``: frames sent between workers per acked sentence over the whole submission
-  (the workers' heartbeats, ``transfer_stats``);
+- ``frames`` and ``rounds``: frames sent between workers and the workers' loop rounds, per
+  acked sentence over the whole submission (the workers' heartbeats, ``transfer_stats``);
 - ``steal``: the share of the machine's CPU time the hypervisor gave to others meanwhile;
 - per worker: its busiest thread's core (``c0 97%``: seen on core 0 in 97% of samples) and
   that of its ZeroMQ I/O thread, the thread migrations seen, and the tasks it holds
@@ -411,6 +411,7 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
     sentences = tps * (window.t1 - window.t0)
     per = 1e6 / sentences if sentences else float("nan")
     frames = sum(int(w.get("transfer", {}).get("frames", 0)) for w in end["workers"])
+    rounds = sum(int(w.get("transfer", {}).get("rounds", 0)) for w in end["workers"])
     total_acked = sum(s[-1][1] for s in acked if s)
     steal = (steal1[0] - steal0[0]) / max(1, steal1[1] - steal0[1])
     labels = task_labels(end)
@@ -422,6 +423,7 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
             "us_per_sentence": sum(cpu1[p] - cpu0[p] for p in cpu0) * per,
             "driver_us": (drv1 - drv0) * per, "jvm_us": (jvm1 - jvm0) * per,
             "frames_per_sentence": frames / total_acked if total_acked else float("nan"),
+            "rounds_per_sentence": rounds / total_acked if total_acked else float("nan"),
             "steal": steal, "placement": placement, "hash_seeds": seeds,
             "load": os.getloadavg()[0], "p50_ms": measured.get("latency_p50_ms"),
             "p99_ms": measured.get("latency_p99_ms"),
@@ -444,6 +446,7 @@ def _topology(probe_dir: str, workers: int, spout: Any) -> Any:
 def line(row: dict[str, Any]) -> str:
     return (f"{row['index']:>3} {row['tps']:>10,.0f} {row['us_per_sentence']:>7.1f} "
             f"{row['driver_us']:>5.1f} {row['jvm_us']:>5.1f} {row['frames_per_sentence']:>7.4f} "
+            f"{row['rounds_per_sentence']:>6.3f} "
             f"{row['steal']:>6.1%} {row['load']:>5.1f} {_ms(row['p50_ms']):>5} {_ms(row['p99_ms']):>6} "
             f"{'-' if row['calibration_us'] is None else format(row['calibration_us'], '.3f'):>5}  "
             f"{','.join(row['hash_seeds'])}  "
@@ -454,7 +457,7 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-HEADER = ("  #     sent/s us/sent   drv   jvm  frames  steal  load   p50    p99   cal  seed  workers: "
+HEADER = ("  #     sent/s us/sent   drv   jvm  frames rounds  steal  load   p50    p99   cal  seed  workers: "
           "[tasks] busiest thread's core, ZeroMQ I/O thread's, migrations")
 
 
