@@ -3,7 +3,7 @@
     python -m benchmarks.spread [--runs 10] [--warmup 1] [--duration 3] [--workers 2]
                                 [--hash-seed inherit|fixed|random|N] [--no-daemon]
                                 [--pin none|workers|loops|squall|unpinned] [--rate R]
-                                [--calibrate] [--gc default|off]
+                                [--calibrate] [--conf KEY=VALUE ...] [--gc default|off]
                                 [--malloc-arena-max N] [--pythonmalloc malloc|pymalloc]
 
 Starts one ``SparkCluster`` (``local[N]``, as the ``squall-spark`` system of the benchmarks)
@@ -329,6 +329,19 @@ def correlation(xs: list[float], ys: list[float]) -> float:
         return float("nan")
 
 
+def conf_item(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of ``--conf``; the value read as JSON when it parses (numbers, true), else a string."""
+    import json
+
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--conf wants KEY=VALUE, not {text!r}")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
 def spread(values: list[float]) -> float:
     """Max ÷ min of ``values`` (nan when fewer than two or a zero)."""
     vals = [v for v in values if v is not None]
@@ -370,6 +383,7 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
     with tempfile.TemporaryDirectory(prefix="squall-spread-", ignore_cleanup_errors=True) as probe_dir:
         topology = _topology(probe_dir, args.workers, GcSpout(probe_dir, args.gc, args.rate))
         conf = wc.squall_conf(case)
+        conf.update(args.conf)
         if args.pin in ("squall", "unpinned"):
             conf["squall.spark.worker.cpu.pin"] = args.pin == "squall"
         cluster.submit_topology(name, conf, topology)
@@ -496,6 +510,9 @@ def main(argv: list[str] | None = None) -> int:
                              "kernel; squall / unpinned: squall.spark.worker.cpu.pin true / false in the "
                              "topology's conf; none: squall's default")
     parser.add_argument("--gc", choices=("default", "off"), default="default")
+    parser.add_argument("--conf", type=conf_item, action="append", default=[], metavar="KEY=VALUE",
+                        help="a topology setting for every submission (repeatable), e.g. "
+                             "squall.transfer.batch.time.ms=0.5")
     parser.add_argument("--calibrate", action="store_true",
                         help="time a fixed pure-Python word count in this process before and after each "
                              "submission (the machine's own speed), and correlate it with us/sent")
@@ -520,7 +537,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"spread: {args.runs} submissions of the acked word count, {args.workers} workers, "
           f"{args.warmup:g}s warm-up + {args.duration:g}s measured, "
           f"{f'paced at {args.rate:,.0f}/s' if args.rate else 'unpaced'}; hash seed {args.hash_seed}, "
-          f"daemon {'off' if args.no_daemon else 'on'}, pin {args.pin}, gc {args.gc}, env {env or '{}'}; "
+          f"daemon {'off' if args.no_daemon else 'on'}, pin {args.pin}, gc {args.gc}, env {env or '{}'}, "
+          f"conf {dict(args.conf) or '{}'}; "
           f"load {os.getloadavg()[0]:.2f}", flush=True)
     rows: list[dict[str, Any]] = []
     with SparkCluster(master=spark_master(args.workers), log_dir=str(LOG_DIR),

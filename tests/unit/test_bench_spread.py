@@ -125,3 +125,11 @@ def test_correlation_needs_three_points_and_some_variation():
     assert spread.correlation([1.0, 2.0, 3.0], [2.0, 4.0, 6.5]) == pytest.approx(1.0, abs=0.01)
     assert spread.correlation([1.0, 2.0], [1.0, 2.0]) != spread.correlation([1.0, 2.0], [1.0, 2.0])
     assert spread.correlation([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]) != 0.0  # nan, not an error
+
+
+def test_conf_items_read_json_values_else_strings():
+    assert spread.conf_item("squall.transfer.batch.time.ms=0.5") == ("squall.transfer.batch.time.ms", 0.5)
+    assert spread.conf_item("squall.spark.worker.cpu.pin=true") == ("squall.spark.worker.cpu.pin", True)
+    assert spread.conf_item("topology.name=a=b") == ("topology.name", "a=b")
+    with pytest.raises(Exception, match="KEY=VALUE"):
+        spread.conf_item("novalue")
