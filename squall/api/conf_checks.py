@@ -126,6 +126,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "topology.autoscale.max.parallelism": POSITIVE_INT_OR_NONE,
     "topology.worker.max.heap.size.mb": POSITIVE_NUMBER_OR_NONE,
     "squall.spark.worker.memory.base.mb": NUMBER_AT_LEAST_0,
+    "squall.spark.worker.cpu.pin": BOOLEAN,
 }
 
 

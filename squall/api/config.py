@@ -241,7 +241,7 @@ OTHER_TABLES: frozenset[str] = frozenset({
     "squall.scheduler.reserved.workers", "squall.scheduler.isolation",
     "squall.scheduler.cpu.slot.percent", "squall.scheduler.memory.slot.mb",
     "squall.scheduler.host.disk.slots", "squall.scheduler.host.memory.mb", "squall.task.disk.slots",
-    "squall.spark.worker.memory.base.mb",
+    "squall.spark.worker.memory.base.mb", "squall.spark.worker.cpu.pin",
 })
 
 # Storm's topology keys that squall accepts and does not use (its JVM, Kryo, ZooKeeper, RAS

@@ -56,6 +56,7 @@ from squall.runtime.errors import cut_entry
 from squall.runtime.plan import TaskPlan
 from squall.spark import coordination as co
 from squall.spark import settings as S
+from squall.spark.affinity import worker_core
 from squall.spark.jobs import SparkJobs
 from squall.spark.liveness import TaskLiveness, report_of
 from squall.spark.loop_calls import CALL_TIMEOUT, LoopCalls
@@ -419,6 +420,8 @@ class TopologyMaster:
             heartbeat_secs=self._heartbeat,
             master_timeout_secs=float(setting(self.conf, S.MASTER_TIMEOUT)),
             code_path=code.code_path, secret=self.secret, memory_limit_mb=limit,
+            core=worker_core(str(self.sc.master) if self.sc is not None else "", index,
+                             bool(setting(self.conf, S.WORKER_CPU_PIN))),
         )
         self.jobs.start(spec)
 

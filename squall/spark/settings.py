@@ -30,6 +30,7 @@ ENV_PACKAGES = "squall.spark.env.packages"
 ENV_PYTHON = "squall.spark.env.python"
 ENV_CACHE_DIR = "squall.spark.env.cache.dir"
 WORKER_MEMORY_BASE = "squall.spark.worker.memory.base.mb"
+WORKER_CPU_PIN = "squall.spark.worker.cpu.pin"
 
 SPARK_SETTINGS: tuple[Setting, ...] = (
     Setting(MASTER, "local[*]", "Spark master: local[N], spark://host:port, yarn, k8s://..."),
@@ -70,6 +71,9 @@ SPARK_SETTINGS: tuple[Setting, ...] = (
     Setting(WORKER_MEMORY_BASE, 256.0, "MB a worker's memory limit allows the Python worker itself, "
                                        "added to its tasks' memory asks (an idle worker holds about "
                                        "100 MB; squall.spark.memory, docs/scheduler.md)"),
+    Setting(WORKER_CPU_PIN, False, "on a local[N] master, every thread of worker i's process runs on "
+                                   "core i (mod the cores the driver may use; squall.spark.affinity); "
+                                   "cluster masters are not pinned"),
 )
 
 _DEFAULTS = {s.key: s.default for s in SPARK_SETTINGS}

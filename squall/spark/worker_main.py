@@ -34,8 +34,8 @@ from squall.runtime.private_dirs import private_directory
 from squall.runtime.process_usage import ProcessUsage
 from squall.runtime.sampling import TupleSampler
 from squall.runtime.worker import Worker
+from squall.spark import affinity, memory, worker_rescale
 from squall.spark import coordination as co
-from squall.spark import memory, worker_rescale
 from squall.spark.placement import worker_host
 from squall.spark.transport import ZmqTransport
 
@@ -73,6 +73,7 @@ class WorkerSpec:
     code_path: str | None = None
     secret: bytes | None = None  # the topology's secret: peers without it are ignored
     memory_limit_mb: float | None = None  # RSS over it ends the process (squall.spark.memory)
+    core: int | None = None  # every thread of the process runs there (squall.spark.affinity)
 
 
 def spark_task(spec: WorkerSpec) -> Any:
@@ -168,6 +169,7 @@ def run_worker(spec: WorkerSpec) -> dict:
     task (and, past Spark's retries, the master relaunches the job).
     """
     _setup_logging()
+    unpin = affinity.pin_process(spec.core)  # before ZeroMQ starts its I/O thread, which inherits it
     ctx = zmq.Context()
     hwm = max(4, int(spec.conf["topology.executor.send.buffer.size"])
               // int(spec.conf["squall.transfer.batch.size"]))
@@ -195,6 +197,7 @@ def run_worker(spec: WorkerSpec) -> dict:
         return link.serve(worker, transport, errors)
     finally:
         restore_rlimit()  # Spark may run its next task in this process
+        unpin()
         link.close()
         ctx.destroy(linger=0)
 

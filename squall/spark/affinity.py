@@ -1,0 +1,75 @@
+"""One core per worker process on a ``local[N]`` master (``squall.spark.worker.cpu.pin``).
+
+On a ``local`` master every worker is a Python process of this host, beside the driver
+and Spark's JVM, and the kernel places each worker's threads (its loop, ZeroMQ's I/O
+thread, the Spark task's thread) on whichever core it likes, afresh for every
+submission. With the setting on, the topology master gives worker ``i`` core ``i`` (mod
+the cores this process may run on), and the worker pins every thread of its process
+there before it opens a socket; threads started later inherit the mask. Cluster masters
+are left alone: an executor's cores are Spark's to share among its tasks and other
+applications, and squall does not know which are free.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable
+
+from squall.spark.context import local_slots
+
+log = logging.getLogger("squall.spark.affinity")
+
+
+def worker_core(master: str, index: int, enabled: bool, cores: Iterable[int] | None = None) -> int | None:
+    """The core worker ``index`` runs on, or None (the setting off, or not a ``local`` master).
+
+    ``cores``: the cores to deal out (default: those this process may run on).
+    """
+    if not enabled or local_slots(master) is None:
+        return None
+    allowed = sorted(os.sched_getaffinity(0) if cores is None else cores)
+    if not allowed:
+        return None
+    return allowed[index % len(allowed)]
+
+
+def pin_process(core: int | None) -> Callable[[], None]:
+    """Pin every thread of this process to ``core``; returns what gives the old masks back.
+
+    ``sched_setaffinity`` sets one thread's mask: each thread of ``/proc/self/task`` is set.
+    A core this process may not use (a cpuset changed) is logged and skipped.
+    """
+    if core is None:
+        return lambda: None
+    before: dict[int, set[int]] = {}
+    for tid in _threads():
+        try:
+            before[tid] = os.sched_getaffinity(tid)
+            os.sched_setaffinity(tid, {core})
+        except OSError as e:  # the thread ended meanwhile, or the core is not ours
+            if tid in (0, os.getpid()):
+                log.warning("worker not pinned to core %d: %s", core, e)
+                _restore(before)
+                return lambda: None
+
+    def restore() -> None:
+        _restore(before)
+    return restore
+
+
+def _restore(before: dict[int, set[int]]) -> None:
+    for tid, mask in before.items():
+        try:
+            os.sched_setaffinity(tid, mask)
+        except OSError:  # the thread has ended
+            pass
+
+
+def _threads() -> list[int]:
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:  # no /proc: this thread only
+        return [0]
+    # the main thread first: its failure means the core is not ours
+    return sorted(tids, key=lambda t: t != os.getpid())
