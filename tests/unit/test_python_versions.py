@@ -2,8 +2,8 @@
 
 ``make test`` runs every test on the main venv's Python (3.11) and the unit and integration
 tests on a second one (3.13) when ``scripts/setup-python-second.sh`` finds it (the Makefile's
-``test-second-python``, which ``scripts/run-tests.sh`` runs). pyproject.toml's classifiers must name exactly those, and this run's
-Python must be one of them.
+``test-second-python``, which ``scripts/run-tests.sh`` runs). pyproject.toml's classifiers must
+name exactly those, and this run's Python must be one of them.
 """
 
 from __future__ import annotations
