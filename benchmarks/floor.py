@@ -28,7 +28,10 @@ from benchmarks.peers._common import PIPELINE_STEPS, SENTENCES, split
 
 
 class NullCollector:
-    """Keeps the last batch of emitted values; counts emits (what the drivers check)."""
+    """Keeps the last batch of emitted values; counts emits (what the drivers check); acks nothing.
+
+    Also the free engine of ``benchmarks.opcodes --floor``.
+    """
 
     __slots__ = ("out", "emits")
 
@@ -40,6 +43,9 @@ class NullCollector:
         self.out.append(values)
         self.emits += 1
         return []
+
+    def ack(self, tup: Any) -> None:
+        pass
 
     def take(self) -> list[list]:
         out, self.out = self.out, []
@@ -73,8 +79,14 @@ def pipeline_api(n: int, probe_dir: str) -> tuple[float, int]:
             for i, step in enumerate(PIPELINE_STEPS)]
     for m in maps:
         m.prepare({}, _Context())
-    take = collector.take
     t0 = time.perf_counter()
+    run_pipeline(spout, maps, collector, n)
+    return time.perf_counter() - t0, collector.emits
+
+
+def run_pipeline(spout: Any, maps: list, collector: NullCollector, n: int) -> None:
+    """``n`` sentences from ``spout`` through ``maps`` in turn, each acked: the API's calls alone."""
+    take = collector.take
     for msg_id in range(n):
         spout.next_tuple()
         values = take()[0]
@@ -82,7 +94,6 @@ def pipeline_api(n: int, probe_dir: str) -> tuple[float, int]:
             m.execute(values, collector)
             values = take()[0]
         spout.ack(msg_id)
-    return time.perf_counter() - t0, collector.emits
 
 
 def wordcount_api(n: int, probe_dir: str) -> tuple[float, int]:

@@ -195,49 +195,22 @@ def _drive_once(n: int, sentences: int, acking: bool, workload: str = "wordcount
     drive(ws, sentences)
 
 
-class _FreeCollector:
-    """A collector that costs nothing: keeps what is emitted, acks nothing (``--floor``)."""
-
-    __slots__ = ("out", "emits")
-
-    def __init__(self) -> None:
-        self.out: list[list] = []
-        self.emits = 0
-
-    def emit(self, values: list, *args: Any, **kwargs: Any) -> list[int]:
-        self.out.append(values)
-        self.emits += 1
-        return []
-
-    def ack(self, tup: Any) -> None:
-        pass
-
-    def take(self) -> list[list]:
-        out, self.out = self.out, []
-        return out
-
-
 def drive_free(sentences: int, workload: str = "wordcount") -> int:
     """The same components driven by hand, with no engine: Storm's API calls alone.
 
     As ``benchmarks.floor`` (which drives the benchmark's own components), a bolt gets its
     values list as the tuple. Returns the emits made.
     """
-    collector = _FreeCollector()
+    from benchmarks.floor import NullCollector, run_pipeline
+
+    collector = NullCollector()
     spout = CountedSpout(sentences)
     spout.open({}, None, collector)
     take = collector.take
     if workload == "pipeline":
         from benchmarks.peers._common import PIPELINE_STEPS
 
-        maps = [MapStep(step) for step in PIPELINE_STEPS]
-        for msg_id in range(sentences):
-            spout.next_tuple()
-            values = take()[0]
-            for m in maps:
-                m.execute(values, collector)
-                values = take()[0]
-            spout.ack(msg_id)
+        run_pipeline(spout, [MapStep(step) for step in PIPELINE_STEPS], collector, sentences)
     else:
         splitter, counter = Split(), Count()
         counter.prepare({}, None, collector)

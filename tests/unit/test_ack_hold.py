@@ -14,12 +14,10 @@ from typing import Any
 
 import pytest
 
-from squall import BasicBolt, Bolt, Config, Fields, Spout, TopologyBuilder
+from squall import BasicBolt, Bolt, Config, Fields, TopologyBuilder
 from squall.api.errors import FailedException
-from squall.runtime.plan import make_plan
-from squall.runtime.submission import prepare_conf, prepare_topology
-from squall.runtime.transport import InProcessHub
 from squall.runtime.worker import Worker
+from tests.unit.one_worker import SteppedSpout, emit_and_run, open_worker, spout_task
 
 WORDS = 3
 ACKED: list[Any] = []
@@ -29,26 +27,14 @@ FAILED: list[Any] = []
 SCRIPT: list[str] = []
 
 
-class Sentences(Spout):
-    """Emits one tuple each time the test allows one (``todo``), tracked."""
-
-    def open(self, conf: dict, context: Any, collector: Any) -> None:
-        self.collector, self.i, self.todo = collector, 0, 0
-
-    def next_tuple(self) -> None:
-        if self.todo:
-            self.todo -= 1
-            self.collector.emit([self.i], msg_id=self.i)
-            self.i += 1
+class Sentences(SteppedSpout):
+    """The stepped spout, its acks and fails recorded."""
 
     def ack(self, msg_id: Any) -> None:
         ACKED.append(msg_id)
 
     def fail(self, msg_id: Any) -> None:
         FAILED.append(msg_id)
-
-    def declare_output_fields(self, declarer: Any) -> None:
-        declarer.declare(Fields("n"))
 
 
 class Split(BasicBolt):
@@ -96,16 +82,8 @@ def _worker() -> Worker:
     builder.set_bolt("mid", Mid()).shuffle_grouping("split")
     builder.set_bolt("sink", FailingSink()).shuffle_grouping("mid")
     conf = Config()
-    conf.set_num_workers(1)
     conf.set_num_ackers(1)
-    topology = builder.create_topology()
-    merged = prepare_conf(conf, topology)
-    topology = prepare_topology(topology)
-    plan = make_plan(topology, merged)
-    worker = Worker(topology_name="ackhold", topology=topology, conf=merged, plan=plan, index=0,
-                    transport=InProcessHub(1, 64).endpoint(0))
-    worker.open_tasks()
-    return worker
+    return open_worker(builder, conf, "ackhold")
 
 
 def _run(script: list[str], sentences: int = 1) -> tuple[Worker, Any]:
@@ -113,11 +91,7 @@ def _run(script: list[str], sentences: int = 1) -> tuple[Worker, Any]:
     FAILED.clear()
     SCRIPT[:] = script
     worker = _worker()
-    spout: Any = next(t for t in worker.spouts if t.component == "s")
-    spout.spout.todo = sentences
-    for _ in range(20):
-        spout.idle_until, spout.idle_streak = 0.0, 0
-        worker.run_once()
+    emit_and_run(worker, spout_task(worker), sentences)
     acker = next(t for t in worker.tasks.values() if t.kind == "acker")
     return worker, acker
 
@@ -126,7 +100,7 @@ def test_the_tree_whose_words_are_acked_in_one_call_completes_and_leaves_the_led
     worker, acker = _run(["ack"] * WORDS, sentences=2)
     assert (sorted(ACKED), FAILED) == ([0, 1], [])
     assert len(acker.ledger) == 0
-    assert not next(t for t in worker.spouts if t.component == "s").pending
+    assert not spout_task(worker).pending
 
 
 def test_a_run_of_one_trees_acks_in_one_process_call_is_one_ledger_update():

@@ -13,29 +13,11 @@ from typing import Any
 
 import pytest
 
-from squall import BasicBolt, Bolt, Config, Fields, Spout, TopologyBuilder
-from squall.runtime.plan import make_plan
-from squall.runtime.submission import prepare_conf, prepare_topology
-from squall.runtime.transport import InProcessHub
+from squall import BasicBolt, Bolt, Config, TopologyBuilder
 from squall.runtime.worker import Worker
+from tests.unit.one_worker import SteppedSpout, emit_and_run, open_worker, spout_task
 
 SEEN: list[int] = []
-
-
-class Numbers(Spout):
-    """Emits one tuple each time the test allows one (``todo``)."""
-
-    def open(self, conf: dict, context: Any, collector: Any) -> None:
-        self.collector, self.i, self.todo = collector, 0, 0
-
-    def next_tuple(self) -> None:
-        if self.todo:
-            self.todo -= 1
-            self.collector.emit([self.i], msg_id=self.i)
-            self.i += 1
-
-    def declare_output_fields(self, declarer: Any) -> None:
-        declarer.declare(Fields("n"))
 
 
 class RecordBasic(BasicBolt):
@@ -60,39 +42,24 @@ class RecordRich(Bolt):
 
 def _worker(bolt: Bolt | BasicBolt) -> Worker:
     builder = TopologyBuilder()
-    builder.set_spout("s", Numbers())
+    builder.set_spout("s", SteppedSpout())
     builder.set_bolt("rec", bolt).shuffle_grouping("s")
     conf = Config()
-    conf.set_num_workers(1)
     conf["squall.chaining"] = False  # queued: the tuple waits in rec's inbox
-    topology = builder.create_topology()
-    merged = prepare_conf(conf, topology)
-    topology = prepare_topology(topology)
-    plan = make_plan(topology, merged)
-    worker = Worker(topology_name="inbox", topology=topology, conf=merged, plan=plan, index=0,
-                    transport=InProcessHub(1, 64).endpoint(0))
-    worker.open_tasks()
-    return worker
-
-
-def _emit_one(worker: Worker, spout: Any, rounds: int = 20) -> None:
-    spout.spout.todo = 1
-    spout.idle_until, spout.idle_streak = 0.0, 0  # no progressive wait from the last round
-    for _ in range(rounds):
-        worker.run_once()
+    return open_worker(builder, conf, "inbox")
 
 
 @pytest.mark.parametrize("bolt", [RecordBasic, RecordRich], ids=["basic", "rich"])
 def test_a_task_whose_inbox_is_replaced_takes_tuples_from_the_new_one(bolt):
     SEEN.clear()
     worker = _worker(bolt())
-    spout = next(t for t in worker.spouts if t.component == "s")
-    _emit_one(worker, spout)
+    spout = spout_task(worker)
+    emit_and_run(worker, spout)
     assert SEEN == [0]
     rec = next(t for t in worker.tasks.values() if t.component == "rec")
     old = rec.inbox
     rec.inbox = deque()
-    _emit_one(worker, spout)  # the worker's transfer keeps each inbox's append: the old one
+    emit_and_run(worker, spout)  # the worker's transfer keeps each inbox's append: the old one
     assert SEEN == [0] and len(old) == 1
     rec.inbox.append(old.popleft())
     assert rec.process(10) == 1
