@@ -251,7 +251,13 @@ class Worker(Transfer):
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the loop thread to end; True if it did."""
-        return self.stopped.wait(timeout)
+        if not self.stopped.wait(timeout):
+            return False
+        thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return True
+        thread.join(timeout)  # it returns right after setting ``stopped``
+        return not thread.is_alive()
 
     # ---- what others read --------------------------------------------------------------
 

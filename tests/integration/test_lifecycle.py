@@ -280,3 +280,20 @@ def test_without_ackers_a_spout_counts_each_emit_as_acked_once():
     comps = info["components"]
     assert comps["spout"]["emitted"] == 50 and comps["spout"]["acked"] == 50
     assert comps["split"]["emitted"] == 150 and comps["count"]["acked"] == 150
+
+
+def test_a_joined_worker_has_no_loop_thread_left():
+    # the loop thread sets ``stopped`` and then still releases the waiting commands: a join
+    # that returned on the event alone could leave the thread running (seen under load)
+    with LocalCluster() as cluster:
+        cluster.submit_topology("a", conf(1), counting_topology())
+        [worker] = cluster.workers("a")
+        release = worker.commands.release
+
+        def slow_release():
+            time.sleep(0.3)
+            release()
+
+        worker.commands.release = slow_release
+        cluster.kill_topology("a")
+        assert not worker._thread.is_alive()

@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -55,19 +54,13 @@ def _spark_env() -> dict:
 
 
 def _wait_alive_workers(ui: str, timeout: float) -> None:
-    import json
+    from tests.spark.helpers import alive_hosts
 
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{ui}/json", timeout=2) as resp:
-                state = json.load(resp)
-            if any(w.get("state") == "ALIVE" for w in state.get("workers", [])):
-                return
-        except OSError:
-            pass
+    while not alive_hosts(ui):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"standalone Spark worker did not register with the master within {timeout}s")
         time.sleep(0.3)
-    raise RuntimeError(f"standalone Spark worker did not register with the master within {timeout}s")
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,22 @@ def wait_worker_back(cluster, name: str, worker: int, old_pid: int, timeout: flo
     raise AssertionError(f"worker {worker} did not come back within {timeout}s")
 
 
+def alive_hosts(ui: str) -> list[str]:
+    """Hosts of the Workers a standalone master lists alive, from its UI's ``/json``.
+
+    [] while the UI is not up, or answers with something else than JSON (it served an HTML
+    page at /json while starting, more than once).
+    """
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{ui}/json", timeout=2) as resp:
+            return [w["host"] for w in json.load(resp).get("workers", []) if w.get("state") == "ALIVE"]
+    except (OSError, ValueError):
+        return []
+
+
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 right now."""
     with socket.socket() as s:

@@ -36,6 +36,7 @@ from tests.fault_seeds import fault_seeds as shared_fault_seeds
 from tests.integration.test_stateful import committed_counts
 from tests.redis_server import RedisServer
 from tests.spark import eo_topology as eo
+from tests.spark import helpers
 from tests.spark.test_supervisor_faults import Hosts
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -63,19 +64,6 @@ def redis(tmp_path_factory):
         server.stop()
 
 
-def alive_hosts(ui: str) -> list[str]:
-    """Hosts of the Workers the master lists alive ([] while its UI is not up, or answers
-    with something else than JSON: it once served an HTML page at /json while starting)."""
-    import json
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"{ui}/json", timeout=2) as resp:
-            return [w["host"] for w in json.load(resp).get("workers", []) if w.get("state") == "ALIVE"]
-    except (OSError, ValueError):
-        return []
-
-
 class TwoHosts(Hosts):
     """``Hosts`` whose wait for a Worker tolerates a master UI still starting; 2 GB per
     Worker, room for the executors of both applications (the test's and Nimbus's)."""
@@ -86,7 +74,7 @@ class TwoHosts(Hosts):
                                "--cores", str(cores), "--memory", "2g", "--webui-port", "0",
                                "--work-dir", str(self.work / host)], host)
         deadline = time.monotonic() + 120
-        while host not in alive_hosts(self.ui):
+        while host not in helpers.alive_hosts(self.ui):
             assert time.monotonic() < deadline, f"the Worker on {host} did not register; logs in {self.work}"
             time.sleep(0.3)
 

@@ -45,17 +45,6 @@ class CoresBolt(Bolt):
 HOSTS = {"127.0.0.2": 2, "127.0.0.3": 1, "127.0.0.4": 1}  # host -> cores
 
 
-def _alive(ui: str) -> list[str]:
-    import json
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"{ui}/json", timeout=2) as resp:
-            return [w["host"] for w in json.load(resp).get("workers", []) if w.get("state") == "ALIVE"]
-    except OSError:
-        return []
-
-
 @pytest.fixture(scope="module")
 def three_hosts(tmp_path_factory):
     """A standalone master on 127.0.0.1 and a Worker on each of HOSTS; yields (url, ui)."""
@@ -90,8 +79,8 @@ def three_hosts(tmp_path_factory):
                                      "--cores", str(cores), "--memory", "1g", "--webui-port", "0",
                                      "--work-dir", str(work / host)], host)
         deadline = time.monotonic() + 90
-        while sorted(_alive(ui)) != sorted(HOSTS):
-            assert time.monotonic() < deadline, f"Workers alive: {_alive(ui)}; logs in {work}"
+        while sorted(helpers.alive_hosts(ui)) != sorted(HOSTS):
+            assert time.monotonic() < deadline, f"Workers alive: {helpers.alive_hosts(ui)}; logs in {work}"
             time.sleep(0.3)
         yield url, ui
     finally:

@@ -10,11 +10,9 @@ killed worker, runs on hosts of their own: ``tests/nimbus/test_hosts_cluster.py`
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -61,15 +59,6 @@ def bare_python(tmp_path_factory) -> str:
     return python
 
 
-def _alive_workers(ui: str) -> set[str]:
-    try:
-        with urllib.request.urlopen(f"{ui}/json", timeout=2) as resp:
-            state = json.load(resp)
-    except OSError:
-        return set()
-    return {w["host"] for w in state.get("workers", []) if w.get("state") == "ALIVE"}
-
-
 @pytest.fixture(scope="module")
 def bare_cluster(tmp_path_factory, bare_python):
     """A master on 127.0.0.1 and a 1-core Worker on each of HOSTS, executors on the bare Python."""
@@ -99,7 +88,8 @@ def bare_cluster(tmp_path_factory, bare_python):
                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
             if name == "master":
                 _wait_port(port, 90)
-        helpers.wait_until(lambda: _alive_workers(ui) == set(HOSTS), 120, "both Workers registering")
+        helpers.wait_until(lambda: set(helpers.alive_hosts(ui)) == set(HOSTS), 120,
+                           "both Workers registering")
         yield url, ui, work
     finally:
         for p in reversed(procs):

@@ -23,7 +23,7 @@ from tests.spark import helpers
 from tests.spark import topo_module as tm
 from tests.spark.conftest import _kill_group, _spark_env, _wait_port
 from tests.spark.helpers import free_port
-from tests.spark.test_placement import _alive, wordcount
+from tests.spark.test_placement import wordcount
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -65,7 +65,8 @@ class Hosts:
             f"worker-{host}", ["org.apache.spark.deploy.worker.Worker", self.url, "--host", host,
                                "--cores", str(cores), "--memory", "1g", "--webui-port", "0",
                                "--work-dir", str(self.work / host)], host)
-        helpers.wait_until(lambda: host in _alive(self.ui), 90, f"the Worker on {host} to register")
+        helpers.wait_until(lambda: host in helpers.alive_hosts(self.ui), 90,
+                           f"the Worker on {host} to register")
 
     def kill_worker(self, host: str) -> None:
         """SIGKILL the Worker daemon of ``host`` only (its executors notice and exit)."""
