@@ -19,7 +19,9 @@ with the quick profile's warm-up and measured window. Per submission it prints:
   acked sentence over the whole submission (the workers' heartbeats, ``transfer_stats``);
 - ``steal``: the share of the machine's CPU time the hypervisor gave to others meanwhile;
 - per worker: its busiest thread's core (``c0 97%``: seen on core 0 in 97% of samples) and
-  that of its ZeroMQ I/O thread, the thread migrations seen, and the tasks it holds
+  that of its ZeroMQ I/O thread, each with the cores it used in the window (``0.71``: 0.71
+  CPU seconds a second), the other threads' together (``rest``), the thread migrations
+  seen, and the tasks it holds
   (``A``: an acker, ``se``: the sentence spout, ...);
 - the workers' ``PYTHONHASHSEED`` (from ``/proc/<pid>/environ``).
 
@@ -235,6 +237,7 @@ class CoreSampler:
         self.comm: dict[tuple[int, int], str] = {}
         self.cpu0: dict[tuple[int, int], float] = {}
         self.cpu1: dict[tuple[int, int], float] = {}
+        self.t0 = self.t1 = 0.0  # monotonic time of the first and the last sample
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="spread-sampler", daemon=True)
 
@@ -246,6 +249,7 @@ class CoreSampler:
         self._thread.join()
 
     def _run(self) -> None:
+        self.t0 = self.t1 = time.monotonic()
         while not self._stop.is_set():
             for pid in self.pids:
                 for tid in threads(pid):
@@ -257,18 +261,27 @@ class CoreSampler:
                     self.cpu0.setdefault(key, stat[1])
                     self.cpu1[key] = stat[1]
                     self.cores.setdefault(key, []).append(stat[2])
+            self.t1 = time.monotonic()
             self._stop.wait(SAMPLE_SECS)
 
     def describe(self, pid: int) -> str:
-        """``loop c0 97% io c1 60% mig 3``: the busiest thread's and ZeroMQ I/O thread's cores."""
+        """``loop c0 97% 0.71 io c1 60% 0.12 rest 0.01 mig 3``: where the threads ran and what they used.
+
+        The busiest thread's and the ZeroMQ I/O thread's cores, each with the cores it used
+        (CPU seconds per second sampled), the other threads' together, the migrations.
+        """
         keys = [k for k in self.cores if k[0] == pid]
         if not keys:
             return "no samples"
-        busiest = max(keys, key=lambda k: self.cpu1[k] - self.cpu0[k])
-        io = [k for k in keys if self.comm[k].startswith("ZMQbg/IO")]
-        parts = [f"loop {_core_share(self.cores[busiest])}"]
+        used = {k: self.cpu1[k] - self.cpu0[k] for k in keys}
+        busiest = max(keys, key=lambda k: used[k])
+        io = [k for k in keys if self.comm[k].startswith("ZMQbg/IO") and k != busiest]
+        span = max(1e-9, self.t1 - self.t0)
+        parts = [f"loop {_core_share(self.cores[busiest])} {used[busiest] / span:.2f}"]
         if io:
-            parts.append(f"io {_core_share(self.cores[io[0]])}")
+            parts.append(f"io {_core_share(self.cores[io[0]])} {sum(used[k] for k in io) / span:.2f}")
+        rest = sum(used[k] for k in keys if k != busiest and k not in io)
+        parts.append(f"rest {rest / span:.2f}")
         migrations = sum(_changes(self.cores[k]) for k in keys)
         parts.append(f"mig {migrations}")
         return " ".join(parts)
@@ -471,8 +484,8 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-HEADER = ("  #     sent/s us/sent   drv   jvm  frames rounds  steal  load   p50    p99   cal  seed  workers: "
-          "[tasks] busiest thread's core, ZeroMQ I/O thread's, migrations")
+HEADER = ("  #     sent/s us/sent   drv   jvm  frames rounds  steal  load   p50    p99   cal  seed  "
+          "workers: [tasks] busiest thread's core and cores used, ZeroMQ I/O thread's, the rest, migrations")
 
 
 def summary(rows: list[dict[str, Any]]) -> str:

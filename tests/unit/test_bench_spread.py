@@ -133,3 +133,13 @@ def test_conf_items_read_json_values_else_strings():
     assert spread.conf_item("topology.name=a=b") == ("topology.name", "a=b")
     with pytest.raises(Exception, match="KEY=VALUE"):
         spread.conf_item("novalue")
+
+
+def test_each_worker_line_gives_the_cores_its_loop_its_io_thread_and_the_rest_used():
+    s = spread.CoreSampler([7])
+    s.comm = {(7, 1): "python", (7, 2): "ZMQbg/IO/0", (7, 3): "python"}
+    s.cores = {(7, 1): [0, 0, 1, 0], (7, 2): [1, 1, 1, 1], (7, 3): [0, 0, 0, 0]}
+    s.cpu0 = dict.fromkeys(s.comm, 1.0)
+    s.cpu1 = {(7, 1): 2.5, (7, 2): 1.2, (7, 3): 1.1}  # CPU seconds over 2 s sampled
+    s.t0, s.t1 = 10.0, 12.0
+    assert s.describe(7) == "loop c0 75% 0.75 io c1 100% 0.10 rest 0.05 mig 2"
