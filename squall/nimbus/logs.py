@@ -28,6 +28,7 @@ def read_log(path: str | os.PathLike, offset: int | None = None, pid: int | None
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(limit)
+        size = max(size, os.fstat(f.fileno()).st_size)  # it may have grown since
     end = start + len(data)
     if data and not data.endswith(b"\n"):
         cut = data.rfind(b"\n")

@@ -29,3 +29,13 @@ def test_one_workers_lines(tmp_path):
                    "x squall master t pid 9 c\n")
     assert read_log(log, pid=12)["text"] == "x squall worker pid 12 INFO a\n"
     assert read_log(log, pid=123)["text"] == "x squall worker pid 123 INFO b\n"
+
+
+def test_the_size_is_never_short_of_the_offset_when_the_log_grows_during_the_read(tmp_path, monkeypatch):
+    # the file's size was taken, then a worker wrote more before the read (make test's UI run)
+    log = tmp_path / "t-1.log"
+    log.write_bytes(b"one\ntwo\nthree\n")
+    monkeypatch.setattr("squall.nimbus.logs.os.path.getsize", lambda path: 4)
+    page = read_log(log, 0)
+    assert page["text"] == "one\ntwo\nthree\n" and page["offset"] == 14
+    assert page["offset"] <= page["size"] == 14
