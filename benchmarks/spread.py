@@ -59,10 +59,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.peers._common import Window
-from benchmarks.peers._measure import figures, read_probes
+from benchmarks.peers._measure import children, figures, read_probes
+from benchmarks.scale_data import cpu_secs
 from benchmarks.workloads import MAX_RATE, QUICK, make_case
 from benchmarks.workloads import wordcount as wc
 from benchmarks.workloads.components import SentenceSpout
+from squall.spark.affinity import threads
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SAMPLE_SECS = 0.05  # how often each worker thread's core is looked at
@@ -135,14 +137,6 @@ def pin(pid: int, cpus: set[int]) -> int:
     return done
 
 
-def threads(pid: int) -> list[int]:
-    """The thread ids of process ``pid`` (none once it is gone)."""
-    try:
-        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return []
-
-
 def _wait_gone(pids: list[int], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while any(os.path.exists(f"/proc/{pid}") for pid in pids) and time.monotonic() < deadline:
@@ -179,12 +173,6 @@ def read_stat(path: str) -> tuple[str, float, int] | None:
         return None
 
 
-def process_cpu(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` (all its threads), 0 once it is gone."""
-    stat = read_stat(f"/proc/{pid}/stat")
-    return stat[1] if stat else 0.0
-
-
 def steal_ticks() -> tuple[int, int]:
     """(steal, total) ticks of the machine from ``/proc/stat``."""
     with open("/proc/stat") as f:
@@ -204,24 +192,9 @@ def hash_seed_of(pid: int) -> str:
     return "unset"
 
 
-def children(pid: int) -> list[int]:
-    """Direct children of ``pid``."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    text = f.read()
-            except OSError:
-                continue
-            if int(text[text.rindex(")") + 2:].split()[1]) == pid:
-                out.append(int(entry))
-    return out
-
-
 def jvm_pid() -> int | None:
     """Spark's JVM: the ``java`` child of this process."""
-    for pid in children(os.getpid()):
+    for pid in children().get(os.getpid(), []):
         stat = read_stat(f"/proc/{pid}/stat")
         if stat and stat[0] == "java":
             return pid
@@ -415,12 +388,12 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
             sampler = CoreSampler(list(pids.values()))
             window.sleep_until(window.t0)
             sampler.start()
-            cpu0 = {pid: process_cpu(pid) for pid in pids.values()}
-            drv0, jvm0 = process_cpu(os.getpid()), process_cpu(jvm) if jvm else 0.0
+            cpu0 = {pid: cpu_secs(pid) for pid in pids.values()}
+            drv0, jvm0 = cpu_secs(os.getpid()), cpu_secs(jvm) if jvm else 0.0
             steal0 = steal_ticks()
             window.sleep_until(window.t1)
-            cpu1 = {pid: process_cpu(pid) for pid in pids.values()}
-            drv1, jvm1 = process_cpu(os.getpid()), process_cpu(jvm) if jvm else 0.0
+            cpu1 = {pid: cpu_secs(pid) for pid in pids.values()}
+            drv1, jvm1 = cpu_secs(os.getpid()), cpu_secs(jvm) if jvm else 0.0
             steal1 = steal_ticks()
             sampler.stop()
             seeds = sorted({hash_seed_of(pid) for pid in pids.values()})

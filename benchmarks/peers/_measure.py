@@ -150,7 +150,8 @@ class Latencies:
 
 # ---- memory ------------------------------------------------------------------------------
 
-def _children() -> dict[int, list[int]]:
+def children() -> dict[int, list[int]]:
+    """Each process's direct children, by parent pid (from ``/proc``)."""
     kids: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -185,7 +186,7 @@ def tree_rss(pid: int | None = None) -> dict[str, Any]:
     Pages shared between processes (a forked worker's) count once per process.
     """
     root = os.getpid() if pid is None else pid
-    kids = _children()
+    kids = children()
     todo, seen = [root], []
     while todo:
         p = todo.pop()

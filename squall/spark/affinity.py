@@ -43,7 +43,8 @@ def pin_process(core: int | None) -> Callable[[], None]:
     if core is None:
         return lambda: None
     before: dict[int, set[int]] = {}
-    for tid in _threads():
+    # the main thread first: its failure means the core is not ours; no /proc: this thread
+    for tid in threads() or [0]:
         try:
             before[tid] = os.sched_getaffinity(tid)
             os.sched_setaffinity(tid, {core})
@@ -53,9 +54,7 @@ def pin_process(core: int | None) -> Callable[[], None]:
                 _restore(before)
                 return lambda: None
 
-    def restore() -> None:
-        _restore(before)
-    return restore
+    return lambda: _restore(before)
 
 
 def _restore(before: dict[int, set[int]]) -> None:
@@ -66,10 +65,14 @@ def _restore(before: dict[int, set[int]]) -> None:
             pass
 
 
-def _threads() -> list[int]:
+def threads(pid: int | None = None) -> list[int]:
+    """The thread ids of process ``pid`` (default: this one), its main thread first.
+
+    [] once it is gone, or where there is no ``/proc``.
+    """
+    me = os.getpid() if pid is None else pid
     try:
-        tids = [int(t) for t in os.listdir("/proc/self/task")]
-    except OSError:  # no /proc: this thread only
-        return [0]
-    # the main thread first: its failure means the core is not ours
-    return sorted(tids, key=lambda t: t != os.getpid())
+        tids = [int(t) for t in os.listdir(f"/proc/{me}/task")]
+    except OSError:
+        return []
+    return sorted(tids, key=lambda t: t != me)
