@@ -94,8 +94,8 @@ def in_process(workers: int, sentences: int = 3000) -> dict[str, float]:
     opcodes.drive(ws, sentences)
     after = dict(zero)
     for w in ws:
-        for k, v in w.transfer_stats().items():
-            after[k] += v
+        for k in TRANSFER_KEYS:
+            after[k] += w.transfer_stats().get(k, 0)
         after["transferred"] += sum(t.metrics.transferred for t in w.tasks.values())
     after["acked"] = float(sentences)
     return per_sentence(zero, after)
