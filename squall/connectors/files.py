@@ -1,9 +1,10 @@
 """``FileSpout``: the lines of the files in a directory, new files and appended lines.
 
 Each line (without its line break) is a tuple on ``Fields("line")``; its msg id is
-``(file name, byte offset)``. Files are shared among the spout's tasks by a stable hash of
-their names. A line is emitted once it is complete (ends with a newline), so a line being
-written is read when its writer finishes it.
+``(file name, byte offset)``. Files are shared among the spout's tasks by their names
+(``squall.connectors.sharing.owner_of``: numbered and dated names spread evenly). A line is
+emitted once it is complete (ends with a newline), so a line being written is read when its
+writer finishes it.
 
 Progress: per file, the offset below which every line is acked (or dead-lettered), written
 atomically to ``<progress>/<file name>.offset`` at most every ``commit_interval_secs`` on the
@@ -40,8 +41,8 @@ from squall.api.components import OutputFieldsDeclarer, SeekableSpout
 from squall.api.fields import Fields
 from squall.connectors.progress import Watermark
 from squall.connectors.reliable import ReliableSpout
+from squall.connectors.sharing import owner_of
 from squall.runtime import clock
-from squall.runtime.hashing import stable_hash
 
 log = logging.getLogger("squall.connectors.files")
 
@@ -135,8 +136,8 @@ class FileSpout(ReliableSpout, SeekableSpout):
         return self._lines.pop()
 
     def mine(self, name: str) -> bool:
-        """Whether file ``name`` belongs to this task (a stable hash of its name)."""
-        return stable_hash(name) % self.tasks == self.index
+        """Whether file ``name`` belongs to this task (``sharing.owner_of`` its name)."""
+        return owner_of(name, self.tasks) == self.index
 
     def _poll(self) -> None:
         names = sorted(e.name for e in os.scandir(self.root)
@@ -214,12 +215,13 @@ class FileSpout(ReliableSpout, SeekableSpout):
     def merge_positions(positions: list, index: int, tasks: int) -> dict[str, int]:
         """Task ``index`` of ``tasks``: the entries of the files it owns, from the old tasks' positions.
 
-        Each file had one owner before (its name's hash), so its entry is that task's.
+        Each file had one owner before, so its entry is that task's; ``mine`` takes the same
+        files (``sharing.owner_of``).
         """
         merged: dict[str, int] = {}
         for old in positions:
             for name, offset in (old or {}).items():
-                if stable_hash(str(name)) % tasks == index:
+                if owner_of(str(name), tasks) == index:
                     merged[str(name)] = int(offset)
         return merged
 

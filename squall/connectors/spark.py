@@ -62,8 +62,8 @@ from squall.connectors.engines import (  # noqa: F401 - re-exported
 from squall.connectors.files import SourceTruncatedError, write_atomically
 from squall.connectors.progress import Watermark
 from squall.connectors.reliable import ReliableSpout
+from squall.connectors.sharing import owner_of
 from squall.runtime import clock
-from squall.runtime.hashing import stable_hash
 
 log = logging.getLogger("squall.connectors.spark")
 
@@ -74,11 +74,12 @@ class DataFrameSpout(ReliableSpout, SeekableSpout):
     """Rows of a DataFrame as tuples (its columns as fields), resumable over acked rows.
 
     Give ``path`` (with ``format``, ``options``, ``schema`` as ``spark.read`` takes them)
-    for a file-based source, read file by file and shared among the spout's tasks by a
-    stable hash of the file name; or ``query``, a picklable ``spark -> DataFrame``, read
-    by the spout's first task only. ``fields``: the columns, read from the source at build
-    time when not given. ``progress``: the directory for committed progress (required).
-    ``follow``: keep looking for new files every ``poll_secs`` once all are read.
+    for a file-based source, read file by file and shared among the spout's tasks by the
+    file's path (``squall.connectors.sharing.owner_of``); or ``query``, a picklable
+    ``spark -> DataFrame``, read by the spout's first task only. ``fields``: the columns,
+    read from the source at build time when not given. ``progress``: the directory for
+    committed progress (required). ``follow``: keep looking for new files every
+    ``poll_secs`` once all are read.
     """
 
     def __init__(self, path: str | os.PathLike | None = None, *, progress: str | os.PathLike,
@@ -171,7 +172,7 @@ class DataFrameSpout(ReliableSpout, SeekableSpout):
         """Whether task ``index`` of ``tasks`` reads ``segment`` (``_segments``)."""
         if segment == QUERY_SEGMENT:
             return index == 0
-        return stable_hash(segment) % tasks == index
+        return owner_of(segment, tasks) == index
 
     def _progress_path(self, segment: str) -> Path:
         # one file per segment, so any task (after a rebalance) finds any segment's progress
