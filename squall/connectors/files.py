@@ -26,7 +26,9 @@ its end or its progress reaches the offset (archived or deleted once processed),
 refused otherwise. A listed name must be a plain file name of the followed directory:
 positions come from a state store, and a name with a separator or ``..`` is refused.
 Another task count merges the old tasks' positions (``merge_positions``): each file's entry
-goes to the task that owns the file now.
+goes to the task that owns the file now. A position saved under an older assignment at the
+same task count may list files another task owns now: ``seek`` hands them over, writing their
+progress up to the offset (never back) for their owner to read from.
 """
 
 from __future__ import annotations
@@ -226,8 +228,14 @@ class FileSpout(ReliableSpout, SeekableSpout):
         return merged
 
     def seek(self, position: dict[str, int]) -> None:
-        """Read each file again from the offset ``position`` gives; unlisted files from their progress."""
-        offsets = self._checked(position)
+        """Read each file again from the offset ``position`` gives; unlisted files from their progress.
+
+        A listed file another task reads (a position saved under an older assignment, at the
+        same task count: ``merge_positions`` ran only for another count) is handed over: its
+        progress catches up to the offset, which its owner reads from.
+        """
+        offsets, others = self._checked(position)
+        self._hand_over(others)
         self.rewind(lambda m: m[0] in offsets and m[1] < offsets[m[0]])
         self._lines = []
         for name in list(self.marks):
@@ -253,16 +261,21 @@ class FileSpout(ReliableSpout, SeekableSpout):
                     and int(offset) > self._committed(name):
                 write_atomically(self._offset_path(name), f"{int(offset)}\n")
 
-    def _checked(self, position: Any) -> dict[str, int]:
+    def _checked(self, position: Any) -> tuple[dict[str, int], dict[str, int]]:
+        """The offsets of this task's files to seek to, and those of files another task reads."""
         who = f"FileSpout {self._component!r} (task {self.index})"
         if not isinstance(position, dict):
             raise ValueError(f"{who}: cannot seek to {position!r}: not a {{file: offset}} position")
-        offsets = {}
+        offsets: dict[str, int] = {}
+        others: dict[str, int] = {}
         for name, offset in position.items():
             if not isinstance(name, str) or not _plain_name(name):
                 raise ValueError(f"{who}: cannot seek to {name!r}: not a file name of "
                                  f"{self.directory!r} (positions name files of the followed "
                                  f"directory only)")
+            if not self.mine(name):
+                others[name] = int(offset)  # its owner checks the file when it reads it
+                continue
             path = self.root / name
             try:
                 size = path.stat().st_size
@@ -278,7 +291,19 @@ class FileSpout(ReliableSpout, SeekableSpout):
                 raise SourceTruncatedError(f"{who}: cannot seek to {name} byte {offset}: "
                                            f"{path} has only {size} bytes now (truncated)")
             offsets[str(name)] = int(offset)
-        return offsets
+        return offsets, others
+
+    def _hand_over(self, others: dict[str, int]) -> None:
+        """Files another task reads now: their progress catches up to the offsets, never back.
+
+        Written before this task emits, and no mark kept: a mark's later commit could write an
+        old offset over what the owner has done since.
+        """
+        for name, offset in others.items():
+            self.marks.pop(name, None)
+            self._dirty.discard(name)
+            if offset > self._committed(name):
+                write_atomically(self._offset_path(name), f"{offset}\n")
 
     # ---- progress --------------------------------------------------------------------------
 

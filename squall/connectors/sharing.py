@@ -13,7 +13,7 @@ the numbers place a file: the fixed text (each run of digits masked) hashes to a
 the circle [0, 2**64), each run of digits moves it by its value times a constant of its own
 (the golden ratio's for the last run), and the point's ``tasks``-th of the circle is the
 owner. The points of counting numbers are a Weyl sequence, about as even as points on a
-circle get: those 40 files go 6,6,5,5,5,5,4,4 on 8 tasks, the 30 days 5,4,4,4,4,3,3,3.
+circle get: those 40 files go 6,6,5,5,5,5,4,4 on 8 tasks, the 30 days 5,5,4,4,3,3,3,3.
 Names without digits keep the hash's random place.
 """
 

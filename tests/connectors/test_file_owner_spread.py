@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -175,3 +174,100 @@ def test_the_owner_is_the_same_in_another_process_whatever_its_hash_seed(subproc
         subprocess_env, PYTHONHASHSEED=seed), capture_output=True, text=True, check=True).stdout)
         for seed in ("1", "2")]
     assert outputs[0] == outputs[1] == [file_owner(n, t) for n in names for t in (2, 3, 8)]
+
+
+# ---- an upgrade: positions saved under the old assignment, the same task count ----------------
+# A rescale merges the old tasks' positions (merge_positions); a restart at the same task count
+# gives each task its own position, which may list files another task reads now. Those entries
+# are handed over: the file's progress catches up to the committed offset (for its new owner to
+# read from), and the old owner keeps no mark that a later commit could write back.
+
+def moved(names: list[str], tasks: int) -> tuple[str, int, int]:
+    """A file whose owner under ``stable_hash(name) % tasks`` (before) is not its owner now."""
+    from squall.runtime.hashing import stable_hash
+
+    for name in names:
+        before, now = stable_hash(name) % tasks, file_owner(name, tasks)[0]
+        if before != now:
+            return name, before, now
+    raise AssertionError("no file changed owner")
+
+
+def test_after_an_upgrade_a_files_committed_position_reaches_its_new_owner(tmp_path, sim):
+    src = tmp_path / "in"
+    src.mkdir()
+    lines = [f"line {k}\n" for k in range(6)]
+    name, before, now = moved(PARTS, 2)
+    (src / name).write_text("".join(lines), encoding="utf-8")
+    progress = tmp_path / "progress"
+    progress.mkdir()
+    # the old run: lines 0-1 acked and written; 2-3 in a committed checkpoint, killed before
+    # their acks were written
+    (progress / f"{name}.offset").write_text(f"{len(''.join(lines[:2]))}\n")
+    position = {name: len("".join(lines[:4]))}
+
+    def spout() -> FileSpout:
+        return FileSpout(src, "*.txt", progress=progress, commit_interval_secs=0.5)
+
+    old_owner = spout()
+    old_out = opened(old_owner, index=before, tasks=2)
+    old_owner.committed(position)  # the runtime's first recovery: committed, then seek
+    old_owner.seek(position)
+    new_owner = spout()
+    out = opened(new_owner, index=now, tasks=2)
+    new_owner.committed({})
+    new_owner.seek({})
+    assert [v for v, _ in quiet(new_owner, out, sim)] == [["line 4"], ["line 5"]]
+    for _, msg_id in out.records():
+        new_owner.ack(msg_id)
+    sim.advance(1)
+    quiet(new_owner, out, sim, calls=5)
+    end = str(len("".join(lines)))
+    assert (progress / f"{name}.offset").read_text().strip() == end
+    assert quiet(old_owner, old_out, sim, calls=30) == []
+    old_owner.close()  # writes nothing back over the new owner's progress
+    assert (progress / f"{name}.offset").read_text().strip() == end
+    assert old_owner.position() == {}
+
+
+def test_after_an_upgrade_a_segments_committed_row_reaches_its_new_owner(tmp_path, sim):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from squall.connectors import arrow_io
+
+    src = tmp_path / "in"
+    src.mkdir()
+    segment, before, now = moved([(src / f"part-{p:05d}.parquet").as_uri() for p in range(40)], 2)
+    pq.write_table(pa.table({"id": list(range(6))}), arrow_io.file_path(segment))
+    progress = tmp_path / "progress"
+
+    def spout() -> DataFrameSpout:
+        return DataFrameSpout(src, progress=progress, fields=("id",), engine="arrow",
+                              commit_interval_secs=0.5)
+
+    # the old run: rows 0-1 acked and committed to the progress; 2-3 in a committed checkpoint
+    first = spout()
+    out = opened(first, index=0, tasks=1)
+    assert pump(first, out, 2, sim)
+    for _, msg_id in out.records():
+        first.ack(msg_id)
+    first.close()
+    position = {segment: 4}
+
+    old_owner = spout()
+    old_out = opened(old_owner, index=before, tasks=2)
+    new_owner = spout()
+    out = opened(new_owner, index=now, tasks=2)
+    old_owner.seek(position)
+    new_owner.seek({})
+    assert [v for v, _ in quiet(new_owner, out, sim)] == [[4], [5]]
+    for _, msg_id in out.records():
+        new_owner.ack(msg_id)
+    sim.advance(1)
+    quiet(new_owner, out, sim, calls=5)
+    assert quiet(old_owner, old_out, sim, calls=30) == []
+    old_owner.close()  # writes nothing back over the new owner's progress: the segment is done
+    again = spout()
+    out = opened(again, index=now, tasks=2)
+    assert quiet(again, out, sim) == []
