@@ -15,6 +15,14 @@ the circle [0, 2**64), each run of digits moves it by its value times a constant
 owner. The points of counting numbers are a Weyl sequence, about as even as points on a
 circle get: those 40 files go 6,6,5,5,5,5,4,4 on 8 tasks, the 30 days 5,5,4,4,3,3,3,3.
 Names without digits keep the hash's random place.
+
+Changing this function moves files between tasks (the move from ``stable_hash % tasks`` did).
+Progress files are one per file, so reading goes on from them whichever task owns a file; in
+exactly-once mode a rescale's ``merge_positions`` gives each entry to the new owner, and at the
+same task count a task's ``seek`` hands a listed file it no longer owns over (its progress
+catches up to the committed offset). A new owner that reads such a file before its old owner's
+seek wrote that reads the lines between the two once more: acks of the last commit that the
+old run had not written to the progress when it stopped.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from squall.runtime.hashing import stable_hash
 
 _MASK32 = 0xFFFFFFFF
 _MASK64 = 0xFFFFFFFFFFFFFFFF
-_DIGITS = re.compile("[0-9]+")
+_DIGITS = re.compile("([0-9]+)")
 _GOLDEN = 0x9E3779B97F4A7C15  # 2**64 / the golden ratio: the evenest step around the circle
 
 
@@ -61,9 +69,9 @@ def owner_of(name: str, tasks: int) -> int:
     """
     if tasks < 1:
         raise ValueError(f"owner_of: tasks must be at least 1, got {tasks}")
-    runs = _DIGITS.findall(name)
-    point = _fmix32(stable_hash(_DIGITS.sub("\0", name))) << 32
-    for k, run in enumerate(reversed(runs)):
+    parts = _DIGITS.split(name)  # text, digits, text, ...: one pass over the name
+    point = _fmix32(stable_hash("\0".join(parts[0::2]))) << 32
+    for k, run in enumerate(reversed(parts[1::2])):
         # the last 18 digits: a long run's value stays a 64-bit int, and counting moves them
         point += int(run[-18:]) * _STEPS[k % len(_STEPS)]
     return ((point & _MASK64) * tasks) >> 64
