@@ -1,9 +1,10 @@
 """``FileSpout``: the lines of the files in a directory, new files and appended lines.
 
 Each line (without its line break) is a tuple on ``Fields("line")``; its msg id is
-``(file name, byte offset)``. Files are shared among the spout's tasks by a stable hash of
-their names. A line is emitted once it is complete (ends with a newline), so a line being
-written is read when its writer finishes it.
+``(file name, byte offset)``. Files are shared among the spout's tasks by their names
+(``squall.connectors.sharing.owner_of``: numbered and dated names spread evenly). A line is
+emitted once it is complete (ends with a newline), so a line being written is read when its
+writer finishes it.
 
 Progress: per file, the offset below which every line is acked (or dead-lettered), written
 atomically to ``<progress>/<file name>.offset`` at most every ``commit_interval_secs`` on the
@@ -25,7 +26,9 @@ its end or its progress reaches the offset (archived or deleted once processed),
 refused otherwise. A listed name must be a plain file name of the followed directory:
 positions come from a state store, and a name with a separator or ``..`` is refused.
 Another task count merges the old tasks' positions (``merge_positions``): each file's entry
-goes to the task that owns the file now.
+goes to the task that owns the file now. A position saved under an older assignment at the
+same task count may list files another task owns now: ``seek`` hands them over, writing their
+progress up to the offset (never back) for their owner to read from.
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ from squall.api.components import OutputFieldsDeclarer, SeekableSpout
 from squall.api.fields import Fields
 from squall.connectors.progress import Watermark
 from squall.connectors.reliable import ReliableSpout
+from squall.connectors.sharing import owner_of
 from squall.runtime import clock
-from squall.runtime.hashing import stable_hash
 
 log = logging.getLogger("squall.connectors.files")
 
@@ -135,8 +138,8 @@ class FileSpout(ReliableSpout, SeekableSpout):
         return self._lines.pop()
 
     def mine(self, name: str) -> bool:
-        """Whether file ``name`` belongs to this task (a stable hash of its name)."""
-        return stable_hash(name) % self.tasks == self.index
+        """Whether file ``name`` belongs to this task (``sharing.owner_of`` its name)."""
+        return owner_of(name, self.tasks) == self.index
 
     def _poll(self) -> None:
         names = sorted(e.name for e in os.scandir(self.root)
@@ -214,18 +217,25 @@ class FileSpout(ReliableSpout, SeekableSpout):
     def merge_positions(positions: list, index: int, tasks: int) -> dict[str, int]:
         """Task ``index`` of ``tasks``: the entries of the files it owns, from the old tasks' positions.
 
-        Each file had one owner before (its name's hash), so its entry is that task's.
+        Each file had one owner before, so its entry is that task's; ``mine`` takes the same
+        files (``sharing.owner_of``).
         """
         merged: dict[str, int] = {}
         for old in positions:
             for name, offset in (old or {}).items():
-                if stable_hash(str(name)) % tasks == index:
+                if owner_of(str(name), tasks) == index:
                     merged[str(name)] = int(offset)
         return merged
 
     def seek(self, position: dict[str, int]) -> None:
-        """Read each file again from the offset ``position`` gives; unlisted files from their progress."""
-        offsets = self._checked(position)
+        """Read each file again from the offset ``position`` gives; unlisted files from their progress.
+
+        A listed file another task reads (a position saved under an older assignment, at the
+        same task count: ``merge_positions`` ran only for another count) is handed over: its
+        progress catches up to the offset, which its owner reads from.
+        """
+        offsets, others = self._checked(position)
+        self._hand_over(others)
         self.rewind(lambda m: m[0] in offsets and m[1] < offsets[m[0]])
         self._lines = []
         for name in list(self.marks):
@@ -251,16 +261,21 @@ class FileSpout(ReliableSpout, SeekableSpout):
                     and int(offset) > self._committed(name):
                 write_atomically(self._offset_path(name), f"{int(offset)}\n")
 
-    def _checked(self, position: Any) -> dict[str, int]:
+    def _checked(self, position: Any) -> tuple[dict[str, int], dict[str, int]]:
+        """The offsets of this task's files to seek to, and those of files another task reads."""
         who = f"FileSpout {self._component!r} (task {self.index})"
         if not isinstance(position, dict):
             raise ValueError(f"{who}: cannot seek to {position!r}: not a {{file: offset}} position")
-        offsets = {}
+        offsets: dict[str, int] = {}
+        others: dict[str, int] = {}
         for name, offset in position.items():
             if not isinstance(name, str) or not _plain_name(name):
                 raise ValueError(f"{who}: cannot seek to {name!r}: not a file name of "
                                  f"{self.directory!r} (positions name files of the followed "
                                  f"directory only)")
+            if not self.mine(name):
+                others[name] = int(offset)  # its owner checks the file when it reads it
+                continue
             path = self.root / name
             try:
                 size = path.stat().st_size
@@ -276,7 +291,19 @@ class FileSpout(ReliableSpout, SeekableSpout):
                 raise SourceTruncatedError(f"{who}: cannot seek to {name} byte {offset}: "
                                            f"{path} has only {size} bytes now (truncated)")
             offsets[str(name)] = int(offset)
-        return offsets
+        return offsets, others
+
+    def _hand_over(self, others: dict[str, int]) -> None:
+        """Files another task reads now: their progress catches up to the offsets, never back.
+
+        Written before this task emits, and no mark kept: a mark's later commit could write an
+        old offset over what the owner has done since.
+        """
+        for name, offset in others.items():
+            self.marks.pop(name, None)
+            self._dirty.discard(name)
+            if offset > self._committed(name):
+                write_atomically(self._offset_path(name), f"{offset}\n")
 
     # ---- progress --------------------------------------------------------------------------
 

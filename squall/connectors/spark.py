@@ -24,7 +24,9 @@ listed file that is gone is taken as done when it was done or read to its end (a
 deleted once processed), and refused with ``SourceTruncatedError`` otherwise, as is one
 with fewer rows than its position. Reading a segment again needs its rows in the same
 order: files are, a ``query`` must sort. Another task count merges the old tasks'
-positions (``merge_positions``): each segment's entry goes to the task that owns it now.
+positions (``merge_positions``): each segment's entry goes to the task that owns it now; a
+position saved under an older assignment at the same task count may list segments another
+task owns now: ``seek`` hands them over, writing their progress up to the row (never back).
 
 ``DataFrameWriterBolt`` (``squall.connectors.dataframe_writer``) gathers tuples into
 batches and appends each, acking a batch's tuples only after the write succeeded; in a
@@ -62,8 +64,8 @@ from squall.connectors.engines import (  # noqa: F401 - re-exported
 from squall.connectors.files import SourceTruncatedError, write_atomically
 from squall.connectors.progress import Watermark
 from squall.connectors.reliable import ReliableSpout
+from squall.connectors.sharing import owner_of
 from squall.runtime import clock
-from squall.runtime.hashing import stable_hash
 
 log = logging.getLogger("squall.connectors.spark")
 
@@ -74,11 +76,12 @@ class DataFrameSpout(ReliableSpout, SeekableSpout):
     """Rows of a DataFrame as tuples (its columns as fields), resumable over acked rows.
 
     Give ``path`` (with ``format``, ``options``, ``schema`` as ``spark.read`` takes them)
-    for a file-based source, read file by file and shared among the spout's tasks by a
-    stable hash of the file name; or ``query``, a picklable ``spark -> DataFrame``, read
-    by the spout's first task only. ``fields``: the columns, read from the source at build
-    time when not given. ``progress``: the directory for committed progress (required).
-    ``follow``: keep looking for new files every ``poll_secs`` once all are read.
+    for a file-based source, read file by file and shared among the spout's tasks by the
+    file's path (``squall.connectors.sharing.owner_of``); or ``query``, a picklable
+    ``spark -> DataFrame``, read by the spout's first task only. ``fields``: the columns,
+    read from the source at build time when not given. ``progress``: the directory for
+    committed progress (required). ``follow``: keep looking for new files every
+    ``poll_secs`` once all are read.
     """
 
     def __init__(self, path: str | os.PathLike | None = None, *, progress: str | os.PathLike,
@@ -171,7 +174,7 @@ class DataFrameSpout(ReliableSpout, SeekableSpout):
         """Whether task ``index`` of ``tasks`` reads ``segment`` (``_segments``)."""
         if segment == QUERY_SEGMENT:
             return index == 0
-        return stable_hash(segment) % tasks == index
+        return owner_of(segment, tasks) == index
 
     def _progress_path(self, segment: str) -> Path:
         # one file per segment, so any task (after a rebalance) finds any segment's progress
@@ -264,8 +267,13 @@ class DataFrameSpout(ReliableSpout, SeekableSpout):
         return merged
 
     def seek(self, position: dict[str, int]) -> None:
-        """Read each listed segment again from its row; the others from their committed progress."""
-        rows, gone = self._checked(position)
+        """Read each listed segment again from its row; the others from their committed progress.
+
+        A listed segment another task reads (a position saved under an older assignment, at
+        the same task count: ``merge_positions`` ran only for another count) is handed over:
+        its progress catches up to the row, which its owner reads from.
+        """
+        rows, gone = self._checked(self._hand_over(position))
         self.rewind(lambda m: m[0] in rows and m[1] < rows[m[0]])
         if self._rows is not None:
             self._rows.close()  # type: ignore[attr-defined]
@@ -297,6 +305,30 @@ class DataFrameSpout(ReliableSpout, SeekableSpout):
             self.exhausted.discard(segment)
             self.done_segments.discard(segment)
             self._sought[segment] = n
+
+    def _hand_over(self, position: Any) -> Any:
+        """``position`` without the segments another task reads, whose progress catches up.
+
+        Written before this task emits, never back, and no mark kept: a mark's later commit
+        could write an old row over what the owner has done since.
+        """
+        if not isinstance(position, dict):
+            return position  # _checked refuses it, in one line
+        mine, saved = {}, None
+        for segment, n in position.items():
+            if self._owns(str(segment), self.index, self.tasks):
+                mine[segment] = n
+                continue
+            if saved is None:
+                saved = {s: (r, d) for s, r, d in self._load()}
+            rows, done = saved.get(str(segment), (0, False))
+            if int(n) > rows and not done:
+                record = {"segment": str(segment), "rows": int(n), "done": False}
+                write_atomically(self._progress_path(str(segment)), json.dumps(record) + "\n")
+            for held in (self.marks, self._sought):
+                held.pop(str(segment), None)
+            self._dirty.discard(str(segment))
+        return mine
 
     def _checked(self, position: Any) -> tuple[dict[str, int], set[str]]:
         """The rows to seek to per segment, and the segments among them that are done and gone."""
