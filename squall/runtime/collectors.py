@@ -214,7 +214,7 @@ class SpoutOutputCollector(_Emitter):
         if scope is not None:
             # the chain runs inside deliver1: acks of this root by its members XOR into
             # the scope, and a tree that never left the chain is done when the call is
-            emitted_at = host.clock()
+            emitted_at = host.clock_now()
             scope.root = root
             scope.acc = 0
             scope.leaked = False
@@ -238,13 +238,13 @@ class SpoutOutputCollector(_Emitter):
             if not scope.leaked and ack_val == 0:
                 # completed in the call; the spout's ``ack`` runs after next_tuple returns
                 self.completed_soon.append(msg_id)
-                self.completed_soon.append((host.clock() - emitted_at) * 1000.0)
+                self.completed_soon.append((host.clock_now() - emitted_at) * 1000.0)
                 return
             # remembered until its tree is acked, failed or timed out (from its emit time:
             # no second clock read)
             self._pending.put_new(root, msg_id, emitted_at)
         else:
-            self._pending.put_new(root, msg_id, host.clock())
+            self._pending.put_new(root, msg_id, host.clock_now())
         if hooks is not None:  # Storm's hooks see the messages to the ackers as emits too
             hooks.emit([root, ack_val, task.task_id], ACK_INIT, [task.acker_for(root)])
         task.send_init(root, ack_val)
