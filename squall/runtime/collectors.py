@@ -19,6 +19,11 @@ from squall.runtime.metrics import ACKED_SAMPLES, FAILED_SAMPLES
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import DirectOnly, Router, RouterBase
 
+try:
+    import cython
+except ImportError:  # plain Python without Cython installed: tuple's stand-in (never compiled)
+    from squall.api.tuple import cython  # type: ignore[assignment]
+
 # the targets of an emit nobody subscribes to, shared: ``_send`` and the hooks only read
 # them (a new empty list per emit of a sink bolt was an allocation and a free per tuple)
 NO_TARGETS: list[int] = []
@@ -27,7 +32,9 @@ TASK_SEND_ACK = getattr(Task, "send_ack")  # noqa: B009 - a task type with this 
 
 
 def _thread_id() -> int:
-    """The calling thread's id (compiled, the .pxd makes this a C call with no Python int)."""
+    """The calling thread's id (compiled, a C function calling CPython's, with no Python int)."""
+    if cython.compiled:
+        return _c_thread_id()  # type: ignore[name-defined]  # noqa: F821 - collectors.pxd's C function
     return get_ident()
 
 
