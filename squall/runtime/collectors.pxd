@@ -9,7 +9,9 @@ from squall.runtime.rotating cimport PendingTable
 from squall.runtime.routing cimport RouterBase
 
 cdef extern from "pythread.h":
-    unsigned long _thread_id "PyThread_get_thread_ident" ()
+    unsigned long _c_thread_id "PyThread_get_thread_ident" ()
+
+cdef unsigned long _thread_id()
 
 cdef class StreamRoute:
     cdef public object stream

@@ -19,6 +19,11 @@ from squall.runtime.metrics import ACKED_SAMPLES, FAILED_SAMPLES
 from squall.runtime.plan import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.routing import DirectOnly, Router, RouterBase
 
+try:
+    import cython
+except ImportError:  # plain Python without Cython installed: tuple's stand-in (never compiled)
+    from squall.api.tuple import cython  # type: ignore[assignment]
+
 # the targets of an emit nobody subscribes to, shared: ``_send`` and the hooks only read
 # them (a new empty list per emit of a sink bolt was an allocation and a free per tuple)
 NO_TARGETS: list[int] = []
@@ -27,7 +32,9 @@ TASK_SEND_ACK = getattr(Task, "send_ack")  # noqa: B009 - a task type with this 
 
 
 def _thread_id() -> int:
-    """The calling thread's id (compiled, the .pxd makes this a C call with no Python int)."""
+    """The calling thread's id (compiled, a C function calling CPython's, with no Python int)."""
+    if cython.compiled:
+        return _c_thread_id()  # type: ignore[name-defined]  # noqa: F821 - collectors.pxd's C function
     return get_ident()
 
 
@@ -214,7 +221,7 @@ class SpoutOutputCollector(_Emitter):
         if scope is not None:
             # the chain runs inside deliver1: acks of this root by its members XOR into
             # the scope, and a tree that never left the chain is done when the call is
-            emitted_at = host.clock()
+            emitted_at = host.clock_now()
             scope.root = root
             scope.acc = 0
             scope.leaked = False
@@ -238,13 +245,13 @@ class SpoutOutputCollector(_Emitter):
             if not scope.leaked and ack_val == 0:
                 # completed in the call; the spout's ``ack`` runs after next_tuple returns
                 self.completed_soon.append(msg_id)
-                self.completed_soon.append((host.clock() - emitted_at) * 1000.0)
+                self.completed_soon.append((host.clock_now() - emitted_at) * 1000.0)
                 return
             # remembered until its tree is acked, failed or timed out (from its emit time:
             # no second clock read)
             self._pending.put_new(root, msg_id, emitted_at)
         else:
-            self._pending.put_new(root, msg_id, host.clock())
+            self._pending.put_new(root, msg_id, host.clock_now())
         if hooks is not None:  # Storm's hooks see the messages to the ackers as emits too
             hooks.emit([root, ack_val, task.task_id], ACK_INIT, [task.acker_for(root)])
         task.send_init(root, ack_val)

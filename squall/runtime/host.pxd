@@ -5,6 +5,22 @@ from squall.api.tuple cimport Tuple
 from squall.runtime.ids cimport SplitMix64, u64
 from squall.runtime.metrics cimport TaskMetrics
 
+# clock_gettime(CLOCK_MONOTONIC), computed as CPython's time.monotonic (and, on Linux,
+# time.perf_counter) compute it: nanoseconds, then seconds
+cdef extern from *:
+    """
+    #ifndef SQUALL_MONOTONIC
+    #define SQUALL_MONOTONIC
+    #include <time.h>
+    static double squall_monotonic(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)((long long)ts.tv_sec * 1000000000LL + (long long)ts.tv_nsec) / 1e9;
+    }
+    #endif
+    """
+    double _c_monotonic "squall_monotonic" ()
+
 cdef class Task
 
 cdef class AckScope:
@@ -15,6 +31,7 @@ cdef class TaskHost:
     cdef public object plan, clock, errors, tap
     cdef public bint timing
     cdef public double fused_secs
+    cpdef double clock_now(self)
     cpdef deliver(self, object target, Task src, object stream, object values, object ids)
     cpdef deliver1(self, object target, Task src, object stream, object values, u64 root, u64 edge)
     cpdef verdict(self, object target, Task src, object root)

@@ -22,6 +22,8 @@ host's ``deliver`` reads its source task's fields; a task calls its host).
 
 from __future__ import annotations
 
+import sys
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +37,15 @@ from squall.runtime.metrics import TaskMetrics
 from squall.runtime.plan import ACK_ACK, ACK_INIT
 
 U64_MAX = (1 << 64) - 1  # the largest root id
+
+try:
+    import cython
+except ImportError:  # plain Python without Cython installed: tuple's stand-in (never compiled)
+    from squall.api.tuple import cython  # type: ignore[assignment]
+
+# time.monotonic is clock_gettime(CLOCK_MONOTONIC) on Linux: compiled, the tasks read that
+# clock in C (host.pxd's ``_c_monotonic``), with no call through Python and no float object
+REAL_CLOCK = time.monotonic if sys.platform.startswith("linux") else None
 
 
 class TaskHost:
@@ -57,6 +68,13 @@ class TaskHost:
         self.tap = tap
         self.timing = False
         self.fused_secs = 0.0
+
+    def clock_now(self) -> float:
+        """``clock()``, read in C when compiled and it is the real clock (a complete latency's reads)."""
+        clock = self.clock
+        if cython.compiled and clock is REAL_CLOCK:
+            return _c_monotonic()  # type: ignore[name-defined]  # noqa: F821 - host.pxd's C function
+        return clock()
 
     def deliver(self, target: int, src: Task, stream: str, values: list,
                 ids: dict[int, int] | None) -> None:

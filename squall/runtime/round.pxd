@@ -4,6 +4,22 @@ cimport cython
 from squall.runtime.host cimport Task
 from squall.runtime.tasks cimport SpoutTask
 
+# clock_gettime(CLOCK_MONOTONIC), computed as CPython's time.monotonic (and, on Linux,
+# time.perf_counter) compute it: nanoseconds, then seconds
+cdef extern from *:
+    """
+    #ifndef SQUALL_MONOTONIC
+    #define SQUALL_MONOTONIC
+    #include <time.h>
+    static double squall_monotonic(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)((long long)ts.tv_sec * 1000000000LL + (long long)ts.tv_nsec) / 1e9;
+    }
+    #endif
+    """
+    double _c_monotonic "squall_monotonic" ()
+
 cdef class RoundConfig:
     cdef public Py_ssize_t capacity, high, low, spout_batch
     cdef public double spout_budget, batch_time, bolt_budget
@@ -17,6 +33,7 @@ cdef class Round:
     cdef public Py_ssize_t rounds, work_done, early_sends, throttled_rounds, held_rounds, overflow_rounds
     cdef dict __dict__
     @cython.locals(task=Task, spout=SpoutTask, work=Py_ssize_t, handled=Py_ssize_t, room=Py_ssize_t, begun=double, deadline=double)
+    cpdef double time(self)
     cpdef Py_ssize_t run(self, bint active)
     @cython.locals(spout=SpoutTask, work=Py_ssize_t)
     cpdef Py_ssize_t gate_spouts(self, bint active, bint blocked, Py_ssize_t fullest)

@@ -32,6 +32,7 @@ tests drive it with fakes and a fake clock (tests/unit/test_round.py).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from time import perf_counter
 from typing import Any, Protocol
@@ -40,6 +41,13 @@ from squall.runtime.checkpoint import CHECKPOINT_SPOUT
 from squall.runtime.host import Task
 from squall.runtime.tasks import SpoutTask
 
+try:
+    import cython
+except ImportError:  # plain Python without Cython installed: tuple's stand-in (never compiled)
+    from squall.api.tuple import cython  # type: ignore[assignment]
+
+# perf_counter is clock_gettime(CLOCK_MONOTONIC) on Linux: compiled, read in C (round.pxd)
+REAL_NOW = perf_counter if sys.platform.startswith("linux") else None
 BOLT_BATCH = 256  # tuples a task handles per pass at most
 SLICE = 16  # tuples a task handles between two looks at the clock (for the batch time)
 SPOUT_BATCH = 64  # next_tuple calls per spout per round at most (topology.spout.max.batch.size)
@@ -164,6 +172,13 @@ class Round:
         # ``holding.HoldingBoltTask``): what they hold counts for backpressure too
         self.holders = [t for t in tasks if callable(getattr(t, "held_input", None))]
 
+    def time(self) -> float:
+        """``now()`` (real time: budgets, the batch time); read in C when compiled and it is perf_counter."""
+        now = self.now
+        if cython.compiled and now is REAL_NOW:
+            return _c_monotonic()  # type: ignore[name-defined]  # noqa: F821 - round.pxd's C function
+        return now()
+
     def run(self, active: bool) -> int:
         """One round (``active``: the topology is active, spouts may emit); the work done."""
         work = 0
@@ -171,7 +186,7 @@ class Round:
         room = self.room()
         if room > 0:
             work += exchange.receive(room)
-        begun = self.now()
+        begun = self.time()
         self.io_at = begun + self.batch_time
         deadline = begun + self.bolt_budget
         self.was_held = False
@@ -182,7 +197,7 @@ class Round:
                 if task.inbox:
                     handled += self.process(task)
             work += handled
-            if handled == 0 or self.now() >= deadline:
+            if handled == 0 or self.time() >= deadline:
                 break
         self.in_bolts = False
         if self.was_held:
@@ -238,7 +253,7 @@ class Round:
             if n == 0:
                 break
             done += n
-            if self.now() >= self.io_at:
+            if self.time() >= self.io_at:
                 # what arrives is work of the round, not of this task: counted against the
                 # task's batch it cut the batch short whenever frames came, so a long queue
                 # drained slower the busier the worker was
@@ -258,7 +273,7 @@ class Round:
         room = self.room()
         if room > 0:
             n = self.exchange.receive(room)
-        self.io_at = self.now() + self.batch_time
+        self.io_at = self.time() + self.batch_time
         return n
 
     def holding(self) -> bool:
@@ -327,7 +342,7 @@ class Round:
         emitted = 0
         if count == 0:
             return 0
-        now = self.now()
+        now = self.time()
         deadline = now + self.spout_budget
         start = self.spout_cursor
         self.blocked = False
@@ -340,18 +355,18 @@ class Round:
                     break
                 n = spout.next_tuple()
                 if n == 0:
-                    spout.went_idle(self.now())
+                    spout.went_idle(self.time())
                     break
                 spout.idle_streak = 0
                 emitted += n
-                now = self.now()
+                now = self.time()
                 if now >= self.io_at:
                     emitted += self.exchange_now()
                     if self.blocked:
                         break  # a peer is full: no more emits this round (backpressure)
                 if now >= deadline:
                     break
-            now = self.now()
+            now = self.time()
             if now >= deadline or self.blocked:
                 self.spout_cursor = (start + k + 1) % count
                 break
@@ -361,7 +376,7 @@ class Round:
         """How long the loop may sleep as far as the spouts go: until one wants asking."""
         wait = IDLE_WAIT
         if active and not self.throttled:
-            real = self.now()
+            real = self.time()
             for spout in self.spouts:
                 if spout.can_emit():
                     wait = min(wait, max(0.0, spout.idle_until - real))

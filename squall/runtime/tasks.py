@@ -218,7 +218,7 @@ class SpoutTask(Task):
         if not pending.take(root):
             log.debug("task %d: ack for unknown or timed-out root %x", self.task_id, root)
             return
-        self._tree_done(pending.msg_id, (self.host.clock() - pending.emitted_at) * 1000.0)
+        self._tree_done(pending.msg_id, (self.host.clock_now() - pending.emitted_at) * 1000.0)
 
     def _tree_done(self, msg_id: Any, latency: float) -> None:
         """The spout's ``ack`` of a completed tree, with its complete latency in ms."""
