@@ -21,8 +21,9 @@ idle, and "API ÷" the share of the API's cost in it: issue 40's ratios to the f
 the last rung's measured rate over the first rung's ceiling. The gaps between rungs say
 where the rest goes: the engine inside a worker, the crossing between workers, and running
 as processes on shared cores (idle included: the last rung's ceiling over its rate).
-In-thread rungs are the best of ``--repeat`` timings of ``--sentences`` sentences (wall
-time of one thread: run it on an idle machine).
+In-thread rungs are the best of ``--repeat`` timings of ``--sentences`` sentences, in this
+process's CPU time as ``benchmarks.floor``'s (a process sharing the core does not lengthen
+them; it still slows them through the caches: run it on an idle machine).
 """
 
 from __future__ import annotations
@@ -83,9 +84,9 @@ def in_thread(workload: str, workers: int, sentences: int, repeat: int,
         best = float("inf")
         for _ in range(repeat):
             start = acked()
-            t0 = time.perf_counter()
+            t0 = floor.CPU_CLOCK()
             until(start + sentences)
-            best = min(best, (time.perf_counter() - t0) / (acked() - start))
+            best = min(best, (floor.CPU_CLOCK() - t0) / (acked() - start))
     return best * 1e6
 
 

@@ -63,3 +63,38 @@ def test_the_kafka_word_count_is_compared_with_the_in_memory_one_of_the_same_run
                                          r("kafka-wordcount", "bytewax", 50_000, acking=False)]))
     assert "kafka-wordcount 75,000/s ÷ its wordcount (acked) 100,000/s = 0.75" in text
     assert "Bytewax's KafkaSource word count 50,000/s = 1.50" in text
+
+
+def test_the_floor_counts_its_own_cpu_not_the_time_a_busy_neighbour_takes_on_its_core(tmp_path):
+    """A process busy on the floor's core (as a stopping cluster's) must not halve the ceiling."""
+    import multiprocessing as mp
+    import os
+
+    core = min(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {core})
+    try:
+        def best(n: int = 20_000) -> float:
+            return min(floor.pipeline_api(n, str(tmp_path))[0] for _ in range(3))
+
+        alone = best()
+        stop = mp.Event()
+        neighbour = mp.get_context("fork").Process(target=_spin, args=(core, stop), daemon=True)
+        neighbour.start()
+        try:
+            shared = best()
+        finally:
+            stop.set()
+            neighbour.join(5)
+    finally:
+        os.sched_setaffinity(0, before)
+    # wall time on a core shared half and half would be about 2x; the process's CPU about 1x
+    assert shared < 1.5 * alone, (alone, shared)
+
+
+def _spin(core: int, stop) -> None:
+    import os
+
+    os.sched_setaffinity(0, {core})
+    while not stop.is_set():
+        pass
