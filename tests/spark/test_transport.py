@@ -122,3 +122,32 @@ def test_a_new_process_of_a_peer_is_told_to_the_worker_so_its_old_pressure_is_vo
     a.poll(1)
     assert reset == [1]
     a.close()
+
+
+@pytest.mark.timeout(30)
+def test_a_poll_that_finds_nothing_raises_no_again_and_one_that_finds_frames_takes_them(ctx, monkeypatch):
+    """Most rounds find nothing: pyzmq's Again (its constructor imports) is not raised for that."""
+    raised = []
+    original = zmq.Again.__init__
+
+    def counting(self, *args, **kwargs):
+        raised.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(zmq.Again, "__init__", counting)
+    a, b = ZmqTransport(ctx, insecure=True), ZmqTransport(ctx, insecure=True)
+    a.set_peers({1: b.address})
+    for _ in range(10):
+        assert b.poll(4) == []
+    assert raised == []
+    frames = [b"one", b"two", b"three"]
+    sent = 0
+    deadline = time.monotonic() + 5
+    while sent < len(frames) and time.monotonic() < deadline:
+        if a.send(1, frames[sent]):
+            sent += 1
+        else:
+            time.sleep(0.01)
+    assert _poll_until(b, 3) == frames
+    a.close()
+    b.close()
