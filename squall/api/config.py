@@ -145,7 +145,7 @@ MORE_SETTINGS: tuple[Setting, ...] = (
             "topology.spout.wait.progressive.* keys"),
     Setting("topology.sleep.spout.wait.strategy.time.ms", None,
             "Storm's sleep wait strategy time; kept per component"),
-    Setting("topology.spout.max.batch.size", 64, "next_tuple calls per spout task per round at most"),
+    Setting("topology.spout.max.batch.size", 128, "next_tuple calls per spout task per round at most"),
     Setting("squall.exactly_once.max.spout.pending", 100_000,
             "topology.max.spout.pending under exactly_once when it is unset: bounds what a spout "
             "emits past the last barrier, and with it what alignment holds (docs/state.md)"),

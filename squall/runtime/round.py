@@ -50,7 +50,7 @@ except ImportError:  # plain Python without Cython installed: tuple's stand-in (
 REAL_NOW = perf_counter if sys.platform.startswith("linux") else None
 BOLT_BATCH = 256  # tuples a task handles per pass at most
 SLICE = 16  # tuples a task handles between two looks at the clock (for the batch time)
-SPOUT_BATCH = 64  # next_tuple calls per spout per round at most (topology.spout.max.batch.size)
+SPOUT_BATCH = 128  # next_tuple calls per spout per round at most (topology.spout.max.batch.size)
 BOLT_ROUND_BUDGET = 0.005  # seconds of bolt work a round after which no new pass starts
 BOLT_PASSES = 64  # passes over the bolts a round at most (a cycle of bolts on a still clock)
 DEFAULT_BATCH_TIME_MS = 1.0

@@ -133,7 +133,7 @@ def test_a_long_bolt_queue_is_sent_in_several_frames_during_the_round():
     sent = w0.round.early_sends
     w0.run_once()  # the relay: 16 tuples (1.6 ms) a slice, so a send after each slice
     assert w0.round.early_sends - sent == SPOUT_BATCH // SLICE
-    assert len(hub.queues[1]) == SPOUT_BATCH // SLICE  # four frames, the last one empty: none
+    assert len(hub.queues[1]) == SPOUT_BATCH // SLICE  # a frame a slice, the last one empty: none
     for _ in range(3):
         w1.run_once()
     assert SEEN == list(range(SPOUT_BATCH))  # in emit order

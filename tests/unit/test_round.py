@@ -268,7 +268,7 @@ def test_a_spout_is_asked_at_most_the_max_batch_size_a_round():
     r = core(clock, ex, spouts=[spout], topology_spout_max_batch_size=5)
     r.run(active=True)
     assert spout.calls == 5
-    assert core(clock, ex).spout_batch == SPOUT_BATCH  # not set: Storm's 64
+    assert core(clock, ex).spout_batch == SPOUT_BATCH == 128  # not set: the default
 
 
 def test_the_spout_that_used_the_budget_lets_the_next_one_start_the_next_round():
@@ -279,7 +279,7 @@ def test_the_spout_that_used_the_budget_lets_the_next_one_start_the_next_round()
     r.run(active=True)
     assert (slow.calls, other.calls) == (1, 0)
     r.run(active=True)
-    assert (slow.calls, other.calls) == (2, 64)  # other first, then slow again
+    assert (slow.calls, other.calls) == (2, SPOUT_BATCH)  # other first, then slow again
 
 
 def test_an_inactive_topology_asks_no_spout():
