@@ -55,21 +55,11 @@ def build(workload: str, workers: int, probe_dir: str) -> tuple[Any, Any]:
 def in_thread(workload: str, workers: int, sentences: int, repeat: int,
               warmup: int = 2000) -> float:
     """Best microseconds per acked sentence of ``workers`` workers driven in this thread."""
-    from squall.runtime.plan import make_plan
-    from squall.runtime.submission import prepare_conf, prepare_topology
-    from squall.runtime.transport import InProcessHub
-    from squall.runtime.worker import Worker
+    from benchmarks.opcodes import open_workers
 
     with tempfile.TemporaryDirectory(prefix="squall-ladder-") as probe_dir:
         topology, conf = build(workload, workers, probe_dir)
-        merged = prepare_conf(conf, topology)
-        topology = prepare_topology(topology)
-        plan = make_plan(topology, merged)
-        hub = InProcessHub(workers, 64)
-        ws = [Worker(topology_name="ladder", topology=topology, conf=merged, plan=plan, index=i,
-                     transport=hub.endpoint(i)) for i in range(workers)]
-        for w in ws:
-            w.open_tasks()
+        ws = open_workers(topology, conf, workers, "ladder")
         spouts = [s for w in ws for s in w.spouts if s.component == "sentence"]
 
         def acked() -> int:

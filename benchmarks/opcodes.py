@@ -131,12 +131,16 @@ def workers(n: int, sentences: int, acking: bool, workload: str = "wordcount") -
     conf["squall.spout.round.budget.ms"] = 1e9
     conf["squall.transfer.batch.time.ms"] = 1e9  # the same for the mid-round sends
     conf["squall.chaining"] = CHAINING
-    topology = builder.create_topology()
+    return open_workers(builder.create_topology(), conf, n, "opcodes")
+
+
+def open_workers(topology: Any, conf: Any, n: int, name: str) -> list[Worker]:
+    """``n`` workers of ``topology``, its tasks opened, sharing an in-process hub."""
     merged = prepare_conf(conf, topology)
     topology = prepare_topology(topology)
     plan = make_plan(topology, merged)
     hub = InProcessHub(n, 64)
-    ws = [Worker(topology_name="opcodes", topology=topology, conf=merged, plan=plan, index=i,
+    ws = [Worker(topology_name=name, topology=topology, conf=merged, plan=plan, index=i,
                  transport=hub.endpoint(i)) for i in range(n)]
     for w in ws:
         w.open_tasks()

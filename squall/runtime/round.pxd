@@ -1,24 +1,9 @@
 # C layout for the compiled hot path (scripts/compile.py); round.py is the source.
 cimport cython
 
-from squall.runtime.host cimport Task
+from squall.runtime.host cimport Task, _c_monotonic
 from squall.runtime.tasks cimport SpoutTask
 
-# clock_gettime(CLOCK_MONOTONIC), computed as CPython's time.monotonic (and, on Linux,
-# time.perf_counter) compute it: nanoseconds, then seconds
-cdef extern from *:
-    """
-    #ifndef SQUALL_MONOTONIC
-    #define SQUALL_MONOTONIC
-    #include <time.h>
-    static double squall_monotonic(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)((long long)ts.tv_sec * 1000000000LL + (long long)ts.tv_nsec) / 1e9;
-    }
-    #endif
-    """
-    double _c_monotonic "squall_monotonic" ()
 
 cdef class RoundConfig:
     cdef public Py_ssize_t capacity, high, low, spout_batch

@@ -46,7 +46,7 @@ try:
 except ImportError:  # plain Python without Cython installed: tuple's stand-in (never compiled)
     from squall.api.tuple import cython  # type: ignore[assignment]
 
-# perf_counter is clock_gettime(CLOCK_MONOTONIC) on Linux: compiled, read in C (round.pxd)
+# perf_counter is clock_gettime(CLOCK_MONOTONIC) on Linux: compiled, read in C (host.pxd)
 REAL_NOW = perf_counter if sys.platform.startswith("linux") else None
 BOLT_BATCH = 256  # tuples a task handles per pass at most
 SLICE = 16  # tuples a task handles between two looks at the clock (for the batch time)
@@ -176,7 +176,7 @@ class Round:
         """``now()`` (real time: budgets, the batch time); read in C when compiled and it is perf_counter."""
         now = self.now
         if cython.compiled and now is REAL_NOW:
-            return _c_monotonic()  # type: ignore[name-defined]  # noqa: F821 - round.pxd's C function
+            return _c_monotonic()  # type: ignore[name-defined]  # noqa: F821 - host.pxd's C function
         return now()
 
     def run(self, active: bool) -> int:

@@ -107,6 +107,15 @@ def sim():
         yield c
 
 
+def _file_spout(src, progress) -> FileSpout:
+    return FileSpout(src, "*.txt", progress=progress, commit_interval_secs=0.5)
+
+
+def _frame_spout(src, progress) -> DataFrameSpout:
+    return DataFrameSpout(src, progress=progress, fields=("id",), engine="arrow",
+                          commit_interval_secs=0.5)
+
+
 def test_a_files_progress_is_found_by_its_new_owner_after_a_rescale(tmp_path, sim):
     # progress files are per file in one directory: whichever task owns a file reads its own
     src = tmp_path / "in"
@@ -116,7 +125,7 @@ def test_a_files_progress_is_found_by_its_new_owner_after_a_rescale(tmp_path, si
     progress = tmp_path / "progress"
 
     def spout() -> FileSpout:
-        return FileSpout(src, "*.txt", progress=progress, commit_interval_secs=0.5)
+        return _file_spout(src, progress)
 
     first = spout()
     out = opened(first, index=0, tasks=1)
@@ -153,8 +162,7 @@ def test_a_segments_progress_is_found_by_its_new_owner_after_a_rescale(tmp_path,
     progress = tmp_path / "progress"
 
     def spout() -> DataFrameSpout:
-        return DataFrameSpout(src, progress=progress, fields=("id",), engine="arrow",
-                              commit_interval_secs=0.5)
+        return _frame_spout(src, progress)
 
     first = spout()
     out = opened(first, index=0, tasks=1)
@@ -220,7 +228,7 @@ def test_after_an_upgrade_a_files_committed_position_reaches_its_new_owner(tmp_p
     position = {name: len("".join(lines[:4]))}
 
     def spout() -> FileSpout:
-        return FileSpout(src, "*.txt", progress=progress, commit_interval_secs=0.5)
+        return _file_spout(src, progress)
 
     old_owner = spout()
     old_out = opened(old_owner, index=before, tasks=2)
@@ -256,8 +264,7 @@ def test_after_an_upgrade_a_segments_committed_row_reaches_its_new_owner(tmp_pat
     progress = tmp_path / "progress"
 
     def spout() -> DataFrameSpout:
-        return DataFrameSpout(src, progress=progress, fields=("id",), engine="arrow",
-                              commit_interval_secs=0.5)
+        return _frame_spout(src, progress)
 
     # the old run: rows 0-1 acked and committed to the progress; 2-3 in a committed checkpoint
     first = spout()

@@ -30,19 +30,24 @@ def _poll_until(t: ZmqTransport, n: int, timeout: float = 5.0) -> list[bytes]:
     return got
 
 
+def _send_all(t: ZmqTransport, peer: int, frames: list[bytes], timeout: float = 5.0) -> None:
+    """Send ``frames`` in order, retrying a frame the peer cannot take yet (not connected)."""
+    sent = 0
+    deadline = time.monotonic() + timeout
+    while sent < len(frames) and time.monotonic() < deadline:
+        if t.send(peer, frames[sent]):
+            sent += 1
+        else:
+            time.sleep(0.01)  # not connected yet: the worker would keep the frame
+
+
 @pytest.mark.timeout(30)
 def test_frames_reach_the_peer_in_order(ctx):
     a, b = ZmqTransport(ctx, insecure=True), ZmqTransport(ctx, insecure=True)
     assert a.address.startswith("tcp://127.0.0.1:")
     a.set_peers({0: a.address, 1: b.address})
     frames = [f"frame-{i}".encode() for i in range(100)]
-    sent = 0
-    deadline = time.monotonic() + 5
-    while sent < len(frames) and time.monotonic() < deadline:
-        if a.send(1, frames[sent]):
-            sent += 1
-        else:
-            time.sleep(0.01)  # not connected yet: the worker would keep the frame
+    _send_all(a, 1, frames)
     assert _poll_until(b, 100) == frames
     a.close()
     b.close()
@@ -141,13 +146,7 @@ def test_a_poll_that_finds_nothing_raises_no_again_and_one_that_finds_frames_tak
         assert b.poll(4) == []
     assert raised == []
     frames = [b"one", b"two", b"three"]
-    sent = 0
-    deadline = time.monotonic() + 5
-    while sent < len(frames) and time.monotonic() < deadline:
-        if a.send(1, frames[sent]):
-            sent += 1
-        else:
-            time.sleep(0.01)
+    _send_all(a, 1, frames)
     assert _poll_until(b, 3) == frames
     a.close()
     b.close()
