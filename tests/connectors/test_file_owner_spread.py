@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from functools import partial
 
 import pytest
 
@@ -124,8 +125,7 @@ def test_a_files_progress_is_found_by_its_new_owner_after_a_rescale(tmp_path, si
         (src / name).write_text("".join(f"{name} {k}\n" for k in range(5)), encoding="utf-8")
     progress = tmp_path / "progress"
 
-    def spout() -> FileSpout:
-        return _file_spout(src, progress)
+    spout = partial(_file_spout, src, progress)
 
     first = spout()
     out = opened(first, index=0, tasks=1)
@@ -161,8 +161,7 @@ def test_a_segments_progress_is_found_by_its_new_owner_after_a_rescale(tmp_path,
         pq.write_table(pa.table({"id": [p * 10 + r for r in range(4)]}), src / f"part-{p:05d}.parquet")
     progress = tmp_path / "progress"
 
-    def spout() -> DataFrameSpout:
-        return _frame_spout(src, progress)
+    spout = partial(_frame_spout, src, progress)
 
     first = spout()
     out = opened(first, index=0, tasks=1)
@@ -227,8 +226,7 @@ def test_after_an_upgrade_a_files_committed_position_reaches_its_new_owner(tmp_p
     (progress / f"{name}.offset").write_text(f"{len(''.join(lines[:2]))}\n")
     position = {name: len("".join(lines[:4]))}
 
-    def spout() -> FileSpout:
-        return _file_spout(src, progress)
+    spout = partial(_file_spout, src, progress)
 
     old_owner = spout()
     old_out = opened(old_owner, index=before, tasks=2)
@@ -263,8 +261,7 @@ def test_after_an_upgrade_a_segments_committed_row_reaches_its_new_owner(tmp_pat
     pq.write_table(pa.table({"id": list(range(6))}), arrow_io.file_path(segment))
     progress = tmp_path / "progress"
 
-    def spout() -> DataFrameSpout:
-        return _frame_spout(src, progress)
+    spout = partial(_frame_spout, src, progress)
 
     # the old run: rows 0-1 acked and committed to the progress; 2-3 in a committed checkpoint
     first = spout()
