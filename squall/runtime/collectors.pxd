@@ -8,10 +8,16 @@ from squall.runtime.host cimport AckScope, Task, TaskHost
 from squall.runtime.rotating cimport PendingTable
 from squall.runtime.routing cimport RouterBase
 
+from cpython.ref cimport Py_REFCNT as _c_refcnt
+
 cdef extern from "pythread.h":
     unsigned long _c_thread_id "PyThread_get_thread_ident" ()
 
 cdef unsigned long _thread_id()
+
+cdef bint _reuse_lists
+
+cdef inline list _private(list values, Py_ssize_t temp_refs)
 
 cdef class StreamRoute:
     cdef public object stream

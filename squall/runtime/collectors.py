@@ -7,6 +7,7 @@ event loop carries its tuples.
 
 from __future__ import annotations
 
+import sys
 from threading import get_ident
 from typing import Any
 
@@ -36,6 +37,23 @@ def _thread_id() -> int:
     if cython.compiled:
         return _c_thread_id()  # type: ignore[name-defined]  # noqa: F821 - collectors.pxd's C function
     return get_ident()
+
+
+# Compiled, on CPython before 3.14 (whose frames may pass a variable's list to a call without
+# a reference of its own), the refcount tells a list built for the emit alone (``emit([w])``)
+# from one the caller keeps: only the kept one is copied (a list made and freed per tuple
+# was about 5% of a word-count or pipeline sentence's instructions)
+_reuse_lists = cython.compiled and sys.version_info < (3, 14)
+REUSE_LISTS = bool(_reuse_lists)  # the same, for Python to read (a cdef global is C's only)
+
+
+def _private(values: list, temp_refs: int) -> list:
+    """``values`` when no one but the emit's caller can see it, else a copy (the caller may
+    reuse or change its list after emit). ``temp_refs``: the refcount of a list built in the
+    call (``emit([w])``) as the call site sees it, fixed by its code (tests/unit/test_collectors.py)."""
+    if cython.compiled and _reuse_lists and _c_refcnt(values) <= temp_refs:  # type: ignore[name-defined]  # noqa: F821
+        return values
+    return values[:]
 
 
 class StreamRoute:
@@ -76,7 +94,7 @@ class _Emitter:
         if (route is None or route.direct is not None or type(values) is not list
                 or len(values) != route.arity):
             return self._route_checked(stream, values)
-        values = values.copy()  # the caller may reuse its list after emit
+        values = _private(values, 5)
         single = route.single
         if single is not None:
             return route, values, single.route(values)
@@ -300,7 +318,7 @@ class OutputCollector(_Emitter):
                 vals = vals[:]
             self._send(route, vals, NO_TARGETS, anchors)
             return []
-        vals = vals[:]  # the caller may reuse its list after emit
+        vals = _private(vals, 3)
         if single is not None:
             targets = single.route(vals)
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from squall.api.errors import FailedException
 from squall.api.fields import Fields
 from squall.api.tuple import Tuple
 from squall.runtime.acker import AckerLedger, Outcome
+from squall.runtime import collectors
 from squall.runtime.collectors import (
     BasicOutputCollector,
     OutputCollector,
@@ -174,6 +176,64 @@ def test_emit_copies_values_and_targets_and_counts():
     assert w.tapped == [("words", "default", ["a"]), ("words", "default", ["b"])]
     c.report_error(err := RuntimeError("x"))
     assert w.errors == [err]
+
+
+EMITTERS = ["spout", "bolt", "bolt, keywords", "basic bolt"]
+
+
+def _emit(w, how, targets, make):
+    """Emit ``make()`` as user code does, in one of the three collectors' ways.
+
+    The list is built in the call itself (no variable of this frame holds it), as in
+    ``collector.emit([word])``.
+    """
+    root = Tuple(["in"], FIELDS, "src", "default", 5, {7: 1})
+    if how == "spout":
+        spout(w, *targets).emit(make())
+    elif how == "bolt":
+        bolt(w, 3, *targets).emit(make(), root)
+    elif how == "bolt, keywords":
+        bolt(w, 3, *targets).emit(values=make(), anchors=root)
+    else:
+        basic = BasicOutputCollector(bolt(w, 3, *targets))
+        basic.input = root
+        basic.emit(make())
+
+
+@pytest.mark.parametrize("how", EMITTERS)
+@pytest.mark.parametrize("targets", [(10,), (10, 11)])
+def test_a_list_the_caller_keeps_is_copied_so_changing_it_after_emit_changes_no_tuple(how, targets):
+    w = FakeWorker()
+    kept = ["a"]
+    _emit(w, how, targets, lambda: kept)
+    kept[0] = "changed"
+    kept.append("more")
+    sent = [values for *_, values, _ in w.sent if values != ["in"]]
+    assert sent == [["a"]] * len(targets)
+    assert all(values is not kept for values in sent)
+
+
+@pytest.mark.parametrize("how", EMITTERS)
+def test_a_list_built_for_the_emit_alone_is_sent_as_it_is_when_compiled(how):
+    # nobody else holds it, so nobody can change it: its copy would be an allocation and a
+    # free per tuple for nothing (compiled on CPython before 3.14, see collectors.REUSE_LISTS)
+    w = FakeWorker()
+    made: list[int] = []
+
+    def build():
+        values = ["a"]
+        made.append(id(values))
+        return values
+
+    _emit(w, how, (10,), build)
+    sent = w.sent[-1][3]
+    assert sent == ["a"]
+    assert (id(sent) == made[0]) is collectors.REUSE_LISTS
+
+
+def test_lists_are_reused_exactly_when_the_hot_path_is_compiled_on_cpython_before_3_14():
+    compiled = collectors.__file__.endswith((".so", ".pyd"))
+    assert collectors.REUSE_LISTS is (compiled and sys.version_info < (3, 14))
 
 
 # ---- spout tracking (A1, A11) ----------------------------------------------------------
