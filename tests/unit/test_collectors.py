@@ -236,6 +236,26 @@ def test_lists_are_reused_exactly_when_the_hot_path_is_compiled_on_cpython_befor
     assert collectors.REUSE_LISTS is (compiled and sys.version_info < (3, 14))
 
 
+@pytest.mark.parametrize("tapped", [False, True])
+def test_an_emit_nobody_subscribes_to_is_counted_goes_nowhere_and_leaves_the_tree_as_it_was(tapped):
+    w = FakeWorker()
+    if not tapped:
+        w.tap = None
+    sink = OutputCollector(FakeBoltTask(w, "sink", 3, True), {"default": StreamRoute("default", 1, [], None)})
+    root = Tuple(["in"], FIELDS, "src", "default", 5, {7: 1})
+    first = sink.emit(["x"], root)
+    first.append(99)  # the caller's own list
+    values = ["y"]
+    assert sink.emit(values, root) == []
+    values[0] = "changed"
+    m, route = sink._metrics, sink._routes["default"]
+    assert (m.emitted, m.transferred, route.emitted, route.transferred) == (2, 0, 2, 0)
+    assert w.sent == []
+    assert w.tapped == ([("sink", "default", ["x"]), ("sink", "default", ["y"])] if tapped else [])
+    sink.ack(root)
+    assert w.sent == [(ACKERS[7 % 2], "sink", ACK_ACK, [7, 1], None)]  # the input's edge alone
+
+
 # ---- spout tracking (A1, A11) ----------------------------------------------------------
 
 
