@@ -17,11 +17,11 @@ cdef class Round:
     cdef public bint throttled, blocked, can_hold, in_bolts, was_held
     cdef public Py_ssize_t rounds, work_done, early_sends, throttled_rounds, held_rounds, overflow_rounds
     cdef dict __dict__
-    @cython.locals(task=Task, spout=SpoutTask, work=Py_ssize_t, handled=Py_ssize_t, room=Py_ssize_t, begun=double, deadline=double)
+    @cython.locals(task=Task, spout=SpoutTask, work=Py_ssize_t, handled=Py_ssize_t, room=Py_ssize_t, begun=double, deadline=double, deferred=bint)
     cpdef double time(self)
     cpdef Py_ssize_t run(self, bint active)
     @cython.locals(spout=SpoutTask, work=Py_ssize_t)
-    cpdef Py_ssize_t gate_spouts(self, bint active, bint blocked, Py_ssize_t fullest)
+    cpdef Py_ssize_t gate_spouts(self, bint active, bint blocked, Py_ssize_t fullest, bint deferred=*)
     @cython.locals(done=Py_ssize_t, n=Py_ssize_t, taken=Py_ssize_t)
     cpdef Py_ssize_t process(self, Task task)
     @cython.locals(room=Py_ssize_t, n=Py_ssize_t)

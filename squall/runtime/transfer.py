@@ -462,12 +462,28 @@ class Transfer(TaskHost):
             if n >= self.send_bound:
                 self.held = True
 
-    def _flush_all(self) -> bool:
-        """Send the round's batches; returns True while some peer is full or held."""
+    def waiting(self) -> bool:
+        """Retry the frames that wait for their peers; True while some peer is full or held.
+
+        What is batched stays open (the round sends it with the spouts' output).
+        """
+        blocked = self._retry_unsent()
+        return blocked or bool(self._pressure)
+
+    def _retry_unsent(self) -> bool:
+        """Send what waits for each peer, in order, while it takes frames; whether any still waits."""
         transport = self.transport
+        blocked = False
         for index, unsent in self._unsent.items():
             while unsent and transport.send(index, unsent[0]):
                 unsent.popleft()
+            if unsent:
+                blocked = True
+        return blocked
+
+    def _flush_all(self) -> bool:
+        """Send the round's batches; returns True while some peer is full or held."""
+        self._retry_unsent()
         for peer in self._peers:
             if peer is not None and peer.batches:
                 self._flush(peer.index)

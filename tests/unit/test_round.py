@@ -44,10 +44,15 @@ class Exchange:
         self.full = False  # a peer refuses frames
         self.arriving: deque[tuple[Task, int]] = deque()  # (target, tuples) per frame
         self.rooms: list[int] = []
+        self.looks = 0  # ``waiting`` calls: the round deferred its send to the spouts'
 
     def send(self) -> bool:
         self.sends.append(self.batched)
         self.batched = 0
+        return self.full
+
+    def waiting(self) -> bool:
+        self.looks += 1
         return self.full
 
     def receive(self, room: int) -> int:
@@ -334,16 +339,61 @@ def test_a_peer_full_at_a_mid_round_send_stops_the_spouts_for_the_round():
     second = Spout(clock, 2, out=ex)
     r = core(clock, ex, spouts=[first, second], squall_transfer_batch_time_ms=1.0)
 
-    def refuse() -> bool:  # the peer takes the round-start send, then is full
+    def refuse() -> bool:  # nothing waited at the round's start; the peer is full at its first send
         ex.sends.append(ex.batched)
         ex.batched = 0
-        return len(ex.sends) > 1
+        return True
 
     ex.send = refuse  # type: ignore[method-assign]
     r.run(active=True)
     # 0.4 ms a call: the batch time runs out at the third call, whose send is refused
     assert first.calls == 3 and second.calls == 0 and r.blocked
     assert r.spout_cursor == 1  # the next round starts with the spout that did not get a turn
+
+
+# ---- one send a round: the bolts' output rides in the spouts' frames -----------------------
+
+
+def test_when_the_spouts_run_the_bolts_output_goes_in_the_same_send_as_theirs():
+    # a frame wakes ZeroMQ's I/O threads of both workers: one send per round, not two
+    clock, ex = Clock(), Exchange()
+    relay = Bolt(clock, 2, "relay", out=ex)
+    spout = Spout(clock, 1, out=ex, limit=5)
+    r = core(clock, ex, bolts=[relay], spouts=[spout])
+    relay.inbox.extend(range(7))
+    r.run(active=True)
+    assert ex.sends == [7 + 5] and ex.looks == 1 and not r.throttled
+
+
+@pytest.mark.parametrize("why", ["peer full", "queue past the high mark"])
+def test_when_the_gate_stops_the_spouts_the_bolts_output_still_goes_in_that_round(why):
+    clock, ex = Clock(), Exchange()
+    relay = Bolt(clock, 2, "relay", out=ex)
+    held = Bolt(clock, 3, "held")
+    spout = Spout(clock, 1, out=ex)
+    r = core(clock, ex, bolts=[relay], spouts=[spout], topology_backpressure_water_mark_high=0.5)
+    r.queues.append(held)  # a queue the round does not drain: only its length counts
+    relay.inbox.extend(range(7))
+    if why == "peer full":
+        ex.full = True
+    else:
+        held.inbox.extend(range(600))
+    r.run(active=True)
+    assert r.throttled and spout.calls == 0
+    assert ex.sends == [7] and ex.looks == 1
+
+
+@pytest.mark.parametrize("active, throttled", [(False, False), (True, True)])
+def test_a_round_whose_spouts_do_not_run_sends_right_after_its_bolts(active, throttled):
+    clock, ex = Clock(), Exchange()
+    relay = Bolt(clock, 2, "relay", out=ex)
+    spout = Spout(clock, 1, out=ex)
+    r = core(clock, ex, bolts=[relay], spouts=[spout])
+    r.throttled = throttled
+    ex.full = throttled  # stays throttled
+    relay.inbox.extend(range(7))
+    r.run(active=active)
+    assert ex.sends == [7] and ex.looks == 0 and spout.calls == 0
 
 
 @pytest.mark.parametrize("active, throttled, wait", [(True, False, 0.0), (False, False, 0.05),

@@ -67,3 +67,23 @@ def test_a_held_peer_stops_the_spouts_until_it_says_off_or_a_new_process_replace
     w0.lost_frames("a frame sent to worker 0 was lost")  # perhaps an "off": never wait for it
     assert w0.pressured() == []
     assert w0.misrouted == 0
+
+
+def test_waiting_retries_the_frames_that_wait_and_leaves_the_rounds_batches_open():
+    # the round asks ``waiting`` instead of sending when its spouts run next: the bolts'
+    # output then shares the spouts' frames (one frame a peer a round)
+    (w0, w1, _w2), hub = three_workers()
+    spout = w1.tasks[2]
+    hub.queues[2].extend([b"full", b"full"])  # worker 2 takes nothing
+    w1._unsent[2].append(b"waits for worker 2")
+    w1.deliver(1, spout, "default", ["x"], None)  # batched for the counter, on worker 0
+    assert w1.waiting()  # worker 2 is still full
+    assert list(w1._unsent[2]) == [b"waits for worker 2"] and not hub.queues[0]
+    hub.queues[2].clear()
+    assert not w1.waiting()
+    assert list(hub.queues[2]) == [b"waits for worker 2"] and not hub.queues[0]
+    assert not w1.send()  # the round's send takes the batch
+    [frame] = hub.queues[0]
+    assert [m[:4] for m in messages_of(frame)] == [[1, 2, "default", [["x"]]]]
+    w0._take_batch([PRESSURE_TARGET, 1, PRESSURE_STREAM, [[1]], None, None], w0.tasks, w0._sources)
+    assert w0.waiting()  # a peer said it is held: the spouts wait
