@@ -48,9 +48,12 @@ REUSE_LISTS = bool(_reuse_lists)  # the same, for Python to read (a cdef global 
 
 
 def _private(values: list, temp_refs: int) -> list:
-    """``values`` when no one but the emit's caller can see it, else a copy (the caller may
-    reuse or change its list after emit). ``temp_refs``: the refcount of a list built in the
-    call (``emit([w])``) as the call site sees it, fixed by its code (tests/unit/test_collectors.py)."""
+    """``values`` when no one but the emit's caller can see it, else a copy.
+
+    The caller may reuse or change its list after emit. ``temp_refs``: the refcount of a
+    list built in the call (``emit([w])``) as the call site sees it, fixed by its code
+    (tests/unit/test_collectors.py checks both sides of it).
+    """
     if cython.compiled and _reuse_lists and _c_refcnt(values) <= temp_refs:  # type: ignore[name-defined]  # noqa: F821
         return values
     return values[:]

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from squall.api.errors import FailedException
 from squall.api.fields import Fields
 from squall.api.tuple import Tuple
-from squall.runtime.acker import AckerLedger, Outcome
 from squall.runtime import collectors
+from squall.runtime.acker import AckerLedger, Outcome
 from squall.runtime.collectors import (
     BasicOutputCollector,
     OutputCollector,
