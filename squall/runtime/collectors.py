@@ -8,6 +8,7 @@ event loop carries its tuples.
 from __future__ import annotations
 
 import sys
+import sysconfig
 from threading import get_ident
 from typing import Any
 
@@ -40,10 +41,12 @@ def _thread_id() -> int:
 
 
 # Compiled, on CPython before 3.14 (whose frames may pass a variable's list to a call without
-# a reference of its own), the refcount tells a list built for the emit alone (``emit([w])``)
-# from one the caller keeps: only the kept one is copied (a list made and freed per tuple
-# was about 5% of a word-count or pipeline sentence's instructions)
-_reuse_lists = cython.compiled and sys.version_info < (3, 14)
+# a reference of its own) with the GIL (a free-threaded build counts references per thread),
+# the refcount tells a list built for the emit alone (``emit([w])``) from one the caller
+# keeps: only the kept one is copied (a list made and freed per tuple was about 5% of a
+# word-count or pipeline sentence's instructions)
+_reuse_lists = (cython.compiled and sys.version_info < (3, 14)
+                and not sysconfig.get_config_var("Py_GIL_DISABLED"))
 REUSE_LISTS = bool(_reuse_lists)  # the same, for Python to read (a cdef global is C's only)
 
 
@@ -181,6 +184,12 @@ class _Emitter:
 class SpoutOutputCollector(_Emitter):
     """Emits spout tuples; a ``msg_id`` makes the tuple tracked by the ackers.
 
+    A list passed to ``emit`` that the caller keeps (in a variable, an attribute, a
+    container) is copied, so the caller may change or reuse it after the emit; a list built
+    in the call (``emit([word])``) is sent as it is. Code compiled to C (Cython, an extension
+    module) that emits a list only it holds must not change it after the emit: as in Storm,
+    whose collectors keep the caller's list.
+
     A tracked emit goes into ``pending`` (the spout task's map of roots in flight); what must
     wait until ``next_tuple`` returns collects in ``acks_soon`` (acking off, or nobody
     subscribes), ``completed_soon`` (msg id, complete latency in ms: a tree that completed
@@ -279,7 +288,14 @@ class SpoutOutputCollector(_Emitter):
 
 
 class OutputCollector(_Emitter):
-    """Emits bolt tuples anchored to inputs, and acks or fails inputs."""
+    """Emits bolt tuples anchored to inputs, and acks or fails inputs.
+
+    A list passed to ``emit`` that the caller keeps (in a variable, an attribute, a
+    container) is copied, so the caller may change or reuse it after the emit; a list built
+    in the call (``emit([word])``) is sent as it is. Code compiled to C (Cython, an extension
+    module) that emits a list only it holds must not change it after the emit: as in Storm,
+    whose collectors keep the caller's list.
+    """
 
     def __init__(self, task: Task, routes: dict[str, StreamRoute]) -> None:
         super().__init__(task, routes)

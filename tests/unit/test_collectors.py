@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import sys
+import sysconfig
 
 import pytest
 from hypothesis import given, settings
@@ -231,9 +232,10 @@ def test_a_list_built_for_the_emit_alone_is_sent_as_it_is_when_compiled(how):
     assert (id(sent) == made[0]) is collectors.REUSE_LISTS
 
 
-def test_lists_are_reused_exactly_when_the_hot_path_is_compiled_on_cpython_before_3_14():
+def test_lists_are_reused_exactly_when_the_hot_path_is_compiled_on_cpython_before_3_14_with_a_gil():
     compiled = collectors.__file__.endswith((".so", ".pyd"))
-    assert collectors.REUSE_LISTS is (compiled and sys.version_info < (3, 14))
+    gil = not sysconfig.get_config_var("Py_GIL_DISABLED")
+    assert collectors.REUSE_LISTS is (compiled and sys.version_info < (3, 14) and gil)
 
 
 @pytest.mark.parametrize("tapped", [False, True])
