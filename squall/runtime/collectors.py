@@ -184,11 +184,12 @@ class _Emitter:
 class SpoutOutputCollector(_Emitter):
     """Emits spout tuples; a ``msg_id`` makes the tuple tracked by the ackers.
 
-    A list passed to ``emit`` that the caller keeps (in a variable, an attribute, a
-    container) is copied, so the caller may change or reuse it after the emit; a list built
-    in the call (``emit([word])``) is sent as it is. Code compiled to C (Cython, an extension
-    module) that emits a list only it holds must not change it after the emit: as in Storm,
-    whose collectors keep the caller's list.
+    A list passed to ``emit`` is copied when anything but the call refers to it (a variable,
+    an attribute, a list or dict it is in), so the caller may change or reuse it after the
+    emit. A list only the call refers to is sent as it is: one built in the call
+    (``emit([word])``), one in the argument tuple of a star call or a ``functools.partial``
+    (``emit(*args)``), or one only C code refers to (Cython, an extension module). Do not
+    change those after the emit, as in Storm, whose collectors keep the caller's list.
 
     A tracked emit goes into ``pending`` (the spout task's map of roots in flight); what must
     wait until ``next_tuple`` returns collects in ``acks_soon`` (acking off, or nobody
@@ -290,11 +291,12 @@ class SpoutOutputCollector(_Emitter):
 class OutputCollector(_Emitter):
     """Emits bolt tuples anchored to inputs, and acks or fails inputs.
 
-    A list passed to ``emit`` that the caller keeps (in a variable, an attribute, a
-    container) is copied, so the caller may change or reuse it after the emit; a list built
-    in the call (``emit([word])``) is sent as it is. Code compiled to C (Cython, an extension
-    module) that emits a list only it holds must not change it after the emit: as in Storm,
-    whose collectors keep the caller's list.
+    A list passed to ``emit`` is copied when anything but the call refers to it (a variable,
+    an attribute, a list or dict it is in), so the caller may change or reuse it after the
+    emit. A list only the call refers to is sent as it is: one built in the call
+    (``emit([word])``), one in the argument tuple of a star call or a ``functools.partial``
+    (``emit(*args)``), or one only C code refers to (Cython, an extension module). Do not
+    change those after the emit, as in Storm, whose collectors keep the caller's list.
     """
 
     def __init__(self, task: Task, routes: dict[str, StreamRoute]) -> None:

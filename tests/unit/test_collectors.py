@@ -232,6 +232,21 @@ def test_a_list_built_for_the_emit_alone_is_sent_as_it_is_when_compiled(how):
     assert (id(sent) == made[0]) is collectors.REUSE_LISTS
 
 
+def test_a_list_only_a_star_calls_argument_tuple_refers_to_is_sent_as_it_is_too():
+    # the edge of the contract the collectors' docstrings state: the tuple of ``emit(*args)``
+    # is the call's own, so its list counts as built in the call; one the caller also keeps
+    # is copied
+    w = FakeWorker()
+    c = bolt(w, 3, 10)
+    root = Tuple(["in"], FIELDS, "src", "default", 5, {7: 1})
+    args = (["a"], root)
+    c.emit(*args)
+    assert (w.sent[-1][3] is args[0]) is collectors.REUSE_LISTS
+    kept = ["b"]
+    c.emit(*(kept, root))
+    assert w.sent[-1][3] == ["b"] and w.sent[-1][3] is not kept
+
+
 def test_lists_are_reused_exactly_when_the_hot_path_is_compiled_on_cpython_before_3_14_with_a_gil():
     compiled = collectors.__file__.endswith((".so", ".pyd"))
     gil = not sysconfig.get_config_var("Py_GIL_DISABLED")
