@@ -184,12 +184,7 @@ class _Emitter:
 class SpoutOutputCollector(_Emitter):
     """Emits spout tuples; a ``msg_id`` makes the tuple tracked by the ackers.
 
-    A list passed to ``emit`` is copied when anything but the call refers to it (a variable,
-    an attribute, a list or dict it is in), so the caller may change or reuse it after the
-    emit. A list only the call refers to is sent as it is: one built in the call
-    (``emit([word])``), one in the argument tuple of a star call or a ``functools.partial``
-    (``emit(*args)``), or one only C code refers to (Cython, an extension module). Do not
-    change those after the emit, as in Storm, whose collectors keep the caller's list.
+    Which lists ``emit`` copies: as ``OutputCollector`` says.
 
     A tracked emit goes into ``pending`` (the spout task's map of roots in flight); what must
     wait until ``next_tuple`` returns collects in ``acks_soon`` (acking off, or nobody
