@@ -1,5 +1,6 @@
 """Live rescale on LocalCluster: stateless bolts change task count while the topology runs."""
 
+import threading
 from collections import Counter
 
 import pytest
@@ -10,19 +11,36 @@ from tests.integration.components import RECORD, CountBolt, ForwardBolt, ListSpo
 from tests.integration.test_acking import conf
 
 WORDS = [[f"w{i % 23}"] for i in range(3000)]
+HELD = 1000  # words a HeldSpout emits before it waits for RELEASE
+RELEASE = threading.Event()
 
 
 @pytest.fixture(autouse=True)
 def _clean():
     reset()
+    RELEASE.clear()
     yield
+    RELEASE.set()
     reset()
 
 
-def word_topology(count_grouping: str = "fields"):
-    """src -> count (2 tasks), and a branch other -> sink that a rescale of count never touches."""
+class HeldSpout(ListSpout):
+    """A ListSpout that stops after ``HELD`` items until ``RELEASE`` is set: the words after it
+    are emitted once the test has rescaled, however fast the first ones ran."""
+
+    def next_tuple(self):
+        if self.queue and self.queue[0] >= HELD and not RELEASE.is_set():
+            return
+        super().next_tuple()
+
+
+def word_topology(count_grouping: str = "fields", held: bool = False):
+    """src -> count (2 tasks), and a branch other -> sink that a rescale of count never touches.
+
+    ``held``: src is a ``HeldSpout``.
+    """
     b = TopologyBuilder()
-    b.set_spout("src", ListSpout(WORDS, fields=("word",)), 1)
+    b.set_spout("src", (HeldSpout if held else ListSpout)(WORDS, fields=("word",)), 1)
     decl = b.set_bolt("count", CountBolt(), 2)
     if count_grouping == "fields":
         decl.fields_grouping("src", Fields("word"))
@@ -47,7 +65,7 @@ def acked(tag):
 
 def test_a_stateless_bolt_grows_past_its_task_count_and_shrinks_live_nothing_lost():
     with simulated_time(), LocalCluster() as cluster:
-        cluster.submit_topology("t", c(), word_topology())
+        cluster.submit_topology("t", c(), word_topology(held=True))
         assert cluster.get_topology_info("t")["rescale"] is None
         workers = cluster.workers("t")
         before = tasks_of(cluster, "t")
@@ -68,6 +86,7 @@ def test_a_stateless_bolt_grows_past_its_task_count_and_shrinks_live_nothing_los
         assert cluster.workers("t") == workers
         after = tasks_of(cluster, "t")
         assert all(after[t] is task for t, task in before.items())
+        RELEASE.set()
         cluster.wait_quiet(trees=True)
         seen_by = {task for task, _ in RECORD["count.seen"]}
         assert set(new_count[2:]) & seen_by  # the new tasks got words

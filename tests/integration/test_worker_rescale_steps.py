@@ -11,13 +11,15 @@ from squall.runtime.live_plan import live_plan, task_changes
 from squall.spark import worker_rescale
 from squall.testing import simulated_time
 from tests.integration.components import RECORD, reset
-from tests.integration.test_live_rescale import WORDS, acked, c, word_topology
+from tests.integration.test_live_rescale import RELEASE, WORDS, acked, c, word_topology
 
 
 @pytest.fixture(autouse=True)
 def _clean():
     reset()
+    RELEASE.clear()
     yield
+    RELEASE.set()
     reset()
 
 
@@ -29,7 +31,7 @@ def run(worker, **msg):
 
 def test_the_steps_grow_a_bolt_and_a_plan_that_differs_is_refused():
     with simulated_time(), LocalCluster() as cluster:
-        cluster.submit_topology("t", c(), word_topology())
+        cluster.submit_topology("t", c(), word_topology(held=True))
         workers = cluster.workers("t")
         old = workers[0].plan
         changes = task_changes(old, {"count": 4})
@@ -57,6 +59,7 @@ def test_the_steps_grow_a_bolt_and_a_plan_that_differs_is_refused():
             ids = [t for t in feeding if where[t] == w.index]
             if ids:
                 assert run(w, step="switch", ids=ids)["value"] >= 0
+        RELEASE.set()  # the words after the first HELD reach the new routing
         cluster.wait_quiet(trees=True)
         assert acked("spout") == set(range(len(WORDS)))
         assert set(added) & {task for task, _ in RECORD["count.seen"]}  # the new tasks counted
