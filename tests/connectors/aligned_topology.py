@@ -24,8 +24,10 @@ def build(src: str, progress: str, out: str, engine: str = "auto", tally_fails_a
     return b.create_topology()
 
 
-def config(state: str | None = None, interval_ms: int = 300, pending: int = 2000) -> Config:
+def config(state: str | None = None, interval_ms: int = 300, pending: int = 2000,
+           guarantee: str = "at_least_once") -> Config:
     c = Config()
+    c["topology.guarantee"] = guarantee
     c.set_num_workers(2)
     c.set_max_spout_pending(pending)
     c.set_message_timeout_secs(30)
