@@ -13,12 +13,17 @@ from tests.connectors.components import SentenceTally, SplitWords
 
 
 def build(src: str, progress: str, out: str, engine: str = "auto", tally_fails_after=None,
-          delay: float = 0.0):
+          delay: float = 0.0, tally_from: str = "rows"):
+    """rows -> split -> write, and a stateful tally fed by ``tally_from`` (rows or split).
+
+    Fed by split, tally and write take each checkpoint behind the same split output, so a
+    sentence falls in one transaction at both, also at-least-once.
+    """
     b = TopologyBuilder()
     b.set_spout("rows", DataFrameSpout(src, progress=progress, commit_interval_secs=0.1,
                                        fields=("id", "sentence"), engine=engine), 2)
     b.set_bolt("split", SplitWords(delay=delay), 2).shuffle_grouping("rows")
-    b.set_bolt("tally", SentenceTally(tally_fails_after)).shuffle_grouping("rows")
+    b.set_bolt("tally", SentenceTally(tally_fails_after)).shuffle_grouping(tally_from)
     b.set_bolt("write", DataFrameWriterBolt(out, batch_rows=500, flush_secs=0.2, partition_by=["pos"],
                                             engine=engine), 2).shuffle_grouping("split")
     return b.create_topology()
