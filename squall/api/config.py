@@ -82,7 +82,8 @@ SETTINGS: tuple[Setting, ...] = (
             "least 4) it bounds the frames queued for each other worker, in the transport and "
             "in the worker; at the bound the worker's bolts wait and every spout of the "
             "topology stops (docs/worker.md)"),
-    Setting(TOPOLOGY_STATS_SAMPLE_RATE, 0.05, "fraction of executes timed for latency metrics"),
+    Setting(TOPOLOGY_STATS_SAMPLE_RATE, 0.05,
+            "fraction of executes and of spout tuple trees timed for latency metrics"),
     Setting(TOPOLOGY_BACKPRESSURE_HIGH, 0.8, "queue fill that stops the spouts"),
     Setting(TOPOLOGY_BACKPRESSURE_LOW, 0.2, "queue fill that lets the spouts run again"),
     Setting(SQUALL_TRANSFER_BATCH_SIZE, 512, "tuples per batch sent to another worker"),

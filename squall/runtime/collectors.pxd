@@ -42,7 +42,8 @@ cdef class _Emitter:
 cdef class SpoutOutputCollector(_Emitter):
     cdef public PendingTable _pending
     cdef public list acks_soon, fails_soon, completed_soon
-    @cython.locals(task=Task, host=TaskHost, edges=SplitMix64, ack_val=u64, edge=u64, root=u64, n=Py_ssize_t, scope=AckScope, emitted_at=double)
+    cdef public Py_ssize_t _sample_every, _sample_left
+    @cython.locals(task=Task, host=TaskHost, edges=SplitMix64, ack_val=u64, edge=u64, root=u64, n=Py_ssize_t, scope=AckScope, emitted_at=double, left=Py_ssize_t)
     cpdef _send(self, StreamRoute route, list values, list targets, object msg_id)
 
 cdef class OutputCollector(_Emitter):

@@ -193,12 +193,18 @@ class SpoutOutputCollector(_Emitter):
     sent): the spout task runs them.
     """
 
-    def __init__(self, task: Task, routes: dict[str, StreamRoute], pending: Any) -> None:
+    def __init__(self, task: Task, routes: dict[str, StreamRoute], pending: Any,
+                 sample_every: int = 1) -> None:
         super().__init__(task, routes)
         self._pending = pending
         self.acks_soon: list[Any] = []
         self.fails_soon: list[Any] = []
         self.completed_soon: list[Any] = []
+        # Storm stamps the emit time of one tracked emit in ``topology.stats.sample.rate``
+        # (and every one a hook sees): only those trees are timed; the others are stamped
+        # -1.0 (no clock reads a negative time) and complete with no clock read
+        self._sample_every = sample_every
+        self._sample_left = 1  # the first tracked emit is timed
 
     def emit(self, values: list, stream: str = DEFAULT_STREAM, msg_id: Any = None) -> list[int]:
         """Emit ``values`` on ``stream``; returns the target task ids."""
@@ -241,13 +247,18 @@ class SpoutOutputCollector(_Emitter):
         edges = self._edges
         ack_val = 0
         scope = task.scope
-        emitted_at = 0.0
+        emitted_at = -1.0  # not timed
+        left = self._sample_left - 1
+        if left <= 0 or hooks is not None:
+            if left <= 0:
+                left = self._sample_every
+            emitted_at = host.clock_now()
+        self._sample_left = left
         if scope is not None and (hooks is not None or scope.hooked or scope.open):
             scope = None  # Storm's hooks see every ledger message: the acker's path
         if scope is not None:
             # the chain runs inside deliver1: acks of this root by its members XOR into
             # the scope, and a tree that never left the chain is done when the call is
-            emitted_at = host.clock_now()
             scope.root = root
             scope.acc = 0
             scope.leaked = False
@@ -271,13 +282,11 @@ class SpoutOutputCollector(_Emitter):
             if not scope.leaked and ack_val == 0:
                 # completed in the call; the spout's ``ack`` runs after next_tuple returns
                 self.completed_soon.append(msg_id)
-                self.completed_soon.append((host.clock_now() - emitted_at) * 1000.0)
+                self.completed_soon.append((host.clock_now() - emitted_at) * 1000.0
+                                           if emitted_at >= 0.0 else -1.0)
                 return
-            # remembered until its tree is acked, failed or timed out (from its emit time:
-            # no second clock read)
-            self._pending.put_new(root, msg_id, emitted_at)
-        else:
-            self._pending.put_new(root, msg_id, host.clock_now())
+        # remembered until its tree is acked, failed or timed out
+        self._pending.put_new(root, msg_id, emitted_at)
         if hooks is not None:  # Storm's hooks see the messages to the ackers as emits too
             hooks.emit([root, ack_val, task.task_id], ACK_INIT, [task.acker_for(root)])
         task.send_init(root, ack_val)

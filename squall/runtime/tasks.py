@@ -38,6 +38,15 @@ MAX_COUNTED_FAILURES = 65536  # failing msg ids counted per spout task for max r
 _CHECKPOINT: str = CHECKPOINT_STREAM  # a C global str, compiled (tasks.pxd)
 
 
+def sample_every(conf: dict) -> int:
+    """One in how many executes (bolts) or tracked emits (spouts) is timed.
+
+    ``topology.stats.sample.rate``: Storm's 0.05 by default, one in 20; 0 for none.
+    """
+    rate = float(conf.get("topology.stats.sample.rate") or 0.05)
+    return max(1, int(round(1.0 / rate))) if rate > 0 else 0
+
+
 def _is_checkpoint(stream: Any) -> bool:
     """True for the ``$checkpoint`` stream.
 
@@ -66,7 +75,7 @@ class SpoutTask(Task):
         self.spout = spout
         # root id -> (msg_id, emit time); timed out by rotation, never by a scan
         self.pending = PendingMap(PENDING_BUCKETS)
-        self.collector = SpoutOutputCollector(self, routes, self.pending)
+        self.collector = SpoutOutputCollector(self, routes, self.pending, sample_every(conf))
         max_pending = conf.get("topology.max.spout.pending")
         self.max_pending: int | None = int(max_pending) if max_pending else None
         # the collector's: msg ids to ack (untracked) or fail (unsendable) after next_tuple
@@ -218,12 +227,18 @@ class SpoutTask(Task):
         if not pending.take(root):
             log.debug("task %d: ack for unknown or timed-out root %x", self.task_id, root)
             return
-        self._tree_done(pending.msg_id, (self.host.clock_now() - pending.emitted_at) * 1000.0)
+        emitted_at = pending.emitted_at
+        self._tree_done(pending.msg_id, (self.host.clock_now() - emitted_at) * 1000.0
+                        if emitted_at >= 0.0 else -1.0)
 
     def _tree_done(self, msg_id: Any, latency: float) -> None:
-        """The spout's ``ack`` of a completed tree, with its complete latency in ms."""
+        """The spout's ``ack`` of a completed tree, with its complete latency in ms.
+
+        -1.0: the tree was not timed (``topology.stats.sample.rate``).
+        """
         self.metrics.acked += 1
-        self.metrics.record_complete(latency)
+        if latency >= 0.0:
+            self.metrics.record_complete(latency)
         if self._failures:
             self._forget(msg_id)
         # ``_call`` inlined: once per tree, its bound method, argument tuple and the
@@ -233,7 +248,7 @@ class SpoutTask(Task):
         except (Exception, SystemExit) as e:  # noqa: BLE001 - user code (sys.exit too): report, carry on
             self.host.report_error(self, e)
         if self.hooks is not None:
-            self.hooks.spout_ack(msg_id, latency)
+            self.hooks.spout_ack(msg_id, latency if latency >= 0.0 else None)
 
     def expire(self) -> int:
         """Rotate the pending buckets; fail what timed out. Returns how many."""
@@ -283,7 +298,8 @@ class SpoutTask(Task):
 
     def _fail_hooks(self, msg_id: Any, emitted_at: float) -> None:
         if self.hooks is not None:
-            self.hooks.spout_fail(msg_id, (self.host.clock() - emitted_at) * 1000.0)
+            self.hooks.spout_fail(msg_id, (self.host.clock() - emitted_at) * 1000.0
+                                  if emitted_at >= 0.0 else None)
 
     def _forget(self, msg_id: Any) -> None:
         try:
@@ -310,8 +326,7 @@ class BoltTask(Task):
         self.collector = OutputCollector(self, routes)
         self._basic = BasicOutputCollector(self.collector) if isinstance(bolt, BasicBolt) else None
         self.barrier: Barrier | None = None  # set by the worker when checkpoints flow here
-        rate = float(conf.get("topology.stats.sample.rate") or 0.05)
-        self._sample_every = max(1, int(round(1.0 / rate))) if rate > 0 else 0
+        self._sample_every = sample_every(conf)
         self._count = 0
         # a rich bolt's opt-in ``execute_batch(tuples)``: its queued input a run at a time
         batch = getattr(bolt, "execute_batch", None) if self._basic is None else None

@@ -13,11 +13,13 @@ from squall.runtime.transport import InProcessHub
 from squall.runtime.worker import Worker
 
 NOW = [100.0]  # the workers' clock; a chained bolt moves it to give the tree a latency
+READS = [0]  # clock reads so far
 HELD: list = []  # inputs a Hold bolt keeps, acked by the test
 HOOKED: list = []  # (task, stream, values) of the emits hooks saw
 
 
 def clock():
+    READS[0] += 1
     return NOW[0]
 
 
@@ -103,7 +105,7 @@ class HookedMap(Map):
         context.add_task_hook(Recorder())
 
 
-def worker(builder, *, pending=None, ackers=1, chaining=True):
+def worker(builder, *, pending=None, ackers=1, chaining=True, sample_rate=None):
     NOW[0] = 100.0
     HELD.clear()
     HOOKED.clear()
@@ -113,6 +115,8 @@ def worker(builder, *, pending=None, ackers=1, chaining=True):
     if pending:
         conf.set_max_spout_pending(pending)
     conf["squall.chaining"] = chaining
+    if sample_rate is not None:
+        conf["topology.stats.sample.rate"] = sample_rate
     topology = builder.create_topology()
     merged = prepare_conf(conf, topology)
     topology = prepare_topology(topology)
@@ -163,13 +167,43 @@ def test_a_tree_that_completes_in_the_call_never_reaches_the_acker():
 
 
 def test_two_emits_in_one_next_tuple_complete_each_once():
-    w = worker(pipeline(Map(), Map(), items=("a", "b", "c"), per_call=3))
+    w = worker(pipeline(Map(), Map(), items=("a", "b", "c"), per_call=3), sample_rate=1.0)
     spout, acker = parts(w)
     spout.activate()
     spout.next_tuple()
     assert spout.spout.acked == [0, 1, 2]
     assert spout.metrics.acked == 3 and spout.metrics.complete_samples == 3
     assert acker.metrics.executed == 0 and len(spout.pending) == 0
+
+
+def test_one_tree_in_the_sample_rate_is_timed_and_the_others_read_no_clock():
+    # Storm stamps the emit time of the sampled tracked emits only (topology.stats.sample.rate)
+    w = worker(pipeline(Map(), items=[str(i) for i in range(41)], per_call=41), sample_rate=0.05)
+    spout, _ = parts(w)
+    spout.activate()
+    READS[0] = 0
+    spout.next_tuple()
+    assert spout.spout.acked == list(range(41)) and spout.metrics.acked == 41
+    assert spout.metrics.complete_samples == 3  # the 1st, 21st and 41st trees
+    assert abs(spout.metrics.complete_ms - 3 * 2.0) < 1e-6  # each timed tree: one 2 ms hop
+    # an emit time and an end time per timed tree, a start and an end per timed execute
+    # (Map's 1st, 21st and 41st): no read for the 38 trees not timed
+    assert READS[0] == 3 * 2 + 3 * 2
+
+
+def test_an_untimed_tree_that_goes_through_the_acker_completes_with_no_latency():
+    w = worker(pipeline(Map(), Hold(), items=("hold", "hold"), per_call=2), sample_rate=0.5)
+    spout, _ = parts(w)
+    spout.activate()
+    spout.next_tuple()
+    drain(w)
+    assert len(spout.pending) == 2
+    for collector, tup in HELD[:]:
+        collector.ack(tup)
+    drain(w)
+    assert spout.spout.acked == [0, 1] and spout.metrics.acked == 2
+    assert spout.metrics.complete_samples == 1  # the first tree only (one in two)
+    assert sum(spout.metrics.complete_hist) == 1
 
 
 def test_a_held_input_completes_its_tree_through_the_acker():
