@@ -21,7 +21,6 @@ from tests.integration.components import (
     CountBolt,
     ListSpout,
     RaiseOnBolt,
-    SlowBolt,
     SplitBolt,
     TickBolt,
     TypeRecorder,
@@ -231,18 +230,62 @@ def test_leaving_the_with_block_kills_everything():
     assert len(RECORD["deactivate"]) == 2  # one spout task per topology
 
 
-def test_capacity_shows_a_bolt_that_is_busy_all_the_time():
+SIMULATED: list = []  # the simulated clock of the test that runs ClockedBolt
+
+
+class ClockedBolt(Bolt):
+    """Each execute takes ``secs`` of the simulated clock: busy that long, on any machine."""
+
+    def __init__(self, secs):
+        self.secs = secs
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    def execute(self, tup):
+        if self.secs:
+            SIMULATED[0].advance(self.secs)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer):
+        pass
+
+
+class ClockedSpout(ListSpout):
+    """A ListSpout whose every emit comes ``secs`` of the simulated clock after the last."""
+
+    def __init__(self, items, secs):
+        super().__init__(items)
+        self.secs = secs
+
+    def next_tuple(self):
+        if self.queue:
+            SIMULATED[0].advance(self.secs)
+        super().next_tuple()
+
+
+@pytest.mark.parametrize("busy", [0.004, 0.001])
+def test_capacity_shows_a_bolt_that_is_busy_all_the_time(busy):
+    # a tuple every 4 ms of the simulated clock, each taking ``busy`` of it in slow's execute:
+    # slow is busy busy / (4 ms + busy) of the time, on any machine
     b = TopologyBuilder()
-    b.set_spout("spout", ListSpout([[i] for i in range(400)]), 1)
-    b.set_bolt("slow", SlowBolt(0.004), 1).shuffle_grouping("spout")
-    b.set_bolt("idle", SlowBolt(0.0), 1).shuffle_grouping("spout")
-    c = conf(1, **{"topology.stats.sample.rate": 1.0, "squall.metrics.window.secs": 0.3})
-    with LocalCluster() as cluster:
+    b.set_spout("spout", ClockedSpout([[i] for i in range(400)], 0.004), 1)
+    b.set_bolt("slow", ClockedBolt(busy), 1).shuffle_grouping("spout")
+    b.set_bolt("idle", ClockedBolt(0.0), 1).shuffle_grouping("spout")
+    # one tuple in flight: emit, execute, emit... (not rounds of 128 emits, then their executes)
+    c = conf(1, **{"topology.stats.sample.rate": 1.0, "squall.metrics.window.secs": 0.3,
+                   "topology.max.spout.pending": 1})
+    with simulated_time() as sim, LocalCluster() as cluster:
+        SIMULATED[:] = [sim]
         cluster.submit_topology("t", c, b.create_topology())
-        time.sleep(1.0)
+        # the clock stands still once the 400 are done: the last window that closed, in
+        # the middle of the run, is what is read
+        cluster.wait_quiet(trees=True)
+        assert sim.monotonic() >= 400 * (0.004 + busy) - 1e-9
         comps = cluster.get_topology_info("t")["components"]
-    assert comps["slow"]["capacity"] > 0.5
-    assert comps["idle"]["capacity"] < comps["slow"]["capacity"]
+    share = busy / (0.004 + busy)
+    assert comps["slow"]["capacity"] == pytest.approx(share, abs=0.05)
+    assert comps["idle"]["capacity"] < 0.05
 
 
 def test_info_reports_components_workers_and_metrics():
