@@ -249,9 +249,10 @@ class SpoutOutputCollector(_Emitter):
         scope = task.scope
         emitted_at = -1.0  # not timed
         left = self._sample_left - 1
-        if left <= 0 or hooks is not None:
-            if left <= 0:
-                left = self._sample_every
+        if left <= 0:
+            left = self._sample_every
+            emitted_at = host.clock_now()
+        elif hooks is not None:
             emitted_at = host.clock_now()
         self._sample_left = left
         if scope is not None and (hooks is not None or scope.hooked or scope.open):

@@ -6,6 +6,7 @@ import pytest
 
 from squall import (
     AlreadyAliveError,
+    BasicBolt,
     Bolt,
     Fields,
     LocalCluster,
@@ -233,19 +234,15 @@ def test_leaving_the_with_block_kills_everything():
 SIMULATED: list = []  # the simulated clock of the test that runs ClockedBolt
 
 
-class ClockedBolt(Bolt):
+class ClockedBolt(BasicBolt):
     """Each execute takes ``secs`` of the simulated clock: busy that long, on any machine."""
 
     def __init__(self, secs):
         self.secs = secs
 
-    def prepare(self, conf, context, collector):
-        self.collector = collector
-
-    def execute(self, tup):
+    def execute(self, tup, collector):
         if self.secs:
             SIMULATED[0].advance(self.secs)
-        self.collector.ack(tup)
 
     def declare_output_fields(self, declarer):
         pass
