@@ -30,14 +30,16 @@ def conf(guarantee: str, store: Path) -> Config:
 
 
 def counted(c: Config) -> dict:
+    """The lines' committed counts, read beside the running topology.
+
+    Only the committed rows: ``rollback`` would discard the staged rows of the bolt's
+    prepared transaction in the shared database, and its commit would then commit nothing.
+    """
     state = load_provider(c).new_state(f"{NAME}/lines/0", c, None)
     try:
-        state.rollback()
-        return dict(iter(state))
+        return dict(state.committed_items())
     finally:
-        close = getattr(state, "close", None)
-        if close is not None:
-            close()
+        state.close()
 
 
 def run(c: Config, src: Path, progress: Path, want: int) -> list[str]:
