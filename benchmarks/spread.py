@@ -359,8 +359,13 @@ def task_labels(info: dict) -> dict[int, str]:
     return labels
 
 
-def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, Any]:
-    """Submit the acked word count once, measure its window, kill it; its figures."""
+def submission(cluster: Any, index: int, args: argparse.Namespace, watch: Any = None) -> dict[str, Any]:
+    """Submit the acked word count once, measure its window, kill it; its figures.
+
+    ``watch`` (``benchmarks.tail``) is started with the workers' pids when the window opens,
+    stopped when it closes and given the spouts' latency pairs; with it, the core sampler
+    does not run (its thread would be one more in the window).
+    """
     case = make_case("wordcount", MAX_RATE, "squall-spark",
                      QUICK, acking=True, workers=args.workers)
     case["warmup_s"], case["duration_s"] = args.warmup, args.duration
@@ -385,8 +390,10 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
                     else:  # the loop thread only: the busiest of the process
                         os.sched_setaffinity(busiest_thread(pid), cpus)
             jvm = jvm_pid()
-            sampler = CoreSampler(list(pids.values()))
+            sampler = CoreSampler(list(pids.values()) if watch is None else [])
             window.sleep_until(window.t0)
+            if watch is not None:
+                watch.start(pids, jvm)
             sampler.start()
             cpu0 = {pid: cpu_secs(pid) for pid in pids.values()}
             drv0, jvm0 = cpu_secs(os.getpid()), cpu_secs(jvm) if jvm else 0.0
@@ -396,6 +403,8 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
             drv1, jvm1 = cpu_secs(os.getpid()), cpu_secs(jvm) if jvm else 0.0
             steal1 = steal_ticks()
             sampler.stop()
+            if watch is not None:
+                watch.stop()
             seeds = sorted({hash_seed_of(pid) for pid in pids.values()})
             window.sleep_until(window.t1 + 0.35)  # every probe's next flush
             end = cluster.get_topology_info(name)
@@ -406,6 +415,8 @@ def submission(cluster: Any, index: int, args: argparse.Namespace) -> dict[str, 
             cal.append(calibrate_cores())  # the window is bracketed: the machine's speed before and after
         acked, latencies = read_probes(probe_dir, "-spout")
         sink, _ = read_probes(probe_dir, "-sink")
+    if watch is not None:
+        watch.latencies(latencies, window.t0, window.t1)
     measured = figures(case, window.t0, window.t1, sink=sink, acked=acked, latencies=latencies)
     tps = measured["throughput_tps"] or 0.0
     sentences = tps * (window.t1 - window.t0)
