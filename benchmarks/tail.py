@@ -13,10 +13,10 @@ every tree that crosses it for as long. Per class of thread it prints the share 
 sentences and the share of all sentences that lived through such a run, how many runs
 there were and how long, and the p99 of the sentences that no run outside squall's workers
 touched. Classes: ``worker loop`` (each worker's busiest thread, squall's own work),
-``worker ZeroMQ I/O`` and ``worker other``, ``driver`` (this process: the topology master,
-the Spark driver's Python), ``Spark JVM`` (by thread name: ``C1``/``C2`` compilers, ``G1``
-collector, ``VM`` threads, the rest), ``kernel <name>`` (kernel threads: no command line)
-and ``other <name>``.
+``worker ZeroMQ I/O`` and ``worker other``, ``driver <thread>`` (this process: the topology
+master's threads by their Python names, the Spark driver's Python), ``Spark JVM`` (by thread
+name: ``C1``/``C2`` compilers, ``G1`` collector, ``VM`` threads, the rest), ``kernel
+<name>`` (kernel threads: no command line) and ``other <name>``.
 
 Needs ``perf`` (Debian's ``linux-perf``) with the scheduler's tracepoints readable: root, or
 ``kernel.perf_event_paranoid`` at -1.
@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +93,7 @@ class Roles:
     driver: int
     jvm: int | None
     kernel: set[int] = field(default_factory=set)  # pids seen to have no command line
+    driver_threads: dict[int, str] = field(default_factory=dict)  # tid -> Python thread, its kind
 
     def classify(self, run: Run) -> str:
         """The class of the thread that made ``run`` (see the module docs)."""
@@ -100,7 +102,8 @@ class Roles:
                 return "worker loop"
             return "worker ZeroMQ I/O" if run.comm.startswith("ZMQbg/IO") else "worker other"
         if run.pid == self.driver:
-            return "driver"
+            name = self.driver_threads.get(run.tid)
+            return f"driver {name}" if name else "driver"
         if self.jvm is not None and run.pid == self.jvm:
             return jvm_class(run.comm)
         if run.pid in self.kernel:
@@ -119,6 +122,16 @@ def loop_threads(runs: list[Run], workers: set[int]) -> set[int]:
         if secs > busiest.get(pid, (-1.0, 0))[0]:
             busiest[pid] = (secs, tid)
     return {tid for _, tid in busiest.values()}
+
+
+def driver_threads() -> dict[int, str]:
+    """The Python threads of the process by native id, by kind (no topology name: ``squall-master``)."""
+    names = {}
+    for t in threading.enumerate():
+        if t.native_id is not None:
+            kind = re.sub(r"-spread-\d+", "", t.name)  # squall-master-spread-1-pages: squall-master-pages
+            names[t.native_id] = re.sub(r"^Thread-\d+", "Thread", kind)
+    return names
 
 
 def is_kernel_thread(pid: int) -> bool:
@@ -227,7 +240,8 @@ class SchedWatch:
 
     def start(self, pids: dict[int, int], jvm: int | None) -> None:
         """Start recording (the window opens)."""
-        self.roles = Roles(workers=set(pids.values()), loops=set(), driver=os.getpid(), jvm=jvm)
+        self.roles = Roles(workers=set(pids.values()), loops=set(), driver=os.getpid(), jvm=jvm,
+                           driver_threads=driver_threads())
         self.proc = subprocess.Popen(["perf", "sched", "record", "-k", "CLOCK_MONOTONIC", "-o", self.data],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

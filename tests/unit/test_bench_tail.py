@@ -36,10 +36,25 @@ def test_threads_are_classed_by_their_process_and_name():
     runs = tail.parse_timehist(TIMEHIST)
     assert [roles.classify(r) for r in runs] == [
         "worker loop", "worker ZeroMQ I/O", "kernel rcu_preempt", "Spark JVM C2 compiler", "driver"]
+    roles.driver_threads = {6274: "squall-master"}
+    assert roles.classify(runs[4]) == "driver squall-master"
     stranger = tail.Run(0.0, 1.0, 0, "kdamond.0", 77, 77)
     assert roles.classify(stranger) == "other kdamond.0"
     roles.kernel.add(77)
     assert roles.classify(stranger) == "kernel kdamond"
+
+
+def test_the_drivers_threads_are_named_by_kind():
+    import threading
+
+    seen = threading.Event()
+    t = threading.Thread(target=seen.wait, name="squall-master-spread-3-pages")
+    t.start()
+    try:
+        assert tail.driver_threads()[t.native_id] == "squall-master-pages"
+    finally:
+        seen.set()
+        t.join()
 
 
 def test_the_loop_is_each_workers_busiest_thread():
