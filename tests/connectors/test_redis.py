@@ -131,8 +131,12 @@ def test_entries_left_pending_by_a_dead_consumer_are_claimed(redis_server, redis
     redis_client.xgroup_create("in", "g", id="0")
     ghost = redis_client.xreadgroup("g", "ghost", {"in": ">"}, count=15)  # read, then died
     assert len(ghost[0][1]) == 15
+    # the ghost died an hour ago: its entries are idle far past claim_idle_secs, while the live
+    # consumers' entries (acked within milliseconds, or seconds on a loaded machine) never are
+    ids = [entry_id for entry_id, _ in ghost[0][1]]
+    redis_client.xclaim("in", "g", "ghost", 0, ids, idle=3_600_000)
     with LocalCluster() as cluster:
-        cluster.submit_topology("pipe", conf(), build(redis_server.port, claim_idle_secs=0.3,
+        cluster.submit_topology("pipe", conf(), build(redis_server.port, claim_idle_secs=30,
                                                       claim_interval_secs=0.1))
         assert wait_for(lambda: sum(outputs(redis_client).values()) >= 40)
         assert wait_for(lambda: pending(redis_client) == 0)

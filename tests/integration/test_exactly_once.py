@@ -634,6 +634,8 @@ def test_a_processed_file_deleted_then_a_rollback_still_recovers_and_commits(tmp
             cluster.advance_time(STEP, increment=STEP, quiet_timeout=0.2)
             if len(committed(f"{NAME}/lines/0")) == 10:
                 break
+        else:
+            raise AssertionError(f"a.txt's lines not committed: {committed(f'{NAME}/lines/0')}")
         (src / "a.txt").unlink()  # processed: archived away
         (src / "b.txt").write_text("".join(f"b{i}\n" for i in range(10)), encoding="utf-8")
         for _ in range(300):

@@ -110,7 +110,11 @@ def test_count_rescaled_4_12_4_live_counts_exactly(guarantee):
     out = run(guarantee, [12, 4])
     words, arrivals = expected(out["texts"])
     counts = tally(words, Counter(out["counts"]))
-    assert (counts.lost, counts.duplicated) == ([], []), (counts, out["errors"], out["records"])
+    assert counts.lost == [], (counts, out["errors"], out["records"])
+    # at-least-once counts a replayed tree again (count and sink commit it apart, docs/state.md):
+    # no fault is planned, but a tree that outlives the simulated timeout on a loaded machine fails
+    if guarantee == "exactly_once" or not RECORD["eo.failed"]:
+        assert counts.duplicated == [], (counts, out["errors"], out["records"], RECORD["eo.failed"][:5])
     if guarantee == "exactly_once":
         sink = tally(arrivals, Counter(out["sink"]))
         assert (sink.lost, sink.duplicated) == ([], []), (sink, out["errors"])
