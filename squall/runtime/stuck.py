@@ -21,6 +21,7 @@ naming the components in it: upstream waits for downstream, which waits for upst
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 import sys
 import threading
@@ -34,6 +35,31 @@ from squall.runtime.chain import chain_by_component
 
 log = logging.getLogger("squall.stuck")
 USER_METHODS = ("execute", "next_tuple", "ack", "fail", "execute_batch")
+_FRAMES_LOCK = threading.Lock()  # the watchdogs of one process (LocalCluster) take frames in turn
+
+
+def current_frames() -> dict[int, FrameType]:
+    """``sys._current_frames()``, with the cycle collector held off around it before Python 3.12.
+
+    CPython 3.11 builds the frames while it holds the runtime's lock on the thread list. A
+    collection that one of those allocations starts can run a finalizer that releases the
+    GIL (a C extension's dealloc: confluent-kafka's, in a test that hung for 28 minutes);
+    a thread that then takes the GIL and wants the same lock (another watchdog, a thread
+    starting or ending) hangs the whole process (python/cpython#106883; 3.12 collects only
+    between bytecodes). The lock keeps two watchdogs from turning the collector back on
+    under each other.
+    """
+    if sys.version_info >= (3, 12):
+        return sys._current_frames()
+    with _FRAMES_LOCK:
+        enabled = gc.isenabled()
+        if enabled:
+            gc.disable()
+        try:
+            return sys._current_frames()
+        finally:
+            if enabled:
+                gc.enable()
 
 
 class StuckTaskError(RuntimeError):
@@ -203,7 +229,7 @@ class Watchdog:
 
     def check(self, now: float) -> None:
         """One sample of every task thread, and of the backpressure state."""
-        frames = sys._current_frames()
+        frames = current_frames()
         for thread in self._threads():
             frame = frames.get(thread.ident)  # type: ignore[arg-type]
             calls = self._user_calls(frame)

@@ -96,3 +96,72 @@ def test_an_inner_call_past_the_limit_after_its_caller_takes_the_report_over():
     assert list(d.stuck) == [2]
     assert [(k, t) for k, t, _ in d.observe_stack(16, "loop", [], by_index([]))] == [("moved", 2)]
     assert d.stuck == {} and d.watches == {}
+
+
+# Two samplers and four threads always inside a fresh call, with the collector at a threshold
+# of 2 and cyclic garbage whose finalizer releases the GIL: on CPython 3.11 a collection
+# started inside sys._current_frames() runs that finalizer while the thread list is locked,
+# and the other sampler, holding the GIL, waits for the lock (python/cpython#106883). With
+# sys._current_frames() called bare the process hangs in every run; through current_frames
+# it finishes in about its 2 seconds.
+_SAMPLERS = """
+import gc, sys, threading, time
+from squall.runtime.stuck import current_frames
+
+class Garbage:
+    def __init__(self):
+        self.me = self
+    def __del__(self):
+        time.sleep(0)  # releases the GIL, as a C extension's dealloc may
+
+stop = time.monotonic() + 2.0
+def leaf():
+    return 1
+def churn():
+    while time.monotonic() < stop:
+        leaf()
+def sample():
+    while time.monotonic() < stop:
+        Garbage()
+        current_frames()
+        time.sleep(0.0005)
+gc.set_threshold(2)
+sys.setswitchinterval(0.0001)
+threads = [threading.Thread(target=f, daemon=True) for f in [churn] * 4 + [sample] * 2]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(20)
+print("hung" if any(t.is_alive() for t in threads) else "done", flush=True)
+"""
+
+
+def test_taking_every_threads_frame_never_hangs_the_process_in_a_collection():
+    import subprocess
+    import sys
+
+    try:
+        out = subprocess.run([sys.executable, "-c", _SAMPLERS], capture_output=True, text=True,
+                             timeout=40).stdout
+    except subprocess.TimeoutExpired:
+        out = "timed out: the process hung"
+    assert out.strip() == "done", out
+
+
+def test_the_collector_is_on_again_after_the_frames_are_taken_and_off_if_it_was_off():
+    import gc
+
+    from squall.runtime.stuck import current_frames
+
+    assert gc.isenabled()
+    frames = current_frames()
+    import threading
+
+    assert threading.get_ident() in frames
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        current_frames()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
