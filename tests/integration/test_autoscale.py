@@ -140,7 +140,10 @@ def test_a_component_that_cannot_be_rescaled_live_is_named_and_left():
     assert left, info["autoscale"]
     assert "cannot be rescaled live" in left[0]["left"]["count"] and "thread" in left[0]["left"]["count"]
     assert all("count" not in d["changes"] for d in info["autoscale"]["decisions"])
-    assert len(info["components"]["count"]["tasks"]) == 1 and info["rescale"] is None
+    # split may be saturated too (the plain-Python pass, a loaded machine) and grow live: only
+    # count must stay as it was
+    assert len(info["components"]["count"]["tasks"]) == 1
+    assert info["rescale"] is None or "count" not in info["rescale"]["components"], info["rescale"]
 
 
 def test_off_by_default_and_none_in_info():
