@@ -39,7 +39,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.peers._measure import Latencies
+from benchmarks.peers._measure import Latencies, percentiles_ms
 
 # ``    610.598819 [0001]  rcu_preempt[15]        930.302      0.000      4.469``
 _ROW = re.compile(r"^\s*(\d+\.\d+)\s+\[(\d+)\]\s+(.+?)\s+(\d+\.\d+)\s+(\d+\.\d+)\s+(\d+\.\d+)\s*$")
@@ -170,8 +170,9 @@ def attribute(pairs: list[tuple[float, float]], runs: list[Run], roles: Roles, s
     for r in runs:
         if r.end - r.start >= burst_s:
             bursts[roles.classify(r)].append(r)
-    index = {c: (sorted(rs, key=lambda r: r.start), [r.start for r in sorted(rs, key=lambda r: r.start)])
-             for c, rs in bursts.items()}
+    for rs in bursts.values():
+        rs.sort(key=lambda r: r.start)
+    index = {c: (rs, [r.start for r in rs]) for c, rs in bursts.items()}
     longest = {c: max(r.end - r.start for r in rs) for c, rs in bursts.items()}
 
     def touched(done: float, latency: float) -> set[str]:
@@ -189,8 +190,9 @@ def attribute(pairs: list[tuple[float, float]], runs: list[Run], roles: Roles, s
     some = pairs[::sample_every]
     slow_hits = [touched(d, lat) for d, lat in slow]
     some_hits = [touched(d, lat) for d, lat in some]
-    latencies = sorted(lat for _, lat in pairs)
-    untouched = sorted(lat for (d, lat), hits in zip(some, some_hits, strict=True) if not hits & outside)
+    everything = percentiles_ms([lat for _, lat in pairs])
+    untouched = percentiles_ms([lat for (_, lat), hits in zip(some, some_hits, strict=True)
+                                if not hits & outside])["latency_p99_ms"]
     rows = []
     for c, rs in bursts.items():
         lengths = sorted((r.end - r.start) * 1000.0 for r in rs)
@@ -199,19 +201,15 @@ def attribute(pairs: list[tuple[float, float]], runs: list[Run], roles: Roles, s
                      statistics.median(lengths), lengths[-1]))
     rows.sort(key=lambda row: -row[1])
     return Attribution(
-        sentences=len(pairs), slow=len(slow), p50_ms=quantile(latencies, 0.5) * 1000.0,
-        p99_ms=quantile(latencies, 0.99) * 1000.0,
-        p99_untouched_ms=quantile(untouched, 0.99) * 1000.0 if untouched else float("nan"),
+        sentences=len(pairs), slow=len(slow), p50_ms=everything["latency_p50_ms"] or 0.0,
+        p99_ms=everything["latency_p99_ms"] or 0.0,
+        p99_untouched_ms=float("nan") if untouched is None else untouched,
         outside_slow=share(sum(bool(h & outside) for h in slow_hits), len(slow)),
         outside_all=share(sum(bool(h & outside) for h in some_hits), len(some)), rows=rows)
 
 
 def share(n: int, of: int) -> float:
     return n / of if of else float("nan")
-
-
-def quantile(ordered: list[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def report(a: Attribution, rate: float | None, slow_ms: float, burst_ms: float) -> str:
@@ -236,6 +234,7 @@ class SchedWatch:
         self.data = os.path.join(workdir, "sched.data")
         self.proc: subprocess.Popen | None = None
         self.roles: Roles | None = None
+        self.runs: list[Run] = []
         self.pairs: list[tuple[float, float]] = []
 
     def start(self, pids: dict[int, int], jvm: int | None) -> None:
@@ -261,8 +260,7 @@ class SchedWatch:
 
     def latencies(self, latencies: Latencies, t0: float, t1: float) -> None:
         """Keep the window's (completion, latency) pairs."""
-        p = latencies.pairs
-        self.pairs = [(d, lat) for d, lat in zip(p[0::2], p[1::2], strict=True) if t0 <= d <= t1]
+        self.pairs = [(d, lat) for d, lat in latencies if t0 <= d <= t1]
 
 
 def main(argv: list[str] | None = None) -> int:

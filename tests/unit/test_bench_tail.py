@@ -98,3 +98,14 @@ def test_a_run_that_ends_before_a_sentence_is_born_is_not_blamed():
     with pytest.raises(ValueError, match="no sentence"):
         tail.attribute([], runs, roles, slow_s=0.005, burst_s=0.001)
     assert math.isnan(tail.share(0, 0))
+
+
+def test_the_watch_keeps_the_pairs_completed_in_the_window():
+    from benchmarks.peers._measure import Latencies
+
+    lat = Latencies()
+    for done, secs in ((0.5, 0.001), (1.0, 0.002), (1.5, 0.003), (2.5, 0.004)):
+        lat.add(done, secs)
+    watch = tail.SchedWatch("/nonexistent")
+    watch.latencies(lat, 1.0, 2.0)
+    assert watch.pairs == [(1.0, 0.002), (1.5, 0.003)]
