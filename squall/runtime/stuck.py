@@ -272,8 +272,6 @@ class Watchdog:
     def _on_event(self, kind: str, task_id: int, info: dict) -> None:
         worker = self.worker
         if kind == "stuck":
-            public = {k: v for k, v in info.items() if k != "thread"}
-            worker.stuck[task_id] = public
             chain = self._chains.get(info["component"])
             fused = f" (chained: {' -> '.join(chain)})" if chain else ""
             error = StuckTaskError(
@@ -281,6 +279,8 @@ class Watchdog:
                 f"{info['secs']:.1f}s (squall.task.stuck.secs={self.detector.limit:g}); it waits "
                 f"in {info['waits_in']}")
             worker.errors.report(info["component"], task_id, error, stack=info["stack"])
+            # published after its error: whoever reads the stuck map, then the errors, sees both
+            worker.stuck[task_id] = {k: v for k, v in info.items() if k != "thread"}
         else:
             worker.stuck.pop(task_id, None)
             log.warning("task %d of %r moved on after being stuck in %s", task_id,

@@ -288,6 +288,7 @@ class _MasterLink:
                 steps = [s for s, done in zip(steps, ran, strict=True) if not done]
             now = time.monotonic()
             if now >= next_beat:
+                stuck = [dict(s) for s in list(worker.stuck.values())]  # before the errors: see stuck.py
                 new, sent_errors = errors.since(sent_errors, ERRORS_PER_HEARTBEAT)
                 metrics = [
                     co.metrics_to_dict(t.metrics, latencies.get(t.metrics.component, co.LATENCY_SAMPLES))
@@ -296,7 +297,7 @@ class _MasterLink:
                 samples = tap.drain() if isinstance(tap, TupleSampler) else []
                 self.send(co.HEARTBEAT, metrics=metrics, errors=new,
                           rejected_frames=transport.rejected_frames,
-                          stuck=[dict(s) for s in list(worker.stuck.values())],
+                          stuck=stuck,
                           corrupt_frames=worker.corrupt_frames, samples=samples,
                           transfer=worker.transfer_stats(), usage=usage.sample())
                 next_beat = now + spec.heartbeat_secs

@@ -165,3 +165,29 @@ def test_the_collector_is_on_again_after_the_frames_are_taken_and_off_if_it_was_
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_stuck_task_is_published_only_after_its_error_is_reported():
+    # a reader takes the stuck map, then the errors (LocalCluster's info, a Spark heartbeat):
+    # a task in the map must already have its StuckTaskError in the log
+    from types import SimpleNamespace
+
+    from squall.runtime.errors import ErrorLog
+    from squall.runtime.stuck import Watchdog
+
+    seen_in_map = []
+
+    class Log(ErrorLog):
+        def report(self, component, task, error, stack=None):
+            seen_in_map.append(task in worker.stuck)
+            return super().report(component, task, error, stack=stack)
+
+    worker = SimpleNamespace(plan=SimpleNamespace(chains=[]), tasks={}, index=0, stuck={},
+                             topology=SimpleNamespace(components={}), errors=Log())
+    dog = Watchdog(worker, limit=0.5, cycle_limit=0)
+    dog._on_event("stuck", 3, {**describe(), "secs": 0.6, "waits_in": "wait (x.py:1)",
+                                "stack": "x.py:1", "thread": None})
+    assert seen_in_map == [False]
+    assert worker.stuck[3]["waits_in"] == "wait (x.py:1)" and "thread" not in worker.stuck[3]
+    (error,) = worker.errors.list()
+    assert "StuckTaskError" in error["message"]
