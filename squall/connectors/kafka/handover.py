@@ -75,6 +75,9 @@ class Handover:
         self.marks_sent: dict[TopicPartition, int] = {}    # the owner marks' commit in flight
         self.marks_at = 0.0
         self.orphans: dict[TopicPartition, int] = {}  # see release_orphans
+        # sought partitions whose end is to be read again before a seek past it is refused:
+        # the answer on its way when the seek came may hold an end read before it
+        self.ends_to_reread: set[TopicPartition] = set()
 
     def reassign(self, partitions: list[TopicPartition]) -> None:
         """A new partition list: let go of the moved ones, ask whether the new ones are released."""
@@ -107,12 +110,16 @@ class Handover:
         A partition whose start offset the broker no longer holds is refused: it stays
         waiting (with the offset a seek gave it) and the others of the answer are taken; the
         refusal is raised after them and again at every refresh until it is resolved. A
-        group offset out of range is refused under ``auto.offset.reset`` ``error``
-        (exactly-once), else reported and moved to the earliest or latest offset.
+        sought offset past the answer's end is first asked again: that answer may have been
+        read before the seek, while the old owner was still reading the partition further
+        (an end only grows, unless the topic is made again). A group offset out of range is
+        refused under ``auto.offset.reset`` ``error`` (exactly-once), else reported and
+        moved to the earliest or latest offset.
         """
         now = clock.monotonic()
         take = []
         refused: list[SeekOutOfRangeError] = []
+        reread = False
         for tp, (offset, code, lo, hi) in sorted(committed.items()):
             since = self.waiting.get(tp)
             if since is None:
@@ -128,6 +135,10 @@ class Handover:
             try:
                 if tp in self.book.sought:  # a seek came before the partition was ours to read
                     start = self.book.sought[tp]
+                    if start > hi and tp in self.ends_to_reread:
+                        self.ends_to_reread.discard(tp)
+                        reread = True
+                        continue
                     check_in_range(self.name, tp, start, lo, hi)
                 else:
                     start = self.group_start(tp, offset, same_topology, lo, hi)
@@ -149,6 +160,8 @@ class Handover:
             self.mark_owner([tp for tp, _ in take], released=False)
             log.info("%s: reading %s", self.name,
                      ", ".join(f"{tp.topic}-{tp.partition}@{s}" for tp, s in take))
+        if reread:  # asked after the seek: its answer's end is at least the seek's
+            self.monitor.request("committed", sorted(self.waiting))
         if refused:
             raise refused[0]
 

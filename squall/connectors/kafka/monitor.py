@@ -79,11 +79,16 @@ class Monitor:
         return list_partitions(self._consumer, self._subscribes)
 
     def _committed(self, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int, int, int]]:
-        """Per partition: committed offset, owner's code (side group), watermarks."""
-        marks = self._watermarks(tps)
+        """Per partition: committed offset, owner's code (side group), watermarks.
+
+        Read in that order: an owner marks a partition released only once its commit landed,
+        and a commit names only offsets the broker held, so the end read last is never below
+        the committed offset read before it.
+        """
         owners = read_committed(self._owners, tps)
-        return {tp: (offset, owners[tp][0], *marks[tp])
-                for tp, (offset, _) in read_committed(self._consumer, tps).items()}
+        offsets = read_committed(self._consumer, tps)
+        marks = self._watermarks(tps)
+        return {tp: (offset, owners[tp][0], *marks[tp]) for tp, (offset, _) in offsets.items()}
 
     def _owner_marks(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         """Per partition: the owner's code in the side group (negative: none)."""

@@ -327,6 +327,7 @@ class KafkaSpout(SeekableSpout):
         offsets = self._seek_offsets(position)
         book = self.book
         book.sought = {tp: o for tp, o in offsets.items() if tp in self.handover.waiting}
+        self.handover.ends_to_reread = set(book.sought)
         ours = book.assigned | self.handover.draining
         # listed, yet neither read nor waited for here: a partition this task was handing
         # over when it died. If the owner marks still name this task, it is released at the

@@ -275,6 +275,61 @@ def test_a_refused_partition_keeps_its_sought_offset_and_the_others_of_the_answe
     assert s.position() == [["in", 0, 6], ["in", 1, 50]]  # still listed where the seek put it
 
 
+def test_a_seek_past_an_end_read_before_it_is_asked_again_not_refused(kafka_broker, sim, spouts):
+    # a new task's question about its partition (committed offset, watermarks) is answered
+    # while the old owner still reads on; the move's seek then lists an offset past that
+    # answer's end. The end only grew: the task asks again and starts at the sought offset
+    # (CI: a live Kafka rescale on Spark failed its checkpoint on "ends at 38" for offset 40)
+    produced(kafka_broker, 4)
+    s = kafka_spout(kafka_broker, spouts)
+    out = opened(s, EXACTLY_ONCE)
+    deadline = time.monotonic() + 20
+    while not s.handover.waiting and time.monotonic() < deadline:
+        s.next_tuple()
+        sim.advance(0.05)
+        time.sleep(0.001)
+    assert ("in", 0) in s.handover.waiting
+    while not any(kind == "committed" for kind, _, _ in s.monitor.results) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the answer waits for the task's next call: it says the end is 4
+    (answer,) = [payload for kind, payload, _ in s.monitor.results if kind == "committed"]
+    assert answer[("in", 0)][3] == 4
+    kafka_broker.produce("in", [f"r{i}".encode() for i in range(4, 8)])
+    s.seek([["in", 0, 6]])
+    assert pump(s, out, 2, sim)  # raised SeekOutOfRangeError "ends at 4" before
+    assert [m for _, m in out.records()] == [("in", 0, 6), ("in", 0, 7)]
+
+
+def test_an_answer_reads_the_end_after_the_committed_offset_so_a_commit_between_is_below_it(
+        kafka_broker, sim, spouts, monkeypatch):
+    # another task commits 8 (records 4-7 produced and read) while this task's question is
+    # answered: read before the commit, the end said 4 and the group offset 8 was refused
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as KTP
+
+    from squall.connectors.kafka import monitor
+
+    produced(kafka_broker, 4)
+    s = kafka_spout(kafka_broker, spouts)
+    read, moved = monitor.read_committed, []
+
+    def read_committed(consumer, tps, timeout=monitor.CALL_TIMEOUT_S):
+        if consumer is s.monitor._consumer and not moved:
+            moved.append(True)
+            kafka_broker.produce("in", [f"r{i}".encode() for i in range(4, 8)])
+            other = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": "g"})
+            try:
+                other.commit(offsets=[KTP("in", 0, 8)], asynchronous=False)
+            finally:
+                other.close()
+        return read(consumer, tps, timeout)
+
+    monkeypatch.setattr(monitor, "read_committed", read_committed)
+    out = opened(s, EXACTLY_ONCE)
+    kafka_broker.produce("in", [b"r8"])
+    assert pump(s, out, 1, sim)  # raised SeekOutOfRangeError "ends at 4" for offset 8 before
+    assert moved and [m for _, m in out.records()] == [("in", 0, 8)]
+
+
 def test_a_group_offset_past_the_end_is_refused_in_exactly_once_and_reported_otherwise(
         kafka_broker, sim, spouts):
     # (Tansu has no DeleteRecords: an offset below the start cannot be made here; a group
