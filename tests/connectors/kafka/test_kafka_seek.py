@@ -215,7 +215,9 @@ def test_a_partition_handed_over_goes_to_the_new_owner_at_the_position_the_old_o
                                         max_records_per_next_tuple=1,
                                         partition_refresh_period_ms=500, offset_commit_period_ms=200))
         spouts.append(s)
-        return s, opened(s, EXACTLY_ONCE, index=index, tasks=2)
+        # a handover limit (the message timeout) far past the test's simulated time: the new
+        # owner must wait for the release, not give up on it and start at the group offset
+        return s, opened(s, {**EXACTLY_ONCE, "topology.message.timeout.secs": 600}, index=index, tasks=2)
 
     old, out = task(0)
     assert pump(old, out, 3, sim)
@@ -229,6 +231,7 @@ def test_a_partition_handed_over_goes_to_the_new_owner_at_the_position_the_old_o
         old.next_tuple()
         new.next_tuple()
         sim.advance(0.05)
+        time.sleep(0.001)  # the broker's answers come in real time
     assert ("t-b", 0) in old.handover.draining  # records 3-5 wait for acks that never come
     assert quiet(new, out2, sim, calls=20) == []
     assert old.position() == [["t-b", 0, 6]]
@@ -399,6 +402,7 @@ def test_a_drained_partition_is_released_when_its_acks_arrive_not_at_the_commit_
         old.next_tuple()
         new.next_tuple()
         sim.advance(0.05)
+        time.sleep(0.001)  # the broker's answers come in real time
     assert ("t-b", 0) in old.handover.draining
     for _, m in out.records():
         old.ack(m)  # the trees complete (at-least-once) or the checkpoint commits (exactly-once)
@@ -461,7 +465,9 @@ def test_a_task_that_died_handing_a_partition_over_releases_it_at_its_position_a
                                         max_records_per_next_tuple=1,
                                         partition_refresh_period_ms=500))
         spouts.append(s)
-        return s, opened(s, EXACTLY_ONCE, index=index, tasks=2)
+        # a handover limit (the message timeout) far past the test's simulated time: the new
+        # owner must wait for the release, not give up on it and start at the group offset
+        return s, opened(s, {**EXACTLY_ONCE, "topology.message.timeout.secs": 600}, index=index, tasks=2)
 
     old, out = task(0)
     assert pump(old, out, 3, sim)
@@ -475,6 +481,7 @@ def test_a_task_that_died_handing_a_partition_over_releases_it_at_its_position_a
         old.next_tuple()
         new.next_tuple()
         sim.advance(0.05)
+        time.sleep(0.001)  # the broker's answers come in real time
     assert ("t-b", 0) in old.handover.draining
     # task 0 dies (no close: nothing released); its new instance seeks to the checkpoint
     restarted, out3 = task(0)
