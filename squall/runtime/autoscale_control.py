@@ -97,6 +97,7 @@ class Autoscaler:
         self._start: tuple[float, dict] | None = None
         self.in_progress = False
         self.windows = 0  # windows looked at: a decision that changes nothing is not kept
+        self.last_window: dict | None = None  # the last window's decision, kept or not
         # set by the cluster: why a change of parallelism ({component: n}) cannot be made live
         self.refusal: Callable[[dict[str, int]], str | None] | None = None
 
@@ -124,6 +125,7 @@ class Autoscaler:
         limits = {c: self.limits.get(c, Limits()) for c in observed}
         decision = self._only_live(decide(observed, limits))
         self.windows += 1
+        self.last_window = {"time": now, **decision.as_record()}
         if decision.changes or decision.left:
             self.decisions.append({"time": now, **decision.as_record(), "mode": self.mode,
                                    "applied": False})
@@ -181,9 +183,12 @@ class Autoscaler:
         """``get_topology_info(name)["autoscale"]``: the mode and the decisions, newest last.
 
         Only decisions that change something (or would, but cannot: ``left``) are kept;
-        ``windows`` counts every window looked at.
+        ``windows`` counts every window looked at; ``last_window`` is the last one's decision
+        with the figures it used, also when it changed nothing (why a load did not scale).
         """
-        return {"mode": self.mode, "windows": self.windows, "decisions": [dict(d) for d in self.decisions]}
+        return {"mode": self.mode, "windows": self.windows,
+                "last_window": None if self.last_window is None else dict(self.last_window),
+                "decisions": [dict(d) for d in self.decisions]}
 
 
 def snapshot(info: Mapping[str, Any]) -> dict:

@@ -10,7 +10,7 @@ cdef class RoundConfig:
     cdef public double spout_budget, batch_time, bolt_budget
 
 cdef class Round:
-    cdef public object exchange, now
+    cdef public object exchange, now, trace
     cdef public Py_ssize_t capacity, high, low, spout_batch, spout_cursor
     cdef public double bolt_budget, spout_budget, batch_time, io_at
     cdef public list processors, spouts, barrier_spouts, queues, offloop, aligners, holders

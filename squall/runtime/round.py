@@ -156,6 +156,7 @@ class Round:
         self.was_held = False
         self.held_rounds = 0  # rounds whose bolts waited for a peer (the send buffer's bound)
         self.overflow_rounds = 0  # rounds held with a full queue: frames taken past capacity
+        self.trace: Any = None  # a ``round_trace.RoundTrace`` while rounds are recorded
 
     def place(self, tasks: Iterable[Task], threads: list[Any], asyncs: list[Any],
               sources: dict[str, list[tuple[str, str]]]) -> None:
@@ -191,10 +192,15 @@ class Round:
         """One round (``active``: the topology is active, spouts may emit); the work done."""
         work = 0
         exchange = self.exchange
+        trace = self.trace
+        if trace is not None:
+            trace.begin(self.time(), self.early_sends)
         room = self.room()
         if room > 0:
             work += exchange.receive(room)
         begun = self.time()
+        if trace is not None:
+            trace.received(begun, work)
         self.io_at = begun + self.batch_time
         deadline = begun + self.bolt_budget
         self.was_held = False
@@ -208,6 +214,8 @@ class Round:
             if handled == 0 or self.time() >= deadline:
                 break
         self.in_bolts = False
+        if trace is not None:
+            trace.bolts_done(self.time(), work)
         if self.was_held:
             self.held_rounds += 1
         for spout in self.spouts:
@@ -225,6 +233,8 @@ class Round:
             side.after_round()
         self.rounds += 1
         self.work_done += work
+        if trace is not None:
+            trace.end(self.time(), work, self.early_sends, self.throttled)
         return work
 
     def gate_spouts(self, active: bool, blocked: bool, fullest: int, deferred: bool = False) -> int:

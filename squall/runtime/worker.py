@@ -25,6 +25,7 @@ from typing import Any
 from squall.api.errors import TopologyStartError
 from squall.api.topology import StormTopology
 from squall.runtime import clock as runtime_clock
+from squall.runtime import round_trace
 from squall.runtime.assembly import make_tasks
 from squall.runtime.commands import Commands
 from squall.runtime.errors import ErrorLog
@@ -58,6 +59,7 @@ class Worker(Transfer):
         self.conf = conf
         self.active = active
         self.round = Round(RoundConfig(conf), self)
+        self.round.trace = round_trace.from_environment(index)  # benchmarks.rounds: off unless asked
         self.spouts: list[SpoutTask] = self.round.spouts
         self.processors: list[Task] = self.round.processors
         self.timers = Timers()
@@ -186,6 +188,8 @@ class Worker(Transfer):
             self.aio = None
         if self._watchdog is not None:
             self._watchdog.stop()
+        if self.round.trace is not None:
+            self.round.trace.write()
         self.transport.close()
         self.stopped.set()
         self.commands.release()

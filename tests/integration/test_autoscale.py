@@ -126,6 +126,10 @@ def test_the_max_parallelism_of_a_component_is_kept():
     info = run(conf(), topology, windows=3)
     assert info["autoscale"]["windows"] >= 3  # looked at saturated figures three times
     assert all("count" not in d["changes"] for d in info["autoscale"]["decisions"])
+    # the last window is shown with its figures though it changed nothing for count
+    last = info["autoscale"]["last_window"]
+    assert "count" not in last["changes"] and last["true_rates"]["count"] > 0, last
+    assert last["time"] >= max((d["time"] for d in info["autoscale"]["decisions"]), default=0)
     assert len(info["components"]["count"]["tasks"]) == 1
 
 

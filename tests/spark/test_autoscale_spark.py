@@ -62,12 +62,13 @@ def test_a_load_step_is_carried_and_a_drop_scaled_down(local_cluster, tmp_path):
     try:
         # steady at the base load: the decisions change nothing
         steady = wait_windows(local_cluster, 2, 90)
-        assert steady == [], steady
+        assert steady == [], (steady, local_cluster.get_topology_info(NAME)["autoscale"]["last_window"])
         assert count_tasks(local_cluster) == 1
         # the step: count saturates, the spout is held back
         rate_file.write_text(str(2 * BASE))
         up = wait_windows(local_cluster, 2, 120)
-        assert any(d["changes"].get("count", [0, 0])[1] >= 2 and d["applied"] for d in up), up
+        assert any(d["changes"].get("count", [0, 0])[1] >= 2 and d["applied"] for d in up), \
+            (up, local_cluster.get_topology_info(NAME)["autoscale"]["last_window"])
         assert count_tasks(local_cluster) >= 2
         pids = sorted(w["pid"] for w in local_cluster.get_topology_info(NAME)["workers"])
         assert all(d.get("live") is True for d in up if d["applied"]), up  # no worker restarted
@@ -76,7 +77,8 @@ def test_a_load_step_is_carried_and_a_drop_scaled_down(local_cluster, tmp_path):
         rate_file.write_text(str(BASE))
         down = wait_windows(local_cluster, 2, 120)
         assert any(d["applied"] and d["changes"].get("count", [0, 99])[1] < d["changes"]["count"][0]
-                   for d in down if d["changes"].get("count")), down
+                   for d in down if d["changes"].get("count")), \
+            (down, local_cluster.get_topology_info(NAME)["autoscale"]["last_window"])
         assert all(d.get("live") is True for d in down if d["applied"]), down
         assert sorted(w["pid"] for w in local_cluster.get_topology_info(NAME)["workers"]) == pids
         failed = local_cluster.get_topology_info(NAME)["components"]["words"]["failed"]
