@@ -1,7 +1,7 @@
 """What the workers' loops did while the slow sentences waited: ``python -m benchmarks.rounds``.
 
     python -m benchmarks.rounds [--rate 100000] [--runs 1] [--warmup 1] [--duration 6]
-                                [--workers 2] [--slow-ms 5]
+                                [--workers 2] [--slow-ms 5] [--conf KEY=VALUE ...]
 
 Submits the acked word count paced at ``--rate`` sentences/s (as ``benchmarks.spread
 --rate`` and ``benchmarks.tail``) with ``SQUALL_ROUND_TRACE`` set, so each worker records its
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.peers._measure import Latencies, percentiles_ms
+from benchmarks.spread import conf_item
 from squall.runtime.round_trace import ENV, RoundRecord, load
 
 OFF_CPU = 0.5  # a stretch whose loop thread ran less than this share of it was not running
@@ -218,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--slow-ms", type=float, default=5.0,
                         help="a slow sentence (default 5: issue 40's p99)")
+    parser.add_argument("--conf", type=conf_item, action="append", default=[], metavar="KEY=VALUE",
+                        help="a topology setting for every submission (repeatable)")
     args = parser.parse_args(argv)
     if args.rate <= 0 or args.runs < 1 or args.duration <= 0 or args.slow_ms <= 0:
         parser.error("--rate, --runs, --duration and --slow-ms must be above 0")
@@ -226,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     from squall.spark import SparkCluster
 
     spread_args = argparse.Namespace(warmup=args.warmup, duration=args.duration, workers=args.workers,
-                                     rate=args.rate, gc="default", conf=[], pin="none", calibrate=False)
+                                     rate=args.rate, gc="default", conf=args.conf, pin="none",
+                                     calibrate=False)
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     print(f"rounds: {args.runs} submission(s) of the acked word count paced at {args.rate:,.0f}/s, "
           f"{args.workers} workers, {args.warmup:g}s warm-up + {args.duration:g}s measured, rounds "
