@@ -20,7 +20,6 @@ what they held.
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import os
 import statistics
@@ -32,6 +31,7 @@ from pathlib import Path
 
 from benchmarks.peers._measure import Latencies, percentiles_ms
 from benchmarks.spread import conf_item
+from benchmarks.tail import paced_parser, spread_args
 from squall.runtime.round_trace import ENV, RoundRecord, load
 
 OFF_CPU = 0.5  # a stretch whose loop thread ran less than this share of it was not running
@@ -211,14 +211,7 @@ class RoundWatch:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.rounds", description=__doc__.split("\n")[0])
-    parser.add_argument("--rate", type=float, default=100_000.0, help="sentences/s in all (default 100,000)")
-    parser.add_argument("--runs", type=int, default=1, help="submissions, each analysed apart")
-    parser.add_argument("--warmup", type=float, default=1.0)
-    parser.add_argument("--duration", type=float, default=6.0)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--slow-ms", type=float, default=5.0,
-                        help="a slow sentence (default 5: issue 40's p99)")
+    parser = paced_parser("python -m benchmarks.rounds", __doc__)
     parser.add_argument("--conf", type=conf_item, action="append", default=[], metavar="KEY=VALUE",
                         help="a topology setting for every submission (repeatable)")
     args = parser.parse_args(argv)
@@ -228,9 +221,6 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.squall_runner import LOG_DIR, spark_master
     from squall.spark import SparkCluster
 
-    spread_args = argparse.Namespace(warmup=args.warmup, duration=args.duration, workers=args.workers,
-                                     rate=args.rate, gc="default", conf=args.conf, pin="none",
-                                     calibrate=False)
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     print(f"rounds: {args.runs} submission(s) of the acked word count paced at {args.rate:,.0f}/s, "
           f"{args.workers} workers, {args.warmup:g}s warm-up + {args.duration:g}s measured, rounds "
@@ -242,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             cluster.start()
             for i in range(1, args.runs + 1):
                 watch = RoundWatch(directory)
-                row = spread.submission(cluster, i, spread_args, watch=watch)
+                row = spread.submission(cluster, i, spread_args(args, args.conf), watch=watch)
                 print(f"\nsubmission {i}: {row['tps']:,.0f} sentences/s, "
                       f"{row['us_per_sentence']:.1f} us of worker CPU a sentence", flush=True)
                 found = analyse(watch.pairs, watch.rounds(), args.slow_ms / 1000.0, watch.t0, watch.t1)

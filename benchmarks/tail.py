@@ -263,15 +263,27 @@ class SchedWatch:
         self.pairs = [(d, lat) for d, lat in latencies if t0 <= d <= t1]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.tail", description=__doc__.split("\n")[0])
+def paced_parser(prog: str, doc: str) -> argparse.ArgumentParser:
+    """The options of a tool that explains the paced word count's slow sentences (this one, ``rounds``)."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n")[0])
     parser.add_argument("--rate", type=float, default=100_000.0, help="sentences/s in all (default 100,000)")
-    parser.add_argument("--runs", type=int, default=1, help="submissions, each attributed apart")
+    parser.add_argument("--runs", type=int, default=1, help="submissions, each explained apart")
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--duration", type=float, default=6.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--slow-ms", type=float, default=5.0,
                         help="a slow sentence (default 5: issue 40's p99)")
+    return parser
+
+
+def spread_args(args: argparse.Namespace, conf: list | None = None) -> argparse.Namespace:
+    """``spread.submission``'s options for the paced word count of ``paced_parser``'s ``args``."""
+    return argparse.Namespace(warmup=args.warmup, duration=args.duration, workers=args.workers,
+                              rate=args.rate, gc="default", conf=conf or [], pin="none", calibrate=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = paced_parser("python -m benchmarks.tail", __doc__)
     parser.add_argument("--burst-ms", type=float, default=1.0, help="a run that counts (default 1)")
     args = parser.parse_args(argv)
     if args.rate <= 0 or args.runs < 1 or args.duration <= 0 or args.slow_ms <= 0 or args.burst_ms <= 0:
@@ -282,8 +294,6 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.squall_runner import LOG_DIR, spark_master
     from squall.spark import SparkCluster
 
-    spread_args = argparse.Namespace(warmup=args.warmup, duration=args.duration, workers=args.workers,
-                                     rate=args.rate, gc="default", conf=[], pin="none", calibrate=False)
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     print(f"tail: {args.runs} submission(s) of the acked word count paced at {args.rate:,.0f}/s, "
           f"{args.workers} workers, {args.warmup:g}s warm-up + {args.duration:g}s measured under "
@@ -293,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster.start()
         for i in range(1, args.runs + 1):
             watch = SchedWatch(workdir)
-            row = spread.submission(cluster, i, spread_args, watch=watch)
+            row = spread.submission(cluster, i, spread_args(args), watch=watch)
             assert watch.roles is not None
             print(f"\nsubmission {i}: {row['tps']:,.0f} sentences/s, "
                   f"{row['us_per_sentence']:.1f} us of worker CPU a sentence", flush=True)
