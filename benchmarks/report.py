@@ -2,7 +2,8 @@
 
 ``python -m benchmarks.report FILE`` prints a results file's table again;
 ``python -m benchmarks.report --compare OLD NEW [--threshold 0.15]`` compares two: per row
-(same workload, variant, system, acking) NEW's figure divided by OLD's, rows beyond the
+(same workload, variant, system, acking; a rescale or autoscale row by what was asked, as its
+variant column shows the run's outcome) NEW's figure divided by OLD's, rows beyond the
 threshold flagged, exit status 1 when any row regressed.
 
 ``latest.json`` is a list of rows, one per case run (errors and skipped systems
@@ -236,8 +237,17 @@ THRESHOLD = 0.15  # the quick runs' own noise on a shared machine is about this 
 P99_FLOOR_MS = 1.0  # a p99 must also rise by this much: sub-ms tails move by one scheduler tick
 
 
+# workloads whose variant column carries the run's outcome (the moves' pauses, the
+# autoscaler's decisions), which differs between any two runs: compared by what was asked
+OUTCOME_VARIANTS = {"rescale": lambda v: v.split()[0], "autoscale": lambda v: "2x step"}
+
+
 def _key(row: Row) -> tuple[str, str, str, bool]:
-    return (row["workload"], str(row["variant"]), row["system"], bool(row.get("acking")))
+    variant = str(row["variant"])
+    asked = OUTCOME_VARIANTS.get(row["workload"])
+    if asked is not None and variant:
+        variant = asked(variant)
+    return (row["workload"], variant, row["system"], bool(row.get("acking")))
 
 
 def compare(old: list[Row], new: list[Row], threshold: float = THRESHOLD) -> list[dict[str, Any]]:

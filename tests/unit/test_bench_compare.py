@@ -110,3 +110,18 @@ def test_command_prints_one_files_table_and_names_a_bad_file(tmp_path, capsys):
         report.main(["--compare", str(good), str(bad)])
     with pytest.raises(SystemExit, match="cannot read .*missing.json"):
         report.main(["--compare", str(good), str(tmp_path / "missing.json")])
+
+
+def test_rows_whose_variant_is_their_outcome_are_matched_by_what_was_asked():
+    old = [row("rescale", "live 264/227ms", system="squall-spark", tps=10080, p99=303.1),
+           row("rescale", "restart 890/966ms", system="squall-spark", tps=14298, p99=209.9),
+           row("autoscale", "1 dec, 15s", system="squall-spark", tps=295, p99=2961.2)]
+    new = [row("rescale", "live 228/215ms", system="squall-spark", tps=10030, p99=284.1),
+           row("rescale", "restart 1074/970ms", system="squall-spark", tps=6000, p99=209.8),
+           row("autoscale", "2 dec, unsettled", system="squall-spark", tps=294, p99=2870.8)]
+    entries = {e["key"][:2]: e for e in report.compare(old, new)}
+    assert set(entries) == {("rescale", "live"), ("rescale", "restart"), ("autoscale", "2x step")}
+    assert entries[("rescale", "live")]["tps_ratio"] == pytest.approx(10030 / 10080)
+    assert not entries[("rescale", "live")]["regressed"]
+    assert entries[("rescale", "restart")]["regressed"]  # a real drop is still flagged
+    assert not entries[("autoscale", "2x step")]["regressed"]
