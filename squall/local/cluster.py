@@ -245,7 +245,7 @@ class LocalCluster(ClusterBase[_Running]):
                         running.moving = rescale_spout.arm(running, topology, spouts[0], changes, record)
                         running.conf = conf
                         return
-                    except rescale_spout.NotSettled as e:
+                    except NotSettled as e:
                         reason = str(e)
                 if reason is None:
                     self._rescale_live(running, topology, conf, changes, num_workers, record)

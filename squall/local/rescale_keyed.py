@@ -48,24 +48,29 @@ def arm(running: Any, topology: Any, comp: str, changes: dict[str, tuple[int, in
     """Set the move up on the running topology (see the module); raises with the old routing kept."""
     old: TaskPlan = running.plan
     workers = list(running.workers)
-    spout_worker = next((w for w in workers if live_keyed.checkpoint_coordinator(w) is not None), None)
-    if spout_worker is None:
-        raise RuntimeError("the topology has no checkpoint spout")
-    held = on_loop(spout_worker, partial(live_keyed.hold_checkpoints, spout_worker),
-                   "hold its checkpoints")
+    spout_worker = checkpoint_worker(workers)
+    on_loop(spout_worker, partial(live_keyed.hold_checkpoints, spout_worker), "hold its checkpoints")
     try:
-        txid = _settled(spout_worker)
+        txid = settled(spout_worker)
         new = live_plan(old, changes)
         move = KeyedRescale(comp, old, new, txid, record)
         _install(running, topology, move, workers)
         return move
     finally:
-        on_loop(spout_worker, partial(live_keyed.release_checkpoints, spout_worker, held),
+        on_loop(spout_worker, partial(live_keyed.release_checkpoints, spout_worker),
                 "release its checkpoints")
 
 
-def _settled(worker: Any) -> int:
-    """The txid of the move: one past the last commit, once nothing is in flight."""
+def checkpoint_worker(workers: list[Any]) -> Any:
+    """The worker that hosts the checkpoint spout."""
+    found = next((w for w in workers if live_keyed.checkpoint_coordinator(w) is not None), None)
+    if found is None:
+        raise RuntimeError("the topology has no checkpoint spout")
+    return found
+
+
+def settled(worker: Any) -> int:
+    """The txid of a move: one past the last commit, once nothing is in flight (checkpoints held)."""
     for _ in range(SETTLE_ROUNDS):
         idle, txid = on_loop(worker, partial(live_keyed.checkpoints_idle, worker), "answer")
         if idle:

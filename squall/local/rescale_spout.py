@@ -20,8 +20,9 @@ from functools import partial
 from typing import Any
 
 from squall.local.rescale import by_worker, on_loop
-from squall.runtime import live
-from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Phase
+from squall.local.rescale_keyed import checkpoint_worker, settled
+from squall.runtime import live, live_keyed
+from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM
 from squall.runtime.exactly_once import is_exactly_once
 from squall.runtime.live_keyed import MovingBarrier, SwitchRouter, plain_barriers
 from squall.runtime.live_spout import (
@@ -34,12 +35,7 @@ from squall.runtime.live_spout import (
 )
 from squall.runtime.plan import TaskPlan
 
-SETTLE_ROUNDS = 200  # worker rounds the checkpoint spout is given to finish its checkpoint
 DRAIN_CHECK_SECS = 0.05  # at-least-once: how often a worker looks whether its old tasks drained
-
-
-class NotSettled(RuntimeError):
-    """No moment without a checkpoint in flight came: the cluster restarts instead."""
 
 
 @dataclass
@@ -88,17 +84,17 @@ def arm(running: Any, topology: Any, comp: str, changes: dict[str, tuple[int, in
                 move.timers.append((w, timer))
         running.plan, running.topology = new, topology
         return move
-    spout_worker, spout = _checkpoint_spout(move.workers)
-    coordinator = spout.spout._coordinator
-    held = on_loop(spout_worker, partial(_hold, coordinator), "hold its checkpoints")
+    spout_worker = checkpoint_worker(move.workers)
+    on_loop(spout_worker, partial(live_keyed.hold_checkpoints, spout_worker), "hold its checkpoints")
     try:
-        move.txid = _settled(spout_worker, coordinator)
+        move.txid = settled(spout_worker)
         _install(running, topology, move)
         _hook(move, topology)
         running.plan, running.topology = new, topology
         return move
     finally:
-        on_loop(spout_worker, partial(_release, coordinator, held), "release its checkpoints")
+        on_loop(spout_worker, partial(live_keyed.release_checkpoints, spout_worker),
+                "release its checkpoints")
 
 
 def _install(running: Any, topology: Any, move: SpoutRescale) -> None:
@@ -155,37 +151,6 @@ def _every(worker: Any, step: Any) -> Any:
     worker.timers.every(worker.clock(), DRAIN_CHECK_SECS, action)
     timer = worker.timers.timers[-1]
     return timer
-
-
-def _checkpoint_spout(workers: list[Any]) -> tuple[Any, Any]:
-    for w in workers:
-        for task in w.tasks.values():
-            if task.component == CHECKPOINT_SPOUT:
-                return w, task
-    raise RuntimeError("the topology has no checkpoint spout")
-
-
-def _hold(coordinator: Any) -> float:
-    held, coordinator._retry_at = coordinator._retry_at, float("inf")
-    return float(held)
-
-
-def _release(coordinator: Any, held: float) -> None:
-    coordinator._retry_at = held
-
-
-def _settled(worker: Any, coordinator: Any) -> int:
-    """The txid of the move: one past the last commit, once nothing is in flight."""
-    def state() -> tuple[bool, int]:
-        c = coordinator
-        return (c.in_flight is None and not c.recovering and c.state.phase is Phase.COMMITTED,
-                c.state.txid)
-    for _ in range(SETTLE_ROUNDS):
-        idle, txid = on_loop(worker, state, "answer")
-        if idle:
-            return txid + 1
-    raise NotSettled("a checkpoint was in flight or recovering, so no barrier was free to carry "
-                     "the move")
 
 
 def _hook(move: SpoutRescale, topology: Any) -> None:

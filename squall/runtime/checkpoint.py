@@ -90,16 +90,17 @@ class CheckpointCoordinator:
         self.interval = interval
         self.recovering = True  # every start begins with recovery: rollback/commit/init
         self.in_flight: tuple[int, Action] | None = None
+        self.held = False  # a live rescale waits for a free barrier (``hold``)
         self._last = float("-inf")
         self._retry_at = float("-inf")
 
     def poll(self, now: float) -> Emit | None:
-        """The next checkpoint tuple, or None (one in flight, or not yet time)."""
+        """The next checkpoint tuple, or None (one in flight, held, or not yet time)."""
         if self.in_flight is not None or now < self._retry_at:
             return None
         save = None
         if not self.recovering and self.state.phase is Phase.COMMITTED:
-            if now - self._last < self.interval:
+            if self.held or now - self._last < self.interval:
                 return None
             self._last = now
             self.state = save = self.state.next_state(False)
@@ -125,6 +126,23 @@ class CheckpointCoordinator:
         self.in_flight = None
         self.recovering = True
         self.back_off(now)
+
+    def hold(self) -> None:
+        """Begin no new transaction until ``release``.
+
+        What is under way still ends: a prepared transaction's COMMIT, a recovery's
+        ROLLBACK and INITSTATE. A hold that stopped them too would wait forever for the
+        idleness (``idle``) a live rescale holds the spout for.
+        """
+        self.held = True
+
+    def release(self) -> None:
+        """Begin transactions again, at the interval as before."""
+        self.held = False
+
+    def idle(self) -> bool:
+        """Nothing in flight or recovering, and the last transaction committed: a barrier is free."""
+        return self.in_flight is None and not self.recovering and self.state.phase is Phase.COMMITTED
 
     def back_off(self, now: float) -> None:
         """Emit nothing for one interval (a store that is down is not hammered)."""

@@ -43,7 +43,7 @@ from functools import partial
 from typing import Any
 
 from squall.runtime import live
-from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Barrier, Phase
+from squall.runtime.checkpoint import CHECKPOINT_SPOUT, CHECKPOINT_STREAM, Barrier
 from squall.runtime.exactly_once import is_exactly_once
 from squall.runtime.hashing import hash_values, stable_hash
 from squall.runtime.keygroups import default_table, moved, num_key_groups, owned_groups
@@ -278,20 +278,19 @@ def checkpoint_coordinator(worker: Any) -> Any | None:
     return None
 
 
-def hold_checkpoints(worker: Any) -> float:
-    """Start no new checkpoint until ``release_checkpoints``; the retry time it had."""
+def hold_checkpoints(worker: Any) -> None:
+    """Begin no new checkpoint until ``release_checkpoints`` (one under way still ends)."""
     c = checkpoint_coordinator(worker)
     if c is None:
         raise RuntimeError(f"worker {worker.index} hosts no checkpoint spout")
-    held, c._retry_at = c._retry_at, float("inf")
-    return float(held)
+    c.hold()
 
 
-def release_checkpoints(worker: Any, held: float) -> None:
-    """Let the checkpoint spout go on (``held``: what ``hold_checkpoints`` returned)."""
+def release_checkpoints(worker: Any) -> None:
+    """Let the checkpoint spout begin checkpoints again."""
     c = checkpoint_coordinator(worker)
     if c is not None:
-        c._retry_at = held
+        c.release()
 
 
 def checkpoints_idle(worker: Any) -> tuple[bool, int]:
@@ -299,8 +298,7 @@ def checkpoints_idle(worker: Any) -> tuple[bool, int]:
     c = checkpoint_coordinator(worker)
     if c is None:
         raise RuntimeError(f"worker {worker.index} hosts no checkpoint spout")
-    return (c.in_flight is None and not c.recovering and c.state.phase is Phase.COMMITTED,
-            int(c.state.txid))
+    return c.idle(), int(c.state.txid)
 
 
 def check_keyed(worker: Any, task_ids: list[int]) -> None:

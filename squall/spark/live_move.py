@@ -340,10 +340,11 @@ def _ride_checkpoint(master: Any, incs: dict[int, bytes], spout_worker: int, int
     (the caller restarts under the new plan). The checkpoint spout is released in every case.
     """
     everyone = range(len(incs))
-    held: float | None = None
+    held = False
     armed = False
     try:
-        held = float(_step(master, incs, "hold", {spout_worker: {}})[spout_worker])
+        _step(master, incs, "hold", {spout_worker: {}})
+        held = True
         txid = _settle(master, incs, spout_worker, max(SETTLE_SECS, 5 * interval))
         prepare(txid)
         armed = True
@@ -351,8 +352,8 @@ def _ride_checkpoint(master: Any, incs: dict[int, bytes], spout_worker: int, int
             arm(txid)
         except StepError as e:  # some tasks may carry the move: a restart settles them
             raise RuntimeError(str(e)) from None
-        _step(master, incs, "release", {spout_worker: {"held": held}})
-        held = None
+        _step(master, incs, "release", {spout_worker: {}})
+        held = False
     except StepError:
         if not armed:  # nothing routes by the new plan yet: undo
             _step(master, incs, "unadd", {w: {"ids": ids} for w, ids in added.items()})
@@ -360,9 +361,9 @@ def _ride_checkpoint(master: Any, incs: dict[int, bytes], spout_worker: int, int
             master.calls.call(lambda: _end(master, incs, saved))
         raise
     finally:
-        if held is not None:
+        if held:
             try:
-                _step(master, incs, "release", {spout_worker: {"held": held}})
+                _step(master, incs, "release", {spout_worker: {}})
             except Exception:  # noqa: BLE001 - what stopped the move is the error to report
                 pass
 

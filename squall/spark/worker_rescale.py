@@ -98,8 +98,8 @@ def _retire(worker: Any, msg: dict) -> int:
     return live.retire_tasks(worker, list(msg["ids"]))
 
 
-def _hold(worker: Any, msg: dict) -> float:
-    return live_keyed.hold_checkpoints(worker)
+def _hold(worker: Any, msg: dict) -> None:
+    live_keyed.hold_checkpoints(worker)
 
 
 def _idle(worker: Any, msg: dict) -> list:
@@ -107,7 +107,7 @@ def _idle(worker: Any, msg: dict) -> list:
 
 
 def _release(worker: Any, msg: dict) -> None:
-    live_keyed.release_checkpoints(worker, float(msg["held"]))
+    live_keyed.release_checkpoints(worker)
 
 
 def _plans(worker: Any) -> tuple[Any, Any]:

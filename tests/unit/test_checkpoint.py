@@ -93,3 +93,49 @@ def test_barrier_drops_an_incomplete_checkpoint_when_a_newer_one_arrives():
     b.add(1, "PREPARE", 10, "a")
     done, superseded = b.add(1, "ROLLBACK", 10, "x")
     assert done == [] and superseded == ["a"]
+
+
+def _spout_worker(coordinator):
+    from types import SimpleNamespace
+
+    from squall.runtime.checkpoint import CHECKPOINT_SPOUT
+    spout = SimpleNamespace(component=CHECKPOINT_SPOUT, spout=SimpleNamespace(_coordinator=coordinator))
+    return SimpleNamespace(index=0, tasks={1: spout})
+
+
+def test_a_hold_lets_a_prepared_transaction_commit_and_begins_no_new_one():
+    # a live rescale holds the spout until a barrier is free; held between PREPARE's ack and
+    # COMMIT's emit, a hold that stopped every emit left the record COMMITTING for good: the
+    # move waited its 10 s and restarted the topology (seen in the rescale bench on Spark)
+    from squall.runtime import live_keyed
+    c = CheckpointCoordinator(TxState(), interval=1.0)
+    worker = _spout_worker(c)
+    c.acked(0, drive(c).action)  # INITSTATE: recovery over
+    assert drive(c, 1.0).action is Action.PREPARE
+    c.acked(1, Action.PREPARE)
+    live_keyed.hold_checkpoints(worker)
+    assert live_keyed.checkpoints_idle(worker) == (False, 1)
+    e = c.poll(1.01)
+    assert e is not None and (e.txid, e.action) == (1, Action.COMMIT)
+    c.acked(1, Action.COMMIT)
+    assert live_keyed.checkpoints_idle(worker) == (True, 1)
+    assert c.poll(9.0) is None  # held: no transaction 2 however late
+    live_keyed.release_checkpoints(worker)
+    assert drive(c, 9.0).action is Action.PREPARE
+
+
+def test_a_hold_lets_a_recovery_finish():
+    from squall.runtime import live_keyed
+    c = CheckpointCoordinator(TxState(4, Phase.COMMITTED), interval=1.0)
+    worker = _spout_worker(c)
+    c.acked(4, drive(c).action)
+    e = drive(c, 1.0)
+    live_keyed.hold_checkpoints(worker)
+    c.failed(e.txid, e.action, now=1.5)  # PREPARE 5 timed out: roll back, one interval on
+    assert c.poll(2.0) is None and not live_keyed.checkpoints_idle(worker)[0]
+    assert drive(c, 2.5).action is Action.ROLLBACK
+    c.acked(5, Action.ROLLBACK)
+    assert drive(c, 2.6).action is Action.INITSTATE
+    c.acked(4, Action.INITSTATE)
+    assert live_keyed.checkpoints_idle(worker) == (True, 4)
+    assert c.poll(10.0) is None
