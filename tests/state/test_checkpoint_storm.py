@@ -414,3 +414,35 @@ def test_an_older_transaction_is_ignored_as_storm_does():
     assert b.add(6, "PREPARE", 10, old) == ([], [old])
     assert b.add(7, "ROLLBACK", 10, copy(3))[0]  # a rollback of 7 takes the bolt back to 6
     assert b.add(6, "INITSTATE", 10, copy(4))[0]
+
+
+def test_a_held_spout_whose_record_could_not_be_saved_stays_held(fresh_store):
+    # a save failing at an ack makes the spout start over from its durable record with a new
+    # coordinator; a live rescale's hold must survive that, or the spout begins a transaction
+    # while the move arms its barriers
+    from squall.runtime import live_keyed
+    clock = fresh_store
+    spout, out = open_spout()
+    errors = []
+    out.report_error = errors.append
+    worker = SimpleNamespace(index=0, tasks={1: SimpleNamespace(component=CHECKPOINT_SPOUT, spout=spout)})
+    t0 = runtime_clock.time_ms()
+    spout.next_tuple()
+    spout.ack((t0, "INITSTATE"))
+    spout.next_tuple()
+    assert last(out) == (t0 + 1, "PREPARE")
+    live_keyed.hold_checkpoints(worker)
+    commit = spout._state.commit
+    spout._state.commit = lambda txid: (_ for _ in ()).throw(OSError("store down"))
+    spout.ack((t0 + 1, "PREPARE"))  # COMMITTING not saved: back to PREPARING, recover
+    spout._state.commit = commit
+    assert errors and "store down" in str(errors[0])
+    for _ in range(10):
+        step(spout, clock)
+        stream, (txid, action), msg_id = out.emitted[-1]
+        spout.ack(msg_id)
+    assert [a for _, (_, a), _ in out.emitted[2:]] == ["ROLLBACK", "INITSTATE"]
+    assert live_keyed.checkpoints_idle(worker) == (True, t0)
+    live_keyed.release_checkpoints(worker)
+    step(spout, clock)
+    assert last(out) == (t0 + 1, "PREPARE")
