@@ -144,6 +144,19 @@ class CheckpointCoordinator:
         """Nothing in flight or recovering, and the last transaction committed: a barrier is free."""
         return self.in_flight is None and not self.recovering and self.state.phase is Phase.COMMITTED
 
+    def start_over(self, saved: TxState, now: float) -> None:
+        """Recover from ``saved`` (the durable record), one interval from now; a hold stays.
+
+        For an advance that could not be saved: what was in flight and the record past
+        ``saved`` are forgotten, as by a new coordinator, but a live rescale that held the
+        spout still waits for this recovery to end.
+        """
+        self.state = saved
+        self.recovering = True
+        self.in_flight = None
+        self._last = float("-inf")
+        self.back_off(now)
+
     def back_off(self, now: float) -> None:
         """Emit nothing for one interval (a store that is down is not hammered)."""
         self._retry_at = now + self.interval

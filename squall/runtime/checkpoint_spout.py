@@ -95,12 +95,8 @@ class CheckpointSpout(Spout):
         if recovering and not self._coordinator.recovering:
             log.info("checkpoint recovery done at transaction %d", txid)
         if record is not None and not self._save(record):
-            # the advance is not durable: go back to what is, and recover from there (still
-            # held if a live rescale held it: the move waits for this recovery to end)
-            held = self._coordinator.held
-            self._coordinator = CheckpointCoordinator(self._durable, self._interval)
-            self._coordinator.held = held
-            self._coordinator.back_off(runtime_clock.monotonic())
+            # the advance is not durable: go back to what is, and recover from there
+            self._coordinator.start_over(self._durable, runtime_clock.monotonic())
 
     def fail(self, msg_id: Any) -> None:
         """A bolt failed its part, or it timed out: recover."""
