@@ -124,10 +124,14 @@ class GuardedHTTPServer(ThreadingHTTPServer):
             thread = threading.Thread(target=self._serve, args=(request, client_address, slots),
                                       daemon=True)
             thread.start()
-        except BaseException:
+        except Exception:  # no thread: none will release the slot or close the connection
             slots.release()
             self.shutdown_request(request)
             raise
+        # A KeyboardInterrupt from a signal handler may come inside ``start`` after the thread
+        # began: that thread owns the slot then. Releasing it here too raised ValueError
+        # (released too many times), which socketserver logs and swallows, so the interrupt
+        # meant to stop the server was lost and it went on serving.
 
     def _serve(self, request: Any, client_address: Any, slots: threading.BoundedSemaphore) -> None:
         try:

@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from types import FrameType
 
@@ -67,17 +68,22 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         raise CliError(ExitCode.ERROR, str(e)) from None
 
+    stopping = threading.Event()
+    stopper = threading.Thread(target=server.stop, name="squall-drpc-stop", daemon=True)
+
     def stop(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+        # not an exception raised wherever the main thread happens to be (it could land inside
+        # the server's own bookkeeping): the serving loop is asked to end, from another thread
+        # since ``shutdown`` waits for the loop
+        if not stopping.is_set():
+            stopping.set()
+            stopper.start()
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     sys.stderr.write(f"squall drpc: listening on {server.host!s}:{server.port} "
                      f"(token in {where}; requests time out after {timeout:g} s)\n")
     sys.stderr.flush()
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
+    server.serve_forever()
+    stopper.join()  # outstanding requests failed, the port closed
     return 0
