@@ -47,7 +47,13 @@ class StateConfigError(ValueError):
 
 
 class InvalidTxidError(ValueError):
-    """A txid out of order: preparing a committed txid, or committing one not prepared."""
+    """A txid out of order: preparing a committed txid, or committing one not prepared.
+
+    Also raised by ``commit(txid)`` of a txid this state object prepared when the store holds
+    no prepared transaction any more: its staged changes are gone (another writer to the
+    namespace rolled them back, or the store lost them), and committing nothing under
+    ``txid`` would lose them silently. Nothing is changed; every retry refuses the same way.
+    """
 
 
 class State(abc.ABC):
@@ -159,6 +165,7 @@ class _Outcome(Enum):
     NOOP = "noop"  # txid already committed
     STAGED = "staged"  # the prepared transaction was applied
     DIRECT = "direct"  # nothing was prepared: the given pending changes were applied
+    LOST = "lost"  # asked for the staged transaction only, and nothing is prepared: no change
 
 
 # Values of these exact types are kept as given until the next prepare, commit or iteration
@@ -223,6 +230,9 @@ class BufferedKeyValueState(KeyValueState):
         self.namespace = namespace
         self._codec = codec
         self._pending: Changes = {}
+        # the txid this object staged and has not committed or rolled back: its commit must
+        # find that transaction staged, not commit the pending changes in its place
+        self._staged_txid: int | None = None
         self._deferred: dict[bytes, Any] = {}  # pending values of other keys, not encoded yet
         self._cache: dict[str, Any] = {}  # str key -> value, _Encoded or _ABSENT (see class docs)
         self._dirty: set[str] = set()  # str keys put or deleted since the last flush
@@ -393,6 +403,7 @@ class BufferedKeyValueState(KeyValueState):
             self._flush()
             self._stage(txid, self._pending)
             self._pending = {}
+            self._staged_txid = txid
             self._trim()
 
     def commit(self, txid: int) -> None:
@@ -400,9 +411,20 @@ class BufferedKeyValueState(KeyValueState):
         _check_txid(txid)
         with self._lock:
             self._flush()
-            if self._commit(txid, self._pending) is _Outcome.DIRECT:
-                self._pending = {}
+            self._committed(txid, self._commit(txid, self._to_commit(txid)))
             self._trim()
+
+    def _to_commit(self, txid: int) -> Changes | None:
+        """What ``_commit(txid, ...)`` may apply with nothing prepared: None if this staged ``txid``."""
+        return None if self._staged_txid == txid else self._pending
+
+    def _committed(self, txid: int, outcome: _Outcome) -> None:
+        """Take in what ``_commit`` did (the lock is held); raises if the staged changes are gone."""
+        if outcome is _Outcome.LOST:
+            raise self._lost(txid)
+        if outcome is _Outcome.DIRECT:
+            self._pending = {}
+        self._staged_txid = None
 
     def rollback(self) -> None:
         """See ``State.rollback``."""
@@ -418,6 +440,7 @@ class BufferedKeyValueState(KeyValueState):
         self._cache.clear()
         self._pending = {}
         self._deferred = {}
+        self._staged_txid = None
 
     def drop_cache(self) -> None:
         """Read the store again from now on if it reads through (``keep_cache`` False).
@@ -468,16 +491,22 @@ class BufferedKeyValueState(KeyValueState):
                         state._stage(txid, state._pending)
                         outcomes.append(_Outcome.DIRECT)
                     elif op == "commit":
-                        outcomes.append(state._commit(txid, state._pending))
+                        outcome = state._commit(txid, state._to_commit(txid))
+                        if outcome is _Outcome.LOST:
+                            raise state._lost(txid)  # inside: none of the batch is written
+                        outcomes.append(outcome)
                     else:
                         state._discard_staged()
                         outcomes.append(_Outcome.NOOP)
-            for (state, op, _), outcome in zip(ops, outcomes, strict=True):
+            for (state, op, txid), outcome in zip(ops, outcomes, strict=True):
                 if op == "rollback":
                     state._forget()
+                elif op == "prepare":
+                    state._pending = {}
+                    state._staged_txid = txid
+                    state._trim()
                 else:
-                    if outcome is _Outcome.DIRECT:
-                        state._pending = {}
+                    state._committed(txid, outcome)
                     state._trim()
 
     def txids_all(self, states: list[Any]) -> list[tuple[int | None, int | None]]:
@@ -487,6 +516,12 @@ class BufferedKeyValueState(KeyValueState):
     def _already_committed(self, txid: int, committed: int) -> InvalidTxidError:
         return InvalidTxidError(f"state {self.namespace!r}: cannot prepare txid {txid}, txid "
                                 f"{committed} is already committed")
+
+    def _lost(self, txid: int) -> InvalidTxidError:
+        return InvalidTxidError(
+            f"state {self.namespace!r}: cannot commit txid {txid}: this task prepared it, but the "
+            f"store holds no prepared transaction (another writer to the namespace rolled it back, "
+            f"or the store lost it), so its changes are gone; nothing was committed")
 
     def _other_prepared(self, txid: int, prepared: int) -> InvalidTxidError:
         return InvalidTxidError(f"state {self.namespace!r}: cannot commit txid {txid} while txid "
@@ -511,8 +546,12 @@ class BufferedKeyValueState(KeyValueState):
         """Atomically merge ``changes`` into the staged ones and set the prepared txid."""
 
     @abc.abstractmethod
-    def _commit(self, txid: int, changes: Changes) -> _Outcome:
-        """Atomically: no-op, apply the staged transaction ``txid``, or apply ``changes``."""
+    def _commit(self, txid: int, changes: Changes | None) -> _Outcome:
+        """Atomically: no-op, apply the staged transaction ``txid``, or apply ``changes``.
+
+        ``changes`` None: only the staged transaction may be applied; with nothing prepared,
+        change nothing and return ``LOST``.
+        """
 
     @abc.abstractmethod
     def _discard_staged(self) -> None:
@@ -555,6 +594,11 @@ def txids_all(states: list[Any]) -> list[tuple[int | None, int | None]]:
     if isinstance(first, BufferedKeyValueState) and all(type(s) is type(first) for s in states):
         return first.txids_all(states)
     return [(s.committed_txid(), s.prepared_txid()) for s in states]
+
+
+def _staged_gone(committed: int | None, prepared: int | None, txid: int) -> bool:
+    """Whether a commit of ``txid`` finds it neither prepared nor committed (the store's txids)."""
+    return prepared is None and (committed is None or committed < txid)
 
 
 def _check_txid(txid: int) -> None:

@@ -190,7 +190,7 @@ class LocalKeyValueState(BufferedKeyValueState):
                           [(self.namespace, k, v) for k, v in changes.items()])
             self._set_txids("prepared_txid = ?", txid)
 
-    def _commit(self, txid: int, changes: Changes) -> _Outcome:
+    def _commit(self, txid: int, changes: Changes | None) -> _Outcome:
         ns = self.namespace
         with self._transaction() as c:
             committed, prepared = self._txids()
@@ -198,7 +198,9 @@ class LocalKeyValueState(BufferedKeyValueState):
                 return _Outcome.NOOP
             if prepared is not None and prepared != txid:
                 raise self._other_prepared(txid, prepared)
-            if prepared is None:
+            if prepared is None and changes is None:
+                return _Outcome.LOST
+            if changes is not None and prepared is None:
                 c.executemany("INSERT OR REPLACE INTO committed (ns, key, value) VALUES (?, ?, ?)",
                               [(ns, k, v) for k, v in changes.items() if v is not None])
                 c.executemany("DELETE FROM committed WHERE ns = ? AND key = ?",

@@ -27,6 +27,7 @@ from squall.state.base import (
     Op,
     StateProvider,
     _Outcome,
+    _staged_gone,
     check_namespace,
 )
 
@@ -81,12 +82,22 @@ class InMemoryKeyValueState(BufferedKeyValueState):
 
     @classmethod
     def apply_all(cls, ops: Sequence[Op]) -> None:
-        """Siblings' prepares, commits and rollbacks under their one lock (else one call each)."""
+        """Siblings' prepares, commits and rollbacks under their one lock (else one call each).
+
+        A commit of a transaction a state staged itself that is gone stops the batch before
+        anything is applied, as SQLite's and Redis's one transaction does.
+        """
         first = ops[0][0]
         if any(state._lock is not first._lock for state, _, _ in ops):
             super().apply_all(ops)
             return
-        first._apply_batched(ops, nullcontext())
+        with first._lock:
+            for state, op, txid in ops:
+                stored = state._stored
+                if op == "commit" and state._to_commit(txid) is None and _staged_gone(
+                        stored.committed_txid, stored.prepared_txid, txid):  # type: ignore[arg-type]
+                    raise state._lost(txid)
+            first._apply_batched(ops, nullcontext())
 
     def _stored_get(self, ekey: bytes) -> bytes | None:
         s = self._stored
@@ -113,15 +124,20 @@ class InMemoryKeyValueState(BufferedKeyValueState):
             s.staged.update(changes)
             s.prepared_txid = txid
 
-    def _commit(self, txid: int, changes: Changes) -> _Outcome:
+    def _commit(self, txid: int, changes: Changes | None) -> _Outcome:
         s = self._stored
         with s.lock:
             if s.committed_txid is not None and txid <= s.committed_txid:
                 return _Outcome.NOOP
             if s.prepared_txid is not None and s.prepared_txid != txid:
                 raise self._other_prepared(txid, s.prepared_txid)
-            outcome = _Outcome.DIRECT if s.prepared_txid is None else _Outcome.STAGED
-            _apply(s.committed, changes if outcome is _Outcome.DIRECT else s.staged)
+            if s.prepared_txid is not None:
+                outcome, applied = _Outcome.STAGED, s.staged
+            elif changes is not None:
+                outcome, applied = _Outcome.DIRECT, changes
+            else:
+                return _Outcome.LOST
+            _apply(s.committed, applied)
             s.staged = {}
             s.prepared_txid = None
             s.committed_txid = txid

@@ -47,6 +47,7 @@ from squall.state.base import (
     StateUnavailableError,
     _check_txid,
     _Outcome,
+    _staged_gone,
     check_namespace,
     provider_config,
 )
@@ -80,9 +81,11 @@ redis.call('HSET', KEYS[2], 'prepared', ARGV[1])
 return {1, ''}
 """
 
-# KEYS: committed, staged, txids. ARGV: txid, then the pending key/value pairs, applied only
-# if nothing is prepared. Returns {0, ''} no-op, {1, ''} staged applied, {2, ''} pending
-# applied, {-1, prepared} when another txid is prepared.
+# KEYS: committed, staged, txids. ARGV: txid, '1' if only the staged transaction may be
+# applied (the caller staged txid) else '0', then the pending key/value pairs, applied only if
+# nothing is prepared. Returns {0, ''} no-op, {1, ''} staged applied, {2, ''} pending applied,
+# {3, ''} nothing prepared where the staged transaction was asked for (nothing changed),
+# {-1, prepared} when another txid is prepared.
 _COMMIT = """
 local txid = tonumber(ARGV[1])
 local committed = redis.call('HGET', KEYS[3], 'committed')
@@ -90,12 +93,14 @@ if committed and txid <= tonumber(committed) then
   return {0, ''}
 end
 local prepared = redis.call('HGET', KEYS[3], 'prepared')
-local changes, first, outcome = ARGV, 2, 2
+local changes, first, outcome = ARGV, 3, 2
 if prepared then
   if tonumber(prepared) ~= txid then
     return {-1, prepared}
   end
   changes, first, outcome = redis.call('HGETALL', KEYS[2]), 1, 1
+elseif ARGV[2] == '1' then
+  return {3, ''}
 end
 for i = first, #changes, 2 do
   if changes[i + 1] == '' then
@@ -162,7 +167,9 @@ class RedisKeyValueState(BufferedKeyValueState):
         """Siblings' prepares, commits and rollbacks in one MULTI/EXEC pipeline (else one each).
 
         Each script checks its own txids as alone; Redis runs the pipeline whole, so no
-        other client's command comes between two of them.
+        other client's command comes between two of them. A commit of a transaction a state
+        staged itself is checked first, under WATCH: if that transaction is gone, none of the
+        pipeline runs (a key group must not stay uncommitted under a record that says done).
         """
         first = ops[0][0]
         if any(state._client is not first._client for state, _, _ in ops):
@@ -173,20 +180,10 @@ class RedisKeyValueState(BufferedKeyValueState):
                 if op != "rollback":
                     _check_txid(txid)  # type: ignore[arg-type]
                     state._flush()
+            guarded = [(state, cast(int, txid)) for state, op, txid in ops
+                       if op == "commit" and state._to_commit(txid) is None]
             with first._unavailable_as_error():
-                pipe = first._client.pipeline(transaction=True)
-                for state, op, txid in ops:
-                    if op == "prepare":
-                        state._prepare_script(keys=[state._staged_key, state._txids_key],
-                                              args=[txid, *_flatten(state._pending)], client=pipe)
-                    elif op == "commit":
-                        state._commit_script(
-                            keys=[state._committed_key, state._staged_key, state._txids_key],
-                            args=[txid, *_flatten(state._pending)], client=pipe)
-                    else:
-                        pipe.delete(state._staged_key)
-                        pipe.hdel(state._txids_key, "prepared")
-                replies = iter(pipe.execute())
+                replies = iter(_execute_guarded(first._client, ops, guarded))
             errors = []
             for state, op, txid in ops:
                 if op == "prepare":
@@ -195,13 +192,16 @@ class RedisKeyValueState(BufferedKeyValueState):
                         errors.append(state._already_committed(txid, int(committed)))
                     else:
                         state._pending = {}
+                        state._staged_txid = txid
                     state._trim()
                 elif op == "commit":
                     outcome, prepared = next(replies)
                     if outcome == -1:
                         errors.append(state._other_prepared(txid, int(prepared)))
-                    elif outcome == 2:
-                        state._pending = {}
+                    elif outcome == 3:  # gone after the check: WATCH makes this unreachable
+                        errors.append(state._lost(txid))
+                    else:
+                        state._committed(txid, _OUTCOMES[outcome])
                     state._trim()
                 else:
                     next(replies)
@@ -269,14 +269,14 @@ class RedisKeyValueState(BufferedKeyValueState):
         if done == 0:
             raise self._already_committed(txid, int(committed))
 
-    def _commit(self, txid: int, changes: Changes) -> _Outcome:
+    def _commit(self, txid: int, changes: Changes | None) -> _Outcome:
         with self._unavailable_as_error():
             outcome, prepared = self._commit_script(
                 keys=[self._committed_key, self._staged_key, self._txids_key],
-                args=[txid, *_flatten(changes)])
+                args=_commit_args(txid, changes))
         if outcome == -1:
             raise self._other_prepared(txid, int(prepared))
-        return {0: _Outcome.NOOP, 1: _Outcome.STAGED, 2: _Outcome.DIRECT}[outcome]
+        return _OUTCOMES[outcome]
 
     def _discard_staged(self) -> None:
         with self._unavailable_as_error():
@@ -295,6 +295,54 @@ class RedisKeyValueState(BufferedKeyValueState):
             cause = " ".join(str(e).split()) or type(e).__name__  # one line
             raise StateUnavailableError(f"RedisStateProvider: Redis at {self._where} is "
                                         f"unavailable: {cause}") from e
+
+
+_OUTCOMES = {0: _Outcome.NOOP, 1: _Outcome.STAGED, 2: _Outcome.DIRECT, 3: _Outcome.LOST}
+
+
+def _commit_args(txid: int, changes: Changes | None) -> list[Any]:
+    """``_COMMIT``'s ARGV: changes None asks for the staged transaction only."""
+    return [txid, b"1"] if changes is None else [txid, b"0", *_flatten(changes)]
+
+
+def _execute_guarded(client: redis_py.Redis, ops: Sequence[Op],
+                     guarded: list[tuple[RedisKeyValueState, int]]) -> list[Any]:
+    """``ops``' scripts in one MULTI/EXEC: its replies, one per script or command.
+
+    ``guarded``: commits of transactions their states staged themselves. Their txids are
+    WATCHed and read first; if one of them is neither prepared nor committed, nothing is run
+    and the error names it. A change to them before EXEC runs the check again.
+    """
+    from redis.exceptions import WatchError
+
+    with client.pipeline(transaction=True) as pipe:
+        while True:
+            try:
+                if guarded:
+                    pipe.watch(*(state._txids_key for state, _ in guarded))
+                    reads = client.pipeline(transaction=False)  # one round trip, not one each
+                    for state, _ in guarded:
+                        reads.hmget(state._txids_key, "committed", "prepared")
+                    for (state, asked), (committed, prepared) in zip(guarded, reads.execute(),
+                                                                      strict=True):
+                        if _staged_gone(None if committed is None else int(committed),
+                                        None if prepared is None else int(prepared), asked):
+                            raise state._lost(asked)
+                    pipe.multi()
+                for state, op, txid in ops:
+                    if op == "prepare":
+                        state._prepare_script(keys=[state._staged_key, state._txids_key],
+                                              args=[txid, *_flatten(state._pending)], client=pipe)
+                    elif op == "commit":
+                        state._commit_script(
+                            keys=[state._committed_key, state._staged_key, state._txids_key],
+                            args=_commit_args(cast(int, txid), state._to_commit(txid)), client=pipe)
+                    else:
+                        pipe.delete(state._staged_key)
+                        pipe.hdel(state._txids_key, "prepared")
+                return cast(list[Any], pipe.execute())
+            except WatchError:
+                continue  # a guarded txid changed between the check and EXEC: check again
 
 
 def _flatten(changes: Changes) -> list[bytes]:

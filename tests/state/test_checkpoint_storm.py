@@ -329,6 +329,20 @@ def test_a_restarted_task_commits_what_its_previous_process_prepared():
     assert again.state.committed_txid() == 5 and again.state.get("a") == "a"
 
 
+def test_a_commit_whose_staged_transaction_another_writer_rolled_back_fails_naming_it():
+    worker, _, task = stateful_task()
+    task.handle(checkpoint(0, "INITSTATE", 90))
+    task.handle(data("a", 11))
+    task.handle(checkpoint(5, "PREPARE", 91))
+    _, _, other = stateful_task()  # the same task still running elsewhere (a zombie)
+    other.handle(checkpoint(5, "ROLLBACK", 92))
+    task.handle(checkpoint(5, "COMMIT", 93))
+    assert worker.outcomes(93) == [ACK_FAIL]  # the spout retries the COMMIT; it refuses again
+    assert worker.outcomes(11) == []  # not acked as committed: it was not
+    assert "cannot commit txid 5: this task prepared it" in str(worker.errors[-1])
+    assert task.state.committed_txid() is None
+
+
 # ---- CheckpointTupleForwarder -----------------------------------------------------------
 
 

@@ -159,6 +159,48 @@ def test_changes_after_prepare_belong_to_the_next_transaction(backend, namespace
     assert items(backend.state(namespace)) == {"a": 10, "b": 2}
 
 
+def test_a_state_refuses_to_commit_its_own_prepared_txid_once_the_staged_changes_are_gone(
+        backend, namespace):
+    """Another writer to the namespace rolled back what this state staged.
+
+    Committing nothing (or the changes made since the prepare) under the txid would lose the
+    staged ones silently: the commit refuses, every time, and changes nothing.
+    """
+    s = backend.state(namespace)
+    s.put("a", 1)
+    s.commit(1)
+    s.put("a", 2)
+    s.prepare_commit(2)
+    s.put("b", 3)  # the next transaction's
+    backend.state(namespace, backend.provider()).rollback()  # the other writer
+    for _ in range(2):  # a retried COMMIT refuses the same way
+        with pytest.raises(InvalidTxidError, match=r"cannot commit txid 2: this task prepared "
+                                                   r"it, but the store holds no prepared "
+                                                   r"transaction.*nothing was committed$"):
+            s.commit(2)
+    assert (s.committed_txid(), s.prepared_txid()) == (1, None)
+    assert items(backend.state(namespace)) == {"a": 1}
+    s.rollback()  # the checkpoint's recovery: back to txid 1, and the state works on
+    s.put("c", 4)
+    s.prepare_commit(2)
+    s.commit(2)
+    assert items(backend.state(namespace)) == {"a": 1, "c": 4}
+
+
+def test_a_state_that_prepared_nothing_itself_still_commits_a_replayed_txid(backend, namespace):
+    """The guard is only for what this object staged: a fresh object (a restarted task) that
+    finds nothing prepared commits its changes directly, as Storm's states do."""
+    s = backend.state(namespace)
+    s.put("a", 1)
+    s.prepare_commit(1)
+    backend.state(namespace, backend.provider()).rollback()
+    fresh = backend.state(namespace, backend.provider())
+    fresh.commit(1)
+    assert (fresh.committed_txid(), items(backend.state(namespace))) == (1, {})
+    s.commit(1)  # and the txid is committed now: a no-op for the object that staged it
+    assert s.committed_txid() == 1
+
+
 def test_a_retried_prepare_merges_the_newer_changes(backend, namespace):
     s = backend.state(namespace)
     s.put("old", 0)

@@ -11,6 +11,7 @@ import pytest
 
 from squall.runtime.keygroups import default_table, key_group, owned_groups
 from squall.runtime.stateful import KeyGroupsChangedError, open_keyed_state
+from squall.state import InvalidTxidError
 from squall.state.keygrouped import KeyGroupedState, group_namespace
 
 K = 64
@@ -133,6 +134,33 @@ def test_a_staged_transaction_is_settled_by_a_restarted_task(store, outcome):
     else:  # every key group not committed before the crash goes back to txid 1
         assert {w: v for w, v in values.items() if key_group(w, K) != g} == {
             w: 1 for w in WORDS if key_group(w, K) != g}
+
+
+def test_a_key_group_whose_staged_changes_are_gone_stops_the_commit(store):
+    """Another writer rolled back one key group the task staged: the commit refuses, naming it,
+    and the record stays prepared; no key group of it is committed (one store transaction)."""
+    provider, conf = store
+    if type(provider).__name__ == "DictStateProvider":
+        pytest.skip("a user's provider commits as it is written: the guard is squall's states'")
+    name = topology()
+    state = open_keyed_state(provider, conf, context(name, 1, 0))
+    for w in WORDS:
+        state.put(w, 1)
+    state.prepare_commit(1)
+    state.commit(1)
+    for w in WORDS:
+        state.put(w, 2)
+    state.prepare_commit(2)
+    staged = sorted(state.staged_key_groups())
+    gone = staged[-1]  # the batch's last key group: the ones before it would go first
+    provider.new_state(group_namespace(f"{name}/count", gone), conf, None).rollback()
+    with pytest.raises(InvalidTxidError, match=rf"/{gone}'?: cannot commit txid 2: this task "
+                                               r"prepared it"):
+        state.commit(2)
+    restarted = open_keyed_state(provider, conf, context(name, 1, 0))
+    assert (restarted.committed_txid(), restarted.prepared_txid()) == (1, 2)
+    assert {g: provider.new_state(group_namespace(f"{name}/count", g), conf, None).committed_txid()
+            for g in staged} == dict.fromkeys(staged, 1)
 
 
 def test_a_new_plan_moves_key_groups_without_copying_keys(store):

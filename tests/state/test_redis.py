@@ -9,7 +9,7 @@ import sys
 import pytest
 import redis
 
-from squall.state import StateConfigError, StateUnavailableError
+from squall.state import InvalidTxidError, StateConfigError, StateUnavailableError
 from squall.state.redis import RedisStateProvider
 from tests.state.conftest import free_port
 
@@ -91,6 +91,26 @@ def test_a_failed_commit_can_be_retried_after_redis_returns(redis_factory, names
     s.commit(1)
     s.commit(1)  # and replaying it is a no-op
     assert dict(new_state(server.conf(), namespace)) == {"a": 1}
+    s.close()
+
+
+def test_a_redis_restarted_without_persistence_is_named_at_the_commit_not_committed_empty(
+        redis_factory, namespace):
+    """The restart lost the staged transaction (and all else): the commit says so, and
+    leaves the emptied store as it is instead of recording txid 2 over nothing."""
+    server = redis_factory()  # --save "" --appendonly no: a restart empties it
+    s = new_state(server.conf(timeout=2), namespace)
+    s.put("a", 1)
+    s.prepare_commit(1)
+    s.commit(1)
+    s.put("a", 2)
+    s.prepare_commit(2)
+    server.stop()
+    server.start()
+    with pytest.raises(InvalidTxidError, match=r"cannot commit txid 2: this task prepared it.*"
+                                               r"or the store lost it"):
+        s.commit(2)
+    assert (s.committed_txid(), s.prepared_txid()) == (None, None)
     s.close()
 
 
