@@ -47,7 +47,6 @@ from squall.state.base import (
     StateUnavailableError,
     _check_txid,
     _Outcome,
-    _staged_gone,
     check_namespace,
     provider_config,
 )
@@ -115,6 +114,19 @@ redis.call('HSET', KEYS[3], 'committed', ARGV[1])
 return {outcome, ''}
 """
 
+# KEYS: txids of states whose own staged transaction is to be committed; ARGV: each one's
+# txid. Returns the (1-based) positions of those neither prepared nor committed up to it.
+_GONE = """
+local gone = {}
+for i = 1, #KEYS do
+  local txids = redis.call('HMGET', KEYS[i], 'committed', 'prepared')
+  if not txids[2] and (not txids[1] or tonumber(txids[1]) < tonumber(ARGV[i])) then
+    gone[#gone + 1] = i
+  end
+end
+return gone
+"""
+
 
 class RedisKeyValueState(BufferedKeyValueState):
     """A key-value state in Redis (see the module docs); reconnects by itself after an outage."""
@@ -128,6 +140,7 @@ class RedisKeyValueState(BufferedKeyValueState):
         self._init_keys(namespace, client, where)
         self._prepare_script = client.register_script(_PREPARE)
         self._commit_script = client.register_script(_COMMIT)
+        self._gone_script = client.register_script(_GONE)
         self._borrowed = False
 
     def _init_keys(self, namespace: str, client: redis_py.Redis, where: str) -> None:
@@ -158,6 +171,7 @@ class RedisKeyValueState(BufferedKeyValueState):
         state._init_keys(namespace, self._client, self._where)
         state._prepare_script = self._prepare_script
         state._commit_script = self._commit_script
+        state._gone_script = self._gone_script
         state._lock = self._lock
         state._borrowed = True
         return state
@@ -319,15 +333,13 @@ def _execute_guarded(client: redis_py.Redis, ops: Sequence[Op],
         while True:
             try:
                 if guarded:
-                    pipe.watch(*(state._txids_key for state, _ in guarded))
-                    reads = client.pipeline(transaction=False)  # one round trip, not one each
-                    for state, _ in guarded:
-                        reads.hmget(state._txids_key, "committed", "prepared")
-                    for (state, asked), (committed, prepared) in zip(guarded, reads.execute(),
-                                                                      strict=True):
-                        if _staged_gone(None if committed is None else int(committed),
-                                        None if prepared is None else int(prepared), asked):
-                            raise state._lost(asked)
+                    keys = [state._txids_key for state, _ in guarded]
+                    pipe.watch(*keys)
+                    # one script for every key group, not a reply each to parse
+                    gone = guarded[0][0]._gone_script(keys=keys, args=[t for _, t in guarded])
+                    if gone:
+                        lost, asked = guarded[int(gone[0]) - 1]
+                        raise lost._lost(asked)
                     pipe.multi()
                 for state, op, txid in ops:
                     if op == "prepare":
