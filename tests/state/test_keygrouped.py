@@ -69,6 +69,19 @@ def committed_groups(provider, conf, name: str) -> set[int]:
 WORDS = [f"w{i}" for i in range(40)]
 
 
+def staged_over_a_commit(provider, conf, name: str) -> KeyGroupedState:
+    """A task's keyed state with every word 1 committed as txid 1 and 2 staged as txid 2."""
+    state = open_keyed_state(provider, conf, context(name, 1, 0))
+    for w in WORDS:
+        state.put(w, 1)
+    state.prepare_commit(1)
+    state.commit(1)
+    for w in WORDS:
+        state.put(w, 2)
+    state.prepare_commit(2)
+    return state
+
+
 def test_keys_live_in_their_key_groups_namespaces_and_iterate_as_one_map(store):
     provider, conf = store
     name = topology()
@@ -110,14 +123,7 @@ def test_a_checkpoint_touches_only_the_key_groups_changed_since_the_last(store):
 def test_a_staged_transaction_is_settled_by_a_restarted_task(store, outcome):
     provider, conf = store
     name = topology()
-    state = open_keyed_state(provider, conf, context(name, 1, 0))
-    for w in WORDS:
-        state.put(w, 1)
-    state.prepare_commit(1)
-    state.commit(1)
-    for w in WORDS:
-        state.put(w, 2)
-    state.prepare_commit(2)
+    staged_over_a_commit(provider, conf, name)
     # the worker dies here, or midway through the commit: one key group is committed
     g = key_group(WORDS[0], K)
     provider.new_state(group_namespace(f"{name}/count", g), conf, None).commit(2)
@@ -143,14 +149,7 @@ def test_a_key_group_whose_staged_changes_are_gone_stops_the_commit(store):
     if type(provider).__name__ == "DictStateProvider":
         pytest.skip("a user's provider commits as it is written: the guard is squall's states'")
     name = topology()
-    state = open_keyed_state(provider, conf, context(name, 1, 0))
-    for w in WORDS:
-        state.put(w, 1)
-    state.prepare_commit(1)
-    state.commit(1)
-    for w in WORDS:
-        state.put(w, 2)
-    state.prepare_commit(2)
+    state = staged_over_a_commit(provider, conf, name)
     staged = sorted(state.staged_key_groups())
     gone = staged[-1]  # the batch's last key group: the ones before it would go first
     provider.new_state(group_namespace(f"{name}/count", gone), conf, None).rollback()
